@@ -1,0 +1,133 @@
+# specula — the one entry point.
+#   make            build the CPU parts (and the CUDA objects when nvcc is found)
+#   make demo       run the main job on the embedded default model
+#   make test       every test: unit and distribution suites, the sanitizer run,
+#                   CUDA compilation (GPU suites skip without a device)
+#   make deps       install missing Debian packages (as root) or print the command
+#   make peer       compare the reference with Hugging Face transformers (PyPI)
+#   make gpu-check  validate and time the CUDA kernels on a GPU
+#   make format     clang-format every C/CUDA file
+.DEFAULT_GOAL := all
+.SUFFIXES:
+SHELL := /bin/bash
+
+BUILD ?= build
+CC ?= cc
+PYTHON ?= python3
+
+DEBIAN_PACKAGES := gcc make pkg-config check libsubunit-dev libjansson-dev libpcre2-dev libgsl-dev \
+                   libutf8proc-dev gnuplot-nox
+PKGS := jansson libpcre2-8 gsl libutf8proc
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wvla -Wno-unused-parameter
+CFLAGS ?= -O2 -g
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP -Ireference -Ioptimized -Ikernels -Itools $(PKG_CFLAGS)
+LDLIBS = $(PKG_LIBS) -lm
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+
+REF_SRC := $(sort $(wildcard reference/*.c))
+TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c))
+CLI_SRC := $(sort $(wildcard cli/*.c))
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+STAT_SRC := $(sort $(wildcard tests/stat/*.c))
+GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
+HARNESS_SRC := tests/harness.c
+CU_SRC := $(sort $(wildcard kernels/*.cu))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
+
+LIB := $(BUILD)/libspecula.a
+LIB_OBJ := $(call obj,$(REF_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+
+.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools
+all: $(BUILD)/specula $(BUILD)/genmodel cuda
+	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))"
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/genmodel: $(call obj,tools/genmodel/main.c) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# ---- tests -----------------------------------------------------------------
+# Each test file defines `Suite *NAME_suite(void)`; the runner's list of suites
+# is generated from the sources, so adding a file is all it takes.
+$(BUILD)/gen/suites.h: $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC) tests/list-suites.sh
+	@mkdir -p $(dir $@)
+	tests/list-suites.sh unit $(UNIT_SRC) > $@.tmp
+	tests/list-suites.sh stat $(STAT_SRC) >> $@.tmp
+	tests/list-suites.sh gpu $(GPU_TEST_SRC) >> $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/obj/tests/runner.o $(BUILD)/asan/tests/runner.o: $(BUILD)/gen/suites.h
+$(BUILD)/obj/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS)
+$(BUILD)/asan/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS) -DRUNNER_UNIT_ONLY
+$(BUILD)/obj/tests/%.o $(BUILD)/asan/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -Itests
+
+TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC))
+$(BUILD)/tests/runner: $(TEST_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+$(BUILD)/tests/runner-asan: $(SAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+# ---- CUDA ------------------------------------------------------------------
+CUDA_ARCH := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference -Ikernels -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings
+cuda:
+ifneq ($(strip $(NVCC)),)
+ifneq ($(strip $(CU_SRC)),)
+	@$(MAKE) --no-print-directory $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC))
+endif
+endif
+
+$(BUILD)/cuda/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+# ---- entry points -----------------------------------------------------------
+deps:
+	@tools/deps.sh $(DEBIAN_PACKAGES)
+
+test: deps
+	@$(MAKE) --no-print-directory test-run
+
+test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/genmodel cuda
+	@tests/run.sh $(BUILD)
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tools/demo.sh $(BUILD)
+
+peer: all
+	@tools/peer/run.sh $(BUILD) $(PYTHON)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,31 @@
+/* main.c — `specula COMMAND [options]`: dispatch to the subcommands listed
+ * in the table below. Every subcommand answers --help. */
+#include <stdio.h>
+#include <string.h>
+
+#include "commands.h"
+
+const cli_command cli_commands[] = {
+    {NULL, NULL, NULL},
+};
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specula COMMAND [options]\n"
+            "Decoding methods that get more than one token out of each pass of a\n"
+            "qwen3_5 model, in a readable reference and an optimized engine.\n\ncommands:\n");
+    for (const cli_command *c = cli_commands; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fprintf(f, "\n`specula COMMAND --help` describes each command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
+    fprintf(stderr, "specula: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

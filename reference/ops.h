@@ -1,0 +1,63 @@
+/* ops.h — the numerical building blocks of the qwen3_5 forward, float32,
+ * single thread, no intrinsics. These functions are the definition of each
+ * op: the engine's CPU backend and the CUDA kernels' CPU twins call them
+ * rather than keeping a second copy of the math.
+ * Shapes: row-major, [rows, cols]; a weight W of a linear layer has shape
+ * [n_out, n_in] exactly as stored in the checkpoint. */
+#ifndef SPECULA_OPS_H
+#define SPECULA_OPS_H
+
+/* Scalar activations. */
+float op_sigmoid(float x);
+float op_silu(float x);     /* x·sigmoid(x) */
+float op_softplus(float x); /* log(1 + e^x), as torch (linear above 20) */
+
+/* out[n_out] = W[n_out, n_in] · x[n_in]. out must not alias x. */
+void op_matvec(float *out, const float *W, const float *x, int n_out, int n_in);
+
+/* Zero-centred RMSNorm: out = x · rsqrt(mean(x²) + eps) · (1 + w). out may alias x. */
+void op_rmsnorm(float *out, const float *x, const float *w, int n, float eps);
+
+/* The DeltaNet output norm: out = x · rsqrt(mean(x²) + eps) · w · silu(z)
+ * (plain weight, no 1+). out may alias x. */
+void op_rmsnorm_gated(float *out, const float *x, const float *w, const float *z, int n, float eps);
+
+/* x ← x · rsqrt(Σx² + eps) (the DeltaNet q/k normalisation, eps 1e-6). */
+void op_l2norm(float *x, int n, float eps);
+
+/* out[n] = silu(gate[n]) · up[n]. out may alias either input. */
+void op_swiglu(float *out, const float *gate, const float *up, int n);
+
+/* In-place softmax over n entries (max-subtracted; −inf entries give 0). */
+void op_softmax(float *x, int n);
+
+/* Rotate-half RoPE on the first R dims of one head vector x[Dh] at position
+ * pos: for i < R/2, with f = pos·theta^(−2i/R),
+ *   x[i]     ← x[i]·cos f − x[i+R/2]·sin f
+ *   x[i+R/2] ← x[i+R/2]·cos f + x[i]·sin f
+ * Dims R..Dh−1 pass through. */
+void op_rope(float *x, int R, int pos, double theta);
+
+/* Attention of one query head over n cached positions:
+ *   out[Dh] = Σ_t softmax_t(scale · q·k_t) · v_t
+ * keys[t] and values[t] point at the head's [Dh] vectors of position t, so a
+ * paged cache or a tree can pass any set of positions. scores[n] is scratch. */
+void op_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n,
+                       int Dh, float scale, float *scores);
+
+/* One step of the causal depthwise conv of width K with SiLU, for C channels:
+ *   out[c] = silu(Σ_{j<K−1} w[c,j]·state[c,j] + w[c,K−1]·x[c])
+ * then the state shifts left by one and x enters at the end.
+ * state[C, K−1] holds the previous K−1 inputs, oldest first (zeros at the start
+ * of a sequence). w[C, K] is the checkpoint's conv1d.weight [C, 1, K]. */
+void op_conv_step(float *out, float *state, const float *x, const float *w, int C, int K);
+
+/* One step of the gated delta rule for one value head, with the recurrent
+ * state S[Dk, Dv] (fp32):
+ *   q ← l2norm(q)/sqrt(Dk), k ← l2norm(k)          (eps 1e-6; q and k are modified)
+ *   S ← exp(g)·S;  u = v − Sᵀk;  S ← S + k (β u)ᵀ;  out = Sᵀq
+ * g ≤ 0 is the log decay −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b). */
+void op_gated_delta_step(float *out, float *S, float *q, float *k, const float *v, float g, float beta, int Dk,
+                         int Dv);
+
+#endif

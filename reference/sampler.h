@@ -1,0 +1,61 @@
+/* sampler.h — from logits to the processed distribution, and from a
+ * distribution to a token, with randomness that any backend can replay.
+ * Speculative methods need the distributions p (target) and q (proposer)
+ * themselves, not just samples: sampler_probs returns them. */
+#ifndef SPECULA_SAMPLER_H
+#define SPECULA_SAMPLER_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+typedef struct {
+    float temperature; /* 0: greedy (one-hot at the argmax) */
+    int top_k;         /* 0: off */
+    float top_p;       /* 1: off */
+    float min_p;       /* 0: off */
+} sampler_params;
+
+/* temperature 1, everything else off. */
+sampler_params sampler_defaults(void);
+/* Clear error for out-of-range values (temperature < 0, top_p outside (0,1], ...). */
+int sampler_validate(const sampler_params *sp, sp_error *err);
+
+/* The processed distribution: probs[V] from logits[V]. Order: temperature,
+ * top-k, top-p, min-p, then renormalise. Ties at a cut are kept (documented
+ * in sampler.c). probs may alias logits. */
+void sampler_probs(const sampler_params *sp, const float *logits, float *probs, int V);
+
+/* Lowest index of the maximum. */
+int sampler_argmax(const float *x, int V);
+
+/* What a random draw is for; each purpose is its own Philox stream so draws
+ * for different purposes never share randomness. */
+typedef enum {
+    RNG_SAMPLE = 1,   /* a token from the target's distribution */
+    RNG_DRAFT = 2,    /* a token from a proposer's distribution */
+    RNG_ACCEPT = 3,   /* the uniform of an acceptance test */
+    RNG_RESIDUAL = 4, /* a token from a residual distribution */
+    RNG_TEST = 99     /* statistical tests' own draws */
+} rng_purpose;
+
+/* The coordinates of one draw: the run's seed, the purpose, and an index
+ * that is unique for that purpose within the run (typically the absolute
+ * position, times a small factor for rounds or tree nodes). */
+typedef struct {
+    uint64_t seed;
+    uint32_t purpose;
+    uint64_t index;
+} rng_site;
+
+/* A uniform in (0, 1) for this site. */
+float rng_uniform(rng_site site);
+
+/* Draws a token from probs[V] by the exponential race:
+ * argmax_i probs[i] / E_i with E_i = −log U_i, U_i from Philox keyed by
+ * (seed, purpose, index, token i). The result depends only on the
+ * distribution and the site, never on summation order, so the CUDA sampler
+ * picks the same token. Entries with probs[i] = 0 never win. */
+int sampler_sample(const float *probs, int V, rng_site site);
+
+#endif

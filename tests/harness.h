@@ -1,0 +1,29 @@
+/* harness.h — what every test file shares: suite/case construction with an
+ * explicit timeout, skips that are reported (never silently dropped), and
+ * small helpers for temporary directories and generated micro models. */
+#ifndef SPECULA_TEST_HARNESS_H
+#define SPECULA_TEST_HARNESS_H
+
+#include <check.h>
+
+/* A test case with its own timeout in seconds (Check's default is 4 s). */
+TCase *harness_tcase(const char *name, double timeout_s);
+
+/* Records that `test` of `suite` was not run, and why. Call it while
+ * building the suite instead of adding the test; the runner prints the
+ * reason and counts the test as skipped. */
+void harness_skip(const char *suite, const char *test, const char *reason);
+
+/* A fresh directory under $TMPDIR (or /tmp) whose path is written to
+ * out[size]; removed with harness_rmtree. Fails the test on error. */
+void harness_tmpdir(char *out, size_t size);
+void harness_rmtree(const char *path);
+
+/* The path of ../shared/data/NAME relative to the repository root, or NULL
+ * when that file does not exist (tests that need it are skipped). */
+const char *harness_shared_data(const char *name);
+
+/* Writes the whole of text to path; fails the test on error. */
+void harness_write_file(const char *path, const void *data, size_t size);
+
+#endif
