@@ -21,9 +21,18 @@ sampler_params sampler_defaults(void);
 /* Clear error for out-of-range values (temperature < 0, top_p outside (0,1], ...). */
 int sampler_validate(const sampler_params *sp, sp_error *err);
 
-/* The processed distribution: probs[V] from logits[V]. Order: temperature,
- * top-k, top-p, min-p, then renormalise. Ties at a cut are kept (documented
- * in sampler.c). probs may alias logits. */
+/* The processed distribution: probs[V] from logits[V]. Every cut is a
+ * threshold, so the result does not depend on sort order and ties at a cut
+ * are always kept:
+ *   temperature 0: one-hot at sampler_argmax(logits); nothing else applies.
+ *   z = logits / temperature
+ *   top-k (0 < k < V): keep z_i ≥ the k-th largest z (duplicates counted)
+ *   softmax over the kept entries
+ *   top-p (p < 1): keep p_i ≥ τ, τ the largest value among the p_j such
+ *     that Σ_{i: p_i ≥ p_j} p_i ≥ top_p
+ *   min-p (> 0): keep p_i ≥ min_p · max p
+ *   renormalise (sums in double).
+ * probs may alias logits. */
 void sampler_probs(const sampler_params *sp, const float *logits, float *probs, int V);
 
 /* Lowest index of the maximum. */
@@ -48,12 +57,18 @@ typedef struct {
     uint64_t index;
 } rng_site;
 
+/* How a site maps onto Philox (the CUDA code uses the same mapping):
+ *   key = seed (lo, hi); counter = (block, index lo, index hi, purpose)
+ * where block = token >> 2 and word = token & 3 for the race's E_token, and
+ * block = RNG_UNIFORM_BLOCK, word 0 for rng_uniform. */
+#define RNG_UNIFORM_BLOCK 0xffffffffu
+
 /* A uniform in (0, 1) for this site. */
 float rng_uniform(rng_site site);
 
 /* Draws a token from probs[V] by the exponential race:
- * argmax_i probs[i] / E_i with E_i = −log U_i, U_i from Philox keyed by
- * (seed, purpose, index, token i). The result depends only on the
+ * argmax_i probs[i] / E_i with E_i = −log U_i (computed in double), U_i from
+ * Philox keyed by (seed, purpose, index, token i); lowest index on a tie. The result depends only on the
  * distribution and the site, never on summation order, so the CUDA sampler
  * picks the same token. Entries with probs[i] = 0 never win. */
 int sampler_sample(const float *probs, int V, rng_site site);
