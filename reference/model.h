@@ -49,7 +49,4 @@ void model_forward(model *m, model_state *s, int token, float *logits, float *hi
  * chained step reads in place of the trunk's). Requires m->w.has_mtp. */
 void model_mtp_forward(model *m, model_state *ms, const float *h, int next_token, float *logits, float *hidden_out);
 
-/* Parameter counts (trunk + lm_head, and the MTP module). */
-long long model_param_count(const model_config *c, int with_mtp, long long *mtp_params);
-
 #endif
