@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "footprint.h"
 #include "layers.h"
 #include "ops.h"
 #include "safetensors.h"
@@ -108,6 +109,13 @@ int model_load(model *m, const char *path, sp_error *err) {
         next += tensor_spec_numel(&specs[i]);
     }
     if (!rc && c->tie_word_embeddings) m->w.lm_head = m->w.embed;
+    if (!rc) {
+        const st_tensor *embed = st_find(&st, specs[0].name);
+        m->storage_bytes = embed ? dtype_size(embed->dtype) : 4;
+        model_footprint fp;
+        footprint_compute(c, 0, m->storage_bytes, 2.0, &fp);
+        m->weight_bytes_per_step = fp.weight_bytes_per_step;
+    }
     m->w.has_mtp = with_mtp;
     free(specs);
     st_close(&st);

@@ -17,6 +17,8 @@ typedef struct {
     float *arena;         /* all float32 weights, one allocation */
     size_t arena_floats;
     char path[4096];
+    int storage_bytes;            /* bytes per parameter in the checkpoint (2 for bf16/f16, 4 for f32) */
+    double weight_bytes_per_step; /* weights one decode step reads, at storage_bytes (footprint.h) */
     /* scratch for one forward (the reference runs one position at a time) */
     float *x, *xb, *xb2;   /* [D] residual stream and two work vectors */
     float *q, *gate_buf;   /* [max(H·Dh, C)] */
