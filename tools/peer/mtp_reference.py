@@ -4,14 +4,14 @@
 The equations follow vLLM's model_executor/models/qwen3_5_mtp.py (class
 Qwen3_5MultiTokenPredictor, forward) together with qwen3_5.py / qwen3_next.py
 (the trunk and the decoder layer) and v1/spec_decode/llm_base_proposer.py
-(how the proposer chains steps), read with a code search; this file is
-written independently and copies none of that code. The decoder layer
+(how the proposer chains steps); this file is written independently from
+those equations and copies none of that code. The decoder layer
 itself is transformers' Qwen3_5DecoderLayer (gated attention with q/k norm,
 partial rotate-half RoPE, output gate, SwiGLU), loaded with the checkpoint's
 mtp.layers.0.* tensors — an implementation independent of the C reference.
 
-What the vLLM sources establish (quoted lines, vLLM main as stored by the
-search index: qwen3_5_mtp.py @01d99805, qwen3_next.py @002d6073,
+What the vLLM sources establish (quoted lines; vLLM main, files at commits
+qwen3_5_mtp.py @01d99805, qwen3_5.py @00def4f8, qwen3_next.py @002d6073,
 llm_base_proposer.py @00c4f22d):
 
 1. The MTP input at target position t combines the embedding of the NEXT
@@ -27,8 +27,9 @@ llm_base_proposer.py @00c4f22d):
 3. The trunk's hidden state is the FINAL-NORMED one: Qwen3NextModel.forward
    (which Qwen3_5Model inherits) ends with
    `hidden_states, _ = self.norm(hidden_states, residual)` and returns it;
-   the runner passes that tensor as target_hidden_states
-   (`target_hidden_states = hidden_states[:num_scheduled_tokens]`).
+   the model runner (v1/worker/gpu_model_runner.py) slices that returned
+   tensor into the proposer's input (`target_hidden_states =
+   hidden_states[:…]`, the aux-hidden-state variant being for EAGLE-3 only).
    It is also the tensor the lm_head reads, so hidden_t here is exactly
    what model.norm produces.
 4. After its decoder layer the MTP applies its own norm and returns the
@@ -40,7 +41,8 @@ llm_base_proposer.py @00c4f22d):
    `last_hidden_states = ret_hidden_states; hidden_states = ret_hidden_states`
    and writes `self.hidden_states[:batch_size] = hidden_states` for the next
    step — the hidden state AFTER mtp.norm, at the next position.
-6. The zero-centred RMSNorm is GemmaRMSNorm (`x·rsqrt(mean(x²)+eps)·(1+w)`),
+6. The zero-centred RMSNorm is GemmaRMSNorm (qwen3_5.py:
+   `GemmaRMSNorm as Qwen3_5RMSNorm`, i.e. `x·rsqrt(mean(x²)+eps)·(1+w)`),
    for the three MTP norms as for the trunk's.
 """
 

@@ -99,7 +99,8 @@ def specula_has_logits(binary):
         return f"{binary} is not built"
     r = subprocess.run([binary, "logits", "--help"], capture_output=True, text=True)
     if r.returncode != 0:
-        return f"`{binary} logits` is not available ({(r.stderr or r.stdout).strip().splitlines()[:1]})"
+        said = (r.stderr or r.stdout).strip().splitlines()
+        return f"`{binary} logits --help` failed with exit {r.returncode}" + (f" ({said[0]})" if said else "")
     return None
 
 
@@ -136,6 +137,21 @@ class Table:
         print("|" + "|".join("-" * (x + 2) for x in w) + "|")
         for r in cells[1:]:
             print(line(r))
+
+
+def describe(specs):
+    """One line per configuration, in the dimension names of reference/config.h."""
+    print("configurations (layers: N = Gated DeltaNet, A = gated full attention; R = rotary dims of Dh):")
+    for s in specs:
+        pattern = "".join("N" if t == peer_models.LIN else "A" for t in s["layer_types"])
+        R = int(s["head_dim"] * s["partial_rotary_factor"])
+        files = f"sharded ({s['shard_kb']} KB)" if s["shard_kb"] else "one file"
+        print(f"  {s['name']:7} {s['layout']:10} {files:15} V={s['vocab_size']} D={s['hidden_size']} "
+              f"F={s['intermediate_size']} layers={pattern} H/Hkv/Dh={s['num_attention_heads']}/"
+              f"{s['num_key_value_heads']}/{s['head_dim']} R={R} theta={s['rope_theta']:g} "
+              f"Hk/Hv/Dk/Dv={s['linear_num_key_heads']}/{s['linear_num_value_heads']}/"
+              f"{s['linear_key_head_dim']}/{s['linear_value_head_dim']} K={s['linear_conv_kernel_dim']} "
+              f"tied={'yes' if s['tie_word_embeddings'] else 'no'} eps={s['rms_norm_eps']:g}")
 
 
 def fmt(x):
@@ -255,6 +271,7 @@ def main():
         check_config(spec, args.work, args.specula, table, controls)
     print(f"peer check: C reference vs Hugging Face transformers (trunk) and the vLLM-equation MTP "
           f"reference, float32 on the CPU; bound: max over positions of ‖Δ‖₂/‖ref‖₂ ≤ {REL_TOL:g}")
+    describe(specs)
     table.print()
     bad = sum(1 for r in table.rows if r[-1].startswith(("FAIL", "NOT")))
     print(f"{len(table.rows)} rows, {bad} failed ({time.time() - t0:.0f} s)")
