@@ -62,6 +62,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/obj/cli/args.o: ALL_CFLAGS += -DSPECULA_MODELS_DIR=\"$(CURDIR)/models\"
 $(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
