@@ -175,6 +175,14 @@ float rng_uniform(rng_site site) {
  * two tokens share a U with probability 2⁻³² instead of the 2⁻²³ of a float
  * uniform. Token blocks are token >> 2 ≤ 2³⁰ − 1, so they never meet
  * RNG_UNIFORM_BLOCK. */
+static double race_exponential(uint32_t word) { return -log(((double)word + 0.5) * 0x1p-32); }
+
+double rng_race_exponential(rng_site site, int token) {
+    uint32_t w[4];
+    site_block(site, (uint32_t)token >> 2, w);
+    return race_exponential(w[token & 3]);
+}
+
 int sampler_sample(const float *probs, int V, rng_site site) {
     int best = -1;
     double best_r = 0.0;
@@ -186,8 +194,7 @@ int sampler_sample(const float *probs, int V, rng_site site) {
             site_block(site, (uint32_t)(i >> 2), w);
             loaded = i >> 2;
         }
-        double u = ((double)w[i & 3] + 0.5) * 0x1p-32;
-        double r = (double)probs[i] / -log(u);
+        double r = (double)probs[i] / race_exponential(w[i & 3]);
         if (r > best_r) best = i, best_r = r; /* strict >: the lowest index wins a tie */
     }
     return best;

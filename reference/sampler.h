@@ -79,4 +79,8 @@ float rng_uniform(rng_site site);
  * proportion); entries ≤ 0 or NaN never win; −1 when no entry is > 0. */
 int sampler_sample(const float *probs, int V, rng_site site);
 
+/* The race's E_token = −log U_token for this site, in double: what a backend
+ * compares number for number to show it runs the same race. */
+double rng_race_exponential(rng_site site, int token);
+
 #endif
