@@ -377,11 +377,7 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
         return -1;
     }
     char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    int rc = write_text(path, json, err);
-    free(json);
-    if (rc) return -1;
-
+    int rc;
     const int with_mtp = c.mtp_num_layers > 0;
     tensor_spec *specs = sp_xcalloc((size_t)layout_max_tensors(&c), sizeof *specs, "tensor specs");
     int n = layout_build(&c, with_mtp, NULL, specs);
@@ -405,7 +401,12 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)opts->seed);
     const char *mk[] = {"specula.generator", "specula.seed"}, *mv[] = {"randmodel (Philox4x32-10)", seed_text};
+    /* the weights first and config.json last: a failure leaves no config
+     * that points at missing or stale weights */
     rc = st_write_sharded_meta(dir, out, n, opts->n_shards, mk, mv, 2, err);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (rc == 0) rc = write_text(path, json, err);
+    free(json);
     if (rc == 0) {
         r.n_files = opts->n_shards;
         r.file_bytes = file_size(path);
