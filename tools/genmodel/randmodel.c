@@ -83,6 +83,28 @@ int randmodel_preset(const char *name, model_config *cfg, sp_error *err) {
     return 0;
 }
 
+static int at_least(int x, int lo) { return x > lo ? x : lo; }
+
+void randmodel_draft_config(const model_config *t, model_config *d) {
+    *d = *t;
+    d->hidden_size = at_least(t->hidden_size / 2, 8);
+    d->intermediate_size = 2 * d->hidden_size;
+    d->num_layers = 2;
+    d->layer_types[0] = LAYER_LINEAR_ATTENTION;
+    d->layer_types[1] = LAYER_FULL_ATTENTION;
+    d->num_heads = at_least(t->num_heads / 2, 1);
+    d->num_kv_heads = 1;
+    d->head_dim = at_least(t->head_dim / 2, 4) & ~1;
+    /* the target's rotary fraction, kept even and at least one pair */
+    d->rotary_dim = at_least((int)((double)d->head_dim * t->rotary_dim / t->head_dim) & ~1, 2);
+    d->lin_k_heads = 1;
+    d->lin_v_heads = 2;
+    d->lin_k_dim = at_least(t->lin_k_dim / 2, 4);
+    d->lin_v_dim = at_least(t->lin_v_dim / 2, 4);
+    d->tie_word_embeddings = 0;
+    d->mtp_num_layers = 0;
+}
+
 void randmodel_default_opts(randmodel_opts *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1;
