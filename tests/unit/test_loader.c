@@ -225,6 +225,30 @@ START_TEST(test_config_field_out_of_range) {
 }
 END_TEST
 
+START_TEST(test_tensors_the_config_does_not_declare) {
+    /* an 8-layer checkpoint under the config of its first 4 layers must not
+     * silently run as a 4-layer model */
+    char dir[256], path[320];
+    harness_tmpdir(dir, sizeof dir);
+    model_config c;
+    randmodel_opts o;
+    sp_error err;
+    ck_assert(randmodel_preset("micro", &c, &err) == 0);
+    randmodel_default_opts(&o);
+    model_config deep = c;
+    deep.num_layers = 2 * c.num_layers;
+    for (int l = c.num_layers; l < deep.num_layers; l++) deep.layer_types[l] = c.layer_types[l - c.num_layers];
+    ck_assert_msg(randmodel_write(dir, &deep, &o, NULL, &err) == 0, "%s", err.msg);
+    char *json;
+    ck_assert_msg(randmodel_config_json(&c, &o, &json, &err) == 0, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    harness_write_file(path, json, strlen(json));
+    free(json);
+    expect_load_error(dir, "layers.4.", "is not part of the model config.json describes", NULL);
+    harness_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_non_finite_norm) {
     char dir[256];
     harness_tmpdir(dir, sizeof dir);
@@ -328,6 +352,7 @@ Suite *loader_suite(void) {
     tcase_add_test(tc, test_shape_mismatch);
     tcase_add_test(tc, test_config_field_missing);
     tcase_add_test(tc, test_config_field_out_of_range);
+    tcase_add_test(tc, test_tensors_the_config_does_not_declare);
     tcase_add_test(tc, test_non_finite_norm);
     tcase_add_test(tc, test_truncated_file);
     tcase_add_test(tc, test_header_past_end);
