@@ -15,20 +15,20 @@ static int byte_is_printable(unsigned char b) {
     return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
 }
 
+/* The 68 other bytes, in byte order, take U+0100 onwards: 0x00-0x20 become
+ * U+0100-U+0120, 0x7F-0xA0 become U+0121-U+0142, and 0xAD becomes U+0143. */
 uint32_t bpe_byte_to_cp(unsigned char b) {
     if (byte_is_printable(b)) return b;
-    /* the non-printable bytes take U+0100, U+0101, ... in byte order */
-    uint32_t k = 0;
-    for (int c = 0; c < b; c++) k += !byte_is_printable((unsigned char)c);
-    return 256 + k;
+    if (b <= 0x20) return 0x100 + b;
+    if (b <= 0xA0) return 0x121 + (b - 0x7F);
+    return 0x143; /* 0xAD, the soft hyphen */
 }
 
 int bpe_cp_to_byte(uint32_t cp) {
-    if (cp < 256) return byte_is_printable((unsigned char)cp) ? (int)cp : -1;
-    uint32_t k = 0;
-    for (int b = 0; b < 256; b++)
-        if (!byte_is_printable((unsigned char)b) && 256 + k++ == cp) return b;
-    return -1;
+    if (cp < 0x100) return byte_is_printable((unsigned char)cp) ? (int)cp : -1;
+    if (cp <= 0x120) return (int)(cp - 0x100);
+    if (cp <= 0x142) return (int)(cp - 0x121 + 0x7F);
+    return cp == 0x143 ? 0xAD : -1;
 }
 
 /* ---- hash tables ----------------------------------------------------------- */

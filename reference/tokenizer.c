@@ -65,22 +65,21 @@ static char *onig_to_pcre2(const char *re) {
     return out;
 }
 
-static int compile_split(tokenizer *t, json_t *split, int k, const char *origin, sp_error *err) {
+static int compile_split(tokenizer *t, json_t *split, const char *origin, sp_error *err) {
     const char *behavior = json_string_value(json_object_get(split, "behavior"));
     if (!behavior || strcmp(behavior, "Isolated"))
         return sp_fail(err,
-                       "%s: pre_tokenizer.pretokenizers[%d] is a Split with behavior \"%s\"; only \"Isolated\" "
+                       "%s: pre_tokenizer.pretokenizers[0] is a Split with behavior \"%s\"; only \"Isolated\" "
                        "is supported",
-                       origin, k, behavior ? behavior : "(missing)");
+                       origin, behavior ? behavior : "(missing)");
     if (get_flag(split, "invert", 0))
-        return sp_fail(err, "%s: pre_tokenizer.pretokenizers[%d] is an inverted Split, which is not supported", origin,
-                       k);
+        return sp_fail(err, "%s: pre_tokenizer.pretokenizers[0] is an inverted Split, which is not supported", origin);
     const char *re = json_string_value(json_object_get(json_object_get(split, "pattern"), "Regex"));
     if (!re)
         return sp_fail(err,
-                       "%s: pre_tokenizer.pretokenizers[%d] must have a pattern {\"Regex\": ...}; plain string "
+                       "%s: pre_tokenizer.pretokenizers[0] must have a pattern {\"Regex\": ...}; plain string "
                        "patterns are not supported",
-                       origin, k);
+                       origin);
     int code;
     PCRE2_SIZE at;
     char *pcre_re = onig_to_pcre2(re);
@@ -91,8 +90,8 @@ static int compile_split(tokenizer *t, json_t *split, int k, const char *origin,
         pcre2_get_error_message(code, msg, sizeof msg);
         return sp_fail(
             err,
-            "%s: pre_tokenizer.pretokenizers[%d] regex does not compile with PCRE2 (offset %zu of its PCRE2 form): %s",
-            origin, k, (size_t)at, (const char *)msg);
+            "%s: pre_tokenizer.pretokenizers[0] regex does not compile with PCRE2 (offset %zu of its PCRE2 form): %s",
+            origin, (size_t)at, (const char *)msg);
     }
     pcre2_jit_compile(c, PCRE2_JIT_COMPLETE); /* optional: the interpreter gives the same matches */
     t->split_re = c;
@@ -112,7 +111,7 @@ static int read_pre_tokenizer(tokenizer *t, json_t *pre, const char *origin, sp_
     /* the `tokenizers` defaults are true for both */
     if (get_flag(bytelevel, "add_prefix_space", 1) || get_flag(bytelevel, "use_regex", 1))
         return sp_fail(err, "%s: pre_tokenizer ByteLevel must have add_prefix_space false and use_regex false", origin);
-    return compile_split(t, split, 0, origin, err);
+    return compile_split(t, split, origin, err);
 }
 
 static int read_pipeline(tokenizer *t, json_t *root, const char *origin, sp_error *err) {

@@ -230,6 +230,23 @@ START_TEST(test_embedded_long_runs) {
 }
 END_TEST
 
+/* GPT-2's table, built the way GPT-2's encoder builds it: the printable
+ * bytes keep their code point, the others take 256, 257, ... in byte order. */
+START_TEST(test_byte_mapping) {
+    int next = 256;
+    for (int b = 0; b < 256; b++) {
+        int printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        uint32_t want = printable ? (uint32_t)b : (uint32_t)next++;
+        ck_assert_uint_eq(bpe_byte_to_cp((unsigned char)b), want);
+        ck_assert_int_eq(bpe_cp_to_byte(want), b);
+    }
+    ck_assert_int_eq(next, 256 + 68);
+    ck_assert_int_eq(bpe_cp_to_byte(0x20), -1); /* a space is never a symbol itself */
+    ck_assert_int_eq(bpe_cp_to_byte(0x144), -1);
+    ck_assert_int_eq(bpe_cp_to_byte(0x4E00), -1);
+}
+END_TEST
+
 /* The older merges format, "a b" strings, must give the same tokenizer. */
 START_TEST(test_string_merges) {
     json_error_t jerr;
@@ -426,6 +443,7 @@ Suite *tokenizer_suite(void) {
     tcase_add_test(tc, test_embedded_stress);
     tcase_add_test(tc, test_embedded_lookups);
     tcase_add_test(tc, test_embedded_long_runs);
+    tcase_add_test(tc, test_byte_mapping);
     tcase_add_test(tc, test_string_merges);
     tcase_add_test(tc, test_load_errors);
     tcase_add_test(tc, test_bad_utf8_and_ids);
