@@ -16,8 +16,8 @@ CC ?= cc
 PYTHON ?= python3
 
 DEBIAN_PACKAGES := gcc make pkg-config check libsubunit-dev libjansson-dev libpcre2-dev libgsl-dev \
-                   libutf8proc-dev gnuplot-nox
-PKGS := jansson libpcre2-8 gsl libutf8proc
+                   libutf8proc-dev libssl-dev gnuplot-nox
+PKGS := jansson libpcre2-8 gsl libutf8proc libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -37,7 +37,7 @@ CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-HARNESS_SRC := tests/harness.c
+HARNESS_SRC := tests/harness.c tests/fixtures.c
 CU_SRC := $(sort $(wildcard kernels/*.cu))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -62,6 +62,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/obj/cli/args.o: ALL_CFLAGS += -DSPECULA_MODELS_DIR=\"$(CURDIR)/models\"
 $(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,0 +1,212 @@
+/* cmd_generate.c — `specula generate`: one generation with any method, on
+ * the embedded models by default, with the run's accounting as text or
+ * JSON. Token ids in and out (text through --prompt once a tokenizer is
+ * beside the model). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "commands.h"
+#include "decode.h"
+#include "mtp.h"
+#include "speculative.h"
+
+typedef enum { M_GREEDY, M_SAMPLE, M_BEAM, M_SPEC, M_MEDUSA, M_MTP, M_COUNT } method_id;
+static const char *const method_names[M_COUNT] = {"greedy", "sample", "beam", "spec", "medusa", "mtp"};
+
+typedef struct {
+    const char *model_dir, *draft_dir, *tokens_text;
+    method_id method;
+    int k, json, stream, mtp_sample, temperature_given;
+    decode_options opt;
+} generate_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specula generate [options]\n"
+            "Generates tokens with one decoding method and reports the run's accounting.\n"
+            "  --model DIR          target model (default %s)\n"
+            "  --tokens IDS         prompt as token ids, e.g. 1,5,9\n"
+            "  --method NAME        greedy | sample | spec | mtp   (default sample)\n"
+            "  --draft DIR          draft model for --method spec (default %s-draft)\n"
+            "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
+            "  --mtp-sample         MTP drafts sampled from its distribution (default: argmax drafts)\n"
+            "  --temperature T      default 1 (greedy: 0); the same processing applies to p and q\n"
+            "  --top-k K, --top-p P, --min-p P   cuts of the processed distribution\n"
+            "  --seed N             seed of every random draw (default 1)\n"
+            "  --max-tokens N       tokens to generate (default 32)\n"
+            "  --no-eos             keep going past the end-of-sequence token\n"
+            "  --stream             print each burst of committed tokens as it is committed\n"
+            "  --json               print the tokens and the accounting as one JSON object\n",
+            default_model_dir(), default_model_dir());
+}
+
+static int parse(int argc, char **argv, generate_args *a) {
+    memset(a, 0, sizeof *a);
+    a->opt = decode_defaults();
+    a->opt.max_tokens = 32;
+    a->method = M_SAMPLE;
+    a->k = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+#define VALUE() \
+    if (!(v = arg_value(argc, argv, &i))) return 2
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(f, "--model")) {
+            VALUE();
+            a->model_dir = v;
+        } else if (!strcmp(f, "--draft")) {
+            VALUE();
+            a->draft_dir = v;
+        } else if (!strcmp(f, "--tokens")) {
+            VALUE();
+            a->tokens_text = v;
+        } else if (!strcmp(f, "--method")) {
+            VALUE();
+            int found = -1;
+            for (int m = 0; m < M_COUNT; m++)
+                if (!strcmp(v, method_names[m])) found = m;
+            if (found < 0) {
+                fprintf(stderr, "specula generate: unknown method '%s'\n", v);
+                return 2;
+            }
+            a->method = (method_id)found;
+        } else if (!strcmp(f, "--k")) {
+            VALUE();
+            if (arg_int(f, v, 1, 32, &a->k)) return 2;
+        } else if (!strcmp(f, "--temperature")) {
+            VALUE();
+            if (arg_float(f, v, 0, 100, &a->opt.sampling.temperature)) return 2;
+            a->temperature_given = 1;
+        } else if (!strcmp(f, "--top-k")) {
+            VALUE();
+            if (arg_int(f, v, 0, 1 << 30, &a->opt.sampling.top_k)) return 2;
+        } else if (!strcmp(f, "--top-p")) {
+            VALUE();
+            if (arg_float(f, v, 1e-6, 1, &a->opt.sampling.top_p)) return 2;
+        } else if (!strcmp(f, "--min-p")) {
+            VALUE();
+            if (arg_float(f, v, 0, 0.999999, &a->opt.sampling.min_p)) return 2;
+        } else if (!strcmp(f, "--seed")) {
+            VALUE();
+            if (arg_u64(f, v, &a->opt.seed)) return 2;
+        } else if (!strcmp(f, "--max-tokens")) {
+            VALUE();
+            if (arg_int(f, v, 1, 1 << 20, &a->opt.max_tokens)) return 2;
+        } else if (!strcmp(f, "--no-eos")) {
+            a->opt.stop_at_eos = 0;
+        } else if (!strcmp(f, "--mtp-sample")) {
+            a->mtp_sample = 1;
+        } else if (!strcmp(f, "--stream")) {
+            a->stream = 1;
+        } else if (!strcmp(f, "--json")) {
+            a->json = 1;
+        } else {
+            fprintf(stderr, "specula generate: unknown option '%s'\n", f);
+            return 2;
+        }
+#undef VALUE
+    }
+    if (a->method == M_GREEDY) {
+        if (a->temperature_given && a->opt.sampling.temperature != 0) {
+            fprintf(stderr, "specula generate: --method greedy decodes at temperature 0; drop --temperature "
+                            "or use --method sample\n");
+            return 2;
+        }
+        a->opt.sampling.temperature = 0;
+    }
+    if (a->draft_dir && a->method != M_SPEC) {
+        fprintf(stderr, "specula generate: --draft only applies to --method spec\n");
+        return 2;
+    }
+    if (a->mtp_sample && a->method != M_MTP) {
+        fprintf(stderr, "specula generate: --mtp-sample only applies to --method mtp\n");
+        return 2;
+    }
+    if (a->method == M_BEAM || a->method == M_MEDUSA) {
+        fprintf(stderr, "specula generate: --method %s is not available in this build\n", method_names[a->method]);
+        return 2;
+    }
+    if (!a->tokens_text) {
+        fprintf(stderr, "specula generate: give a prompt with --tokens\n");
+        return 2;
+    }
+    return 0;
+}
+
+static void print_burst(const int *tokens, int n, void *user) {
+    (void)user;
+    for (int i = 0; i < n; i++) printf("%d%s", tokens[i], i + 1 < n ? " " : "");
+    printf(" | ");
+    fflush(stdout);
+}
+
+int cmd_generate(int argc, char **argv) {
+    generate_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    const char *dir = a.model_dir ? a.model_dir : default_model_dir();
+    sp_error err;
+    model target, draft;
+    if (model_load(&target, dir, &err)) {
+        fprintf(stderr, "specula generate: %s\n", err.msg);
+        return 1;
+    }
+    int *prompt, n_prompt;
+    if (arg_tokens("--tokens", a.tokens_text, target.cfg.vocab_size, &prompt, &n_prompt)) {
+        model_free(&target);
+        return 2;
+    }
+    proposer prop, *pp = NULL;
+    int have_draft = 0, status = 0;
+    char draft_default[4200];
+    if (a.method == M_SPEC) {
+        snprintf(draft_default, sizeof draft_default, "%s-draft", dir);
+        const char *ddir = a.draft_dir ? a.draft_dir : draft_default;
+        if (model_load(&draft, ddir, &err) ||
+            (have_draft = 1, spec_proposer_build(&prop, &draft, &target, a.k, &a.opt.sampling, a.opt.seed, &err))) {
+            fprintf(stderr, "specula generate: %s\n", err.msg);
+            status = 1;
+            goto done;
+        }
+        pp = &prop;
+    } else if (a.method == M_MTP) {
+        if (mtp_proposer_build(&prop, &target, a.k, a.mtp_sample, &a.opt.sampling, a.opt.seed, &err)) {
+            fprintf(stderr, "specula generate: %s\n", err.msg);
+            status = 1;
+            goto done;
+        }
+        pp = &prop;
+    }
+    if (a.stream) a.opt.on_commit = print_burst;
+    decode_output out;
+    if (decode_run(&target, pp, method_names[a.method], pp ? a.k : 0, prompt, n_prompt, &a.opt, &out, &err)) {
+        fprintf(stderr, "specula generate: %s\n", err.msg);
+        status = 1;
+    } else {
+        if (a.stream) printf("\n");
+        if (a.json) {
+            printf("{\"tokens\": [");
+            for (int i = 0; i < out.n; i++) printf("%s%d", i ? ", " : "", out.tokens[i]);
+            printf("], \"accounting\": ");
+            accounting_print_json(&out.acc, stdout);
+            printf("}\n");
+        } else {
+            if (!a.stream) {
+                for (int i = 0; i < out.n; i++) printf("%s%d", i ? " " : "", out.tokens[i]);
+                printf("\n");
+            }
+            accounting_print(&out.acc, stdout);
+        }
+        decode_output_free(&out);
+    }
+    if (pp) pp->release(pp);
+done:
+    if (have_draft) model_free(&draft);
+    free(prompt);
+    model_free(&target);
+    return status;
+}
