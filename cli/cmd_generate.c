@@ -14,6 +14,8 @@
 #include "speculative.h"
 #include "tokenizer.h"
 
+#include <utf8proc.h>
+
 #define DEFAULT_PROMPT "ROMEO:\n"
 #define DEFAULT_PROMPT_ESCAPED "ROMEO:\\n"
 
@@ -171,16 +173,26 @@ static void print_burst(const int *tokens, int n, void *user) {
     fflush(stdout);
 }
 
+/* A JSON string of the decoded bytes; a byte that is not part of valid
+ * UTF-8 (a token can end inside a character) becomes U+FFFD, as Python's
+ * errors="replace" does, so the output is always valid JSON. */
 static void print_json_string(const unsigned char *s, size_t n) {
     putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t len = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (len < 1) {
+            fputs("\\ufffd", stdout);
+            i++;
+        } else {
+            if (cp == '"' || cp == '\\')
+                printf("\\%c", (char)cp);
+            else if (cp < 0x20)
+                printf("\\u%04x", (unsigned)cp);
+            else
+                fwrite(s + i, 1, (size_t)len, stdout);
+            i += (size_t)len;
+        }
     }
     putchar('"');
 }
