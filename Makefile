@@ -7,6 +7,9 @@
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
 #   make gpu-check  validate and time the CUDA kernels on a GPU
 #   make format     clang-format every C/CUDA file
+#   make notebooks  compile and run every notebooks-c/ cell, compare with its output block
+#                   (make notebooks-update rewrites the blocks and figures)
+#   make exercise EX=N [FILE=path | FILE=reference]   check a course exercise
 .DEFAULT_GOAL := all
 .SUFFIXES:
 SHELL := /bin/bash
@@ -46,7 +49,7 @@ sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 LIB := $(BUILD)/libspecula.a
 LIB_OBJ := $(call obj,$(REF_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools
+.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools notebooks notebooks-update exercise
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))"
 
@@ -107,6 +110,17 @@ endif
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+
+# ---- course: notebooks and exercises ----------------------------------------
+# Notebook cells are complete programs built with the project's own flags
+# against the library; NOTEBOOK_ARGS passes runner options (--counts FILE).
+NOTEBOOKS := $(sort $(wildcard notebooks-c/[0-9]*.md))
+NB_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Ireference -Itools $(PKG_CFLAGS)
+NB_RUN = tools/notebook/run.sh --build $(BUILD) --cc "$(CC)" --cflags "$(NB_CFLAGS)" --libs "$(LIB) $(LDLIBS)"
+notebooks: $(LIB)
+	@$(NB_RUN) $(NOTEBOOK_ARGS) $(NOTEBOOKS)
+notebooks-update: $(LIB)
+	@$(NB_RUN) --update $(NOTEBOOK_ARGS) $(NOTEBOOKS)
 
 # ---- entry points -----------------------------------------------------------
 deps:
