@@ -122,6 +122,13 @@ notebooks: $(LIB)
 notebooks-update: $(LIB)
 	@$(NB_RUN) --update $(NOTEBOOK_ARGS) $(NOTEBOOKS)
 
+# An exercise's checker builds the project's suites with the student's FILE
+# (default: the exercise's starter.c; FILE=reference checks the reference).
+EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
+exercise: $(LIB) $(EXERCISE_OBJ)
+	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
+	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(LIB) $(CHECK_LIBS) $(LDLIBS)" $(or $(EX),$(error give EX=N)) $(FILE)
+
 # ---- entry points -----------------------------------------------------------
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
