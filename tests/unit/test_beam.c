@@ -8,10 +8,12 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "beam.h"
 #include "decode.h"
 #include "fixtures.h"
+#include "footprint.h"
 #include "harness.h"
 
 /* ---- width 1 is greedy --------------------------------------------------------- */
@@ -533,6 +535,19 @@ START_TEST(test_bad_options_are_refused) {
 }
 END_TEST
 
+/* The per-beam figures docs/methods.md and beam.h quote for Qwen3.8-27B. */
+START_TEST(test_documented_27b_memory) {
+    model_config c;
+    sp_error err;
+    ck_assert_msg(config_load("models/qwen3.8-27b/config.json", &c, &err) == 0, "%s", err.msg);
+    model_footprint fp;
+    footprint_compute(&c, 0, 2, 2, &fp);
+    ck_assert_double_eq(fp.deltanet_bytes, 156893184.0); /* 149.6 MiB, copied on a fork */
+    ck_assert_double_eq(fp.kv_bytes_per_position, 65536.0); /* bf16 */
+    ck_assert_double_eq(fp.deltanet_bytes / fp.kv_bytes_per_position, 2394.0);
+}
+END_TEST
+
 Suite *beam_suite(void) {
     Suite *s = suite_create("beam");
     TCase *tc = harness_tcase("greedy", 120);
@@ -549,6 +564,10 @@ Suite *beam_suite(void) {
     tcase_add_test(tc, test_fork_shares_blocks_and_a_write_copies_one);
     tcase_add_test(tc, test_blocks_tracked_through_a_search);
     tcase_add_test(tc, test_bad_options_are_refused);
+    if (access("models/qwen3.8-27b/config.json", R_OK) == 0)
+        tcase_add_test(tc, test_documented_27b_memory);
+    else
+        harness_skip("beam", "documented_27b_memory", "models/qwen3.8-27b/config.json is not in this checkout");
     suite_add_tcase(s, tc);
     return s;
 }
