@@ -369,8 +369,11 @@ static void print_double(FILE *f, double x) {
         fprintf(f, "null"); /* JSON has no infinities: a hypothesis of log-probability −inf */
 }
 
-void beam_print_json(const beam_output *out, const beam_options *o, FILE *f) {
-    fprintf(f, "{\"beams\": %d, \"length_penalty\": %.9g, \"early_stopping\": \"%s\", \"hypotheses\": [",
+void beam_print_json(const beam_output *out, const beam_options *o, const int *prompt, int n_prompt, FILE *f,
+                     beam_json_hook hook, void *user) {
+    fprintf(f, "{\"prompt_tokens\": [");
+    for (int i = 0; i < n_prompt; i++) fprintf(f, "%s%d", i ? ", " : "", prompt[i]);
+    fprintf(f, "], \"beams\": %d, \"length_penalty\": %.9g, \"early_stopping\": \"%s\", \"hypotheses\": [",
             o->num_beams, o->length_penalty, beam_early_stopping_name(o->early_stopping));
     for (int i = 0; i < out->n_best; i++) {
         const beam_hypothesis *h = &out->best[i];
@@ -380,7 +383,9 @@ void beam_print_json(const beam_output *out, const beam_options *o, FILE *f) {
         print_double(f, h->score);
         fprintf(f, ", \"sum_logprobs\": ");
         print_double(f, h->sum_logprobs);
-        fprintf(f, ", \"length\": %d, \"ended_by_eos\": %s}", h->n, h->ended_by_eos ? "true" : "false");
+        fprintf(f, ", \"length\": %d, \"ended_by_eos\": %s", h->n, h->ended_by_eos ? "true" : "false");
+        if (hook) hook(f, h, user);
+        fprintf(f, "}");
     }
     fprintf(f, "], \"tokens\": [");
     for (int t = 0; out->n_best && t < out->best[0].n; t++) fprintf(f, "%s%d", t ? ", " : "", out->best[0].tokens[t]);

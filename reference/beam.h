@@ -155,7 +155,13 @@ int beam_run(model *m, const int *prompt, int n_prompt, const beam_options *o, b
 void beam_output_free(beam_output *out);
 
 void beam_print(const beam_output *out, const beam_options *o, FILE *f);
-/* {"hypotheses": [...], "tokens": [best], "accounting": {...}, "beam": {...}} */
-void beam_print_json(const beam_output *out, const beam_options *o, FILE *f);
+/* Called inside each hypothesis's JSON object, after its own fields, to
+ * add more (the command line adds the decoded text): print ", \"key\": …". */
+typedef void (*beam_json_hook)(FILE *f, const beam_hypothesis *h, void *user);
+/* {"prompt_tokens": [...], "beams": b, …, "hypotheses": [{"tokens", "score",
+ * "sum_logprobs", "length", "ended_by_eos"}, …], "tokens": [best],
+ * "accounting": {...}, "beam": {...}}. hook may be NULL. */
+void beam_print_json(const beam_output *out, const beam_options *o, const int *prompt, int n_prompt, FILE *f,
+                     beam_json_hook hook, void *user);
 
 #endif

@@ -63,6 +63,17 @@ check "DeltaNet bytes" grep -q '"deltanet_bytes_per_beam": [1-9]' "$tmp/b4"
 check "text output ranks the hypotheses" grep -q '^#1 score' "$tmp/text"
 check "text output reports the blocks" grep -q 'KV blocks at the peak' "$tmp/text"
 
+# text in and out through a tokenizer.json beside the model
+"$build/genmodel" --quiet --preset micro --vocab 512 --eos 0 --dtype f32 "$tmp/t" &&
+    cp models/tiny-shakespeare/tokenizer.json "$tmp/t/"
+"$spec" generate --model "$tmp/t" --prompt "ROMEO:" --method beam --beams 3 --num-return 2 --max-tokens 6 \
+    --json >"$tmp/tj"
+check "text prompt runs" test $? -eq 0
+check "each hypothesis carries its text" test "$(grep -o '"text": "' "$tmp/tj" | wc -l)" -eq 2
+check "the encoded prompt is echoed" grep -q '"prompt_tokens": \[[0-9]' "$tmp/tj"
+"$spec" generate --model "$tmp/t" --prompt "ROMEO:" --method beam --beams 2 --max-tokens 4 >"$tmp/tt"
+check "text output starts with the prompt" grep -q '^#1 ROMEO:' "$tmp/tt"
+
 expect_error "beam flag without beam" "--beams only applies to --method beam" --method greedy --beams 3
 expect_error "penalty without beam" "--length-penalty only applies" --method sample --length-penalty 2
 expect_error "temperature with beam" "--temperature does not apply to --method beam" --method beam --temperature 0.7
