@@ -55,6 +55,10 @@ int beam_early_stopping_parse(const char *text, beam_early_stopping *out) {
     return -1;
 }
 
+double beam_length_normalised(double sum_logprobs, double length, double length_penalty) {
+    return sum_logprobs / pow(length, length_penalty);
+}
+
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -193,7 +197,7 @@ static int candidate_stops(const beam_search *bs, const beam_candidate *c) {
  * score, so the hypotheses already there win ties. */
 static void add_finished(beam_search *bs, const beam_candidate *c) {
     const int b = bs->opt.num_beams, n = bs->t + 1;
-    const double score = c->score / pow((double)n, (double)bs->opt.length_penalty);
+    const double score = beam_length_normalised(c->score, n, bs->opt.length_penalty);
     if (bs->n_finished == b && !(score > bs->finished[b - 1].score)) return;
     int at = bs->n_finished;
     while (at > 0 && !(bs->finished[at - 1].score >= score)) at--;
@@ -261,7 +265,7 @@ static int search_is_over(const beam_search *bs) {
     if (bs->opt.early_stopping == BEAM_EARLY_TRUE) return 1;
     const double lp = bs->opt.length_penalty;
     const double T = bs->opt.early_stopping == BEAM_EARLY_NEVER && lp > 0 ? bs->opt.max_new_tokens : bs->t;
-    const double best_possible = bs->live[0].sum_logprobs / pow(T, lp);
+    const double best_possible = beam_length_normalised(bs->live[0].sum_logprobs, T, lp);
     return !(best_possible > bs->finished[b - 1].score);
 }
 
