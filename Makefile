@@ -137,7 +137,7 @@ test: deps
 	@$(MAKE) --no-print-directory test-run
 
 test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/genmodel cuda
-	@tests/run.sh $(BUILD)
+	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
 
 demo: deps
 	@$(MAKE) --no-print-directory all

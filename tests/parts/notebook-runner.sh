@@ -150,7 +150,8 @@ if [ -n "$real" ]; then
     one_char() { [ $(($(wc -c <"$mutated") - $(wc -c <"$real"))) -eq 1 ] && [ "$(diff "$real" "$mutated" | grep -c '^[<>]')" -eq 2 ]; }
     check "the mutation inserts one character on one line" one_char
     nb "$mutated"
-    check "$(basename "$real") with one character changed fails" test $? -ne 0
+    rc=$?
+    check "$(basename "$real") with one character changed fails" test $rc -ne 0
 fi
 
 echo "notebook-runner: $pass passed, $fail failed"
