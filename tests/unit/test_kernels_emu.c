@@ -1,0 +1,31 @@
+/* test_kernels_emu.c — every CUDA kernel version, run on the CPU emulator
+ * (kernels/emu.h) on small and odd shapes, against its CPU twin: the same
+ * validation code as gpucheck, with the same bounds. Under the sanitizer
+ * build this also catches out-of-bounds reads and writes of the kernels. */
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "harness.h"
+
+int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *msg, size_t msg_size);
+
+static void run_family(const char *family, uint64_t seed) {
+    char msg[1500]; /* Check caps a failure message near 4 KB */
+    int n_rows = 0;
+    int fails = gc_emu_run(family, seed, &n_rows, msg, sizeof msg);
+    ck_assert_msg(fails >= 0, "unknown kernel family %s", family);
+    ck_assert_msg(n_rows > 0, "family %s validated nothing", family);
+    ck_assert_msg(fails == 0, "family %s: %d of %d rows failed:\n%s", family, fails, n_rows, msg);
+}
+
+START_TEST(test_matvec) { run_family("matvec", 11); }
+END_TEST
+
+Suite *kernels_emu_suite(void) {
+    Suite *s = suite_create("kernels_emu");
+    TCase *tc = harness_tcase("families", 120);
+    tcase_add_test(tc, test_matvec);
+    suite_add_tcase(s, tc);
+    return s;
+}
