@@ -23,8 +23,8 @@ static void matvec_shape(gc_ctx *c, const gc_matvec_shape *sh, const int *ms, in
     for (int i = 0; i < n_ms; i++) max_m = ms[i] > max_m ? ms[i] : max_m;
     size_t w_elems = (size_t)n_out * n_in, x_elems = (size_t)max_m * n_in, y_elems = (size_t)max_m * n_out;
     int n_sets = c->emu ? 1 : gc_rotation_sets(w_elems * 2 + x_elems * 4, c->l2_bytes, MATVEC_MAX_SETS);
-    uint16_t *W[MATVEC_MAX_SETS];
-    float *X[MATVEC_MAX_SETS];
+    uint16_t *W[MATVEC_MAX_SETS] = {0};
+    float *X[MATVEC_MAX_SETS] = {0};
     for (int s = 0; s < n_sets; s++) {
         W[s] = (uint16_t *)gc_dmalloc(w_elems * 2);
         X[s] = (float *)gc_dmalloc(x_elems * 4);

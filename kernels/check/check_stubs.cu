@@ -1,5 +1,4 @@
 #include "gc.cuh"
-void gc_family_norm(gc_ctx *c) { (void)c; }
 void gc_family_rope_kv(gc_ctx *c) { (void)c; }
 void gc_family_attention(gc_ctx *c) { (void)c; }
 void gc_family_deltanet(gc_ctx *c) { (void)c; }

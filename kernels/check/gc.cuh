@@ -40,6 +40,10 @@ void *gc_hmalloc(size_t bytes); /* host, zeroed, never NULL */
 void gc_fill_f32(const gc_ctx *c, float *d, size_t n, float lo, float hi, uint64_t stream);
 void gc_fill_bf16(const gc_ctx *c, uint16_t *d, size_t n, float lo, float hi, uint64_t stream);
 
+/* Downloads dev[n], checks that every entry was written (no NaN) and
+ * returns ‖dev − ref‖/‖ref‖ (INFINITY with a note when entries are NaN). */
+double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, size_t note_size);
+
 /* Records one row and prints it at once (the log shows progress). Counts
  * a GC_FAIL in c->n_fail. */
 gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err,

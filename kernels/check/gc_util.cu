@@ -107,6 +107,19 @@ void gc_fill_bf16(const gc_ctx *c, uint16_t *d, size_t n, float lo, float hi, ui
 #endif
 }
 
+double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, size_t note_size) {
+    float *got = (float *)gc_hmalloc(n * sizeof(float));
+    gc_d2h(got, dev, n * sizeof(float));
+    size_t nan = gc_count_nan(got, n);
+    double err = gc_rel_error(got, ref, n);
+    if (nan) {
+        snprintf(note, note_size, "%zu of %zu outputs never written (NaN)", nan, n);
+        err = INFINITY;
+    }
+    free(got);
+    return err;
+}
+
 int gc_status_for(double err, double bound) { return (isfinite(err) && err <= bound) ? GC_OK : GC_FAIL; }
 
 gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err,

@@ -22,10 +22,14 @@ static void run_family(const char *family, uint64_t seed) {
 START_TEST(test_matvec) { run_family("matvec", 11); }
 END_TEST
 
+START_TEST(test_norm) { run_family("norm", 12); }
+END_TEST
+
 Suite *kernels_emu_suite(void) {
     Suite *s = suite_create("kernels_emu");
     TCase *tc = harness_tcase("families", 120);
     tcase_add_test(tc, test_matvec);
+    tcase_add_test(tc, test_norm);
     suite_add_tcase(s, tc);
     return s;
 }
