@@ -1,5 +1,3 @@
 #include "gc.cuh"
-void gc_family_rope_kv(gc_ctx *c) { (void)c; }
-void gc_family_attention(gc_ctx *c) { (void)c; }
 void gc_family_deltanet(gc_ctx *c) { (void)c; }
 void gc_family_sample(gc_ctx *c) { (void)c; }

@@ -25,11 +25,19 @@ END_TEST
 START_TEST(test_norm) { run_family("norm", 12); }
 END_TEST
 
+START_TEST(test_rope_kv) { run_family("rope_kv", 13); }
+END_TEST
+
+START_TEST(test_attention) { run_family("attention", 14); }
+END_TEST
+
 Suite *kernels_emu_suite(void) {
     Suite *s = suite_create("kernels_emu");
     TCase *tc = harness_tcase("families", 120);
     tcase_add_test(tc, test_matvec);
     tcase_add_test(tc, test_norm);
+    tcase_add_test(tc, test_rope_kv);
+    tcase_add_test(tc, test_attention);
     suite_add_tcase(s, tc);
     return s;
 }
