@@ -16,8 +16,8 @@ CC ?= cc
 PYTHON ?= python3
 
 DEBIAN_PACKAGES := gcc make pkg-config check libsubunit-dev libjansson-dev libpcre2-dev libgsl-dev \
-                   libutf8proc-dev gnuplot-nox
-PKGS := jansson libpcre2-8 gsl libutf8proc
+                   libutf8proc-dev libssl-dev gnuplot-nox
+PKGS := jansson libpcre2-8 gsl libutf8proc libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
@@ -38,7 +38,7 @@ CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-HARNESS_SRC := tests/harness.c
+HARNESS_SRC := tests/harness.c tests/fixtures.c
 CU_SRC := $(sort $(wildcard kernels/*.cu))
 CU_CHECK_SRC := $(sort $(wildcard kernels/check/*.cu))
 KERNEL_C_SRC := $(sort $(wildcard kernels/*.c))
@@ -67,6 +67,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(BUILD)/obj/cli/args.o: ALL_CFLAGS += -DSPECULA_MODELS_DIR=\"$(CURDIR)/models\"
 $(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -116,7 +117,7 @@ CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
 NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
-GPUCHECK_C_SRC := reference/ops.c reference/dtype.c reference/philox.c reference/sampler.c reference/accept.c \
+GPUCHECK_C_SRC := reference/ops.c reference/dtype.c reference/philox.c reference/sampler.c reference/accept.c reference/tree.c \
                   reference/error.c $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 

@@ -11,10 +11,31 @@
 #include <ucontext.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMU_ASAN 1
 #else
 #define EMU_ASAN 0
+#endif
+
+/* Switching fibers is the emulator's inner loop: on x86-64 a few
+ * instructions that save the callee-saved registers and swap stacks;
+ * elsewhere ucontext (correct, but each switch is a system call). */
+#if defined(__x86_64__)
+#define EMU_FAST_SWITCH 1
+extern "C" void emu_switch(void **save_sp, void *load_sp);
+__asm__(".text\n"
+        ".globl emu_switch\n"
+        ".type emu_switch,@function\n"
+        "emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size emu_switch, .-emu_switch\n");
+#else
+#define EMU_FAST_SWITCH 0
 #endif
 
 #define EMU_MAX_THREADS 1024
@@ -25,6 +46,7 @@ enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
 typedef struct {
     ucontext_t ctx;
+    void *sp; /* saved stack pointer (fast switch) */
     uint3 tid;
     int lane, warp, state;
     unsigned wait_gen;
@@ -37,7 +59,11 @@ dim3 emu_block_dim, emu_grid_dim;
 static emu_fiber fibers[EMU_MAX_THREADS];
 static char *stacks[EMU_MAX_THREADS];
 static emu_fiber *cur;
+#if EMU_FAST_SWITCH
+static void *sched_sp;
+#else
 static ucontext_t sched_ctx;
+#endif
 #if EMU_ASAN
 static const void *sched_stack_bottom;
 static size_t sched_stack_size;
@@ -93,7 +119,11 @@ static void yield_to_scheduler(void) {
 #if EMU_ASAN
     __sanitizer_start_switch_fiber(&self->fake_stack, sched_stack_bottom, sched_stack_size);
 #endif
+#if EMU_FAST_SWITCH
+    emu_switch(&self->sp, sched_sp);
+#else
     swapcontext(&self->ctx, &sched_ctx);
+#endif
 #if EMU_ASAN
     __sanitizer_finish_switch_fiber(self->fake_stack, &sched_stack_bottom, &sched_stack_size);
 #endif
@@ -210,6 +240,11 @@ static void fiber_main(void) {
 #if EMU_ASAN
     __sanitizer_start_switch_fiber(NULL, sched_stack_bottom, sched_stack_size);
 #endif
+#if EMU_FAST_SWITCH
+    void *dead;
+    emu_switch(&dead, sched_sp); /* never resumed */
+    abort();
+#endif
     /* returning resumes uc_link, the scheduler */
 }
 
@@ -233,11 +268,25 @@ static int run_block(void) {
             }
             stacks[i] = (char *)s;
         }
+#if EMU_ASAN
+        /* a reused stack still carries the last fiber's redzones */
+        __asan_unpoison_memory_region(stacks[i], EMU_STACK);
+#endif
+#if EMU_FAST_SWITCH
+        /* a stack that emu_switch "returns" into fiber_main from: six
+         * callee-saved registers, the entry address, an unused return slot */
+        void **top = (void **)(stacks[i] + EMU_STACK);
+        top[-1] = NULL;
+        top[-2] = (void *)fiber_main;
+        for (int r = 3; r <= 8; r++) top[-r] = NULL;
+        f->sp = (void *)&top[-8];
+#else
         getcontext(&f->ctx);
         f->ctx.uc_stack.ss_sp = stacks[i];
         f->ctx.uc_stack.ss_size = EMU_STACK;
         f->ctx.uc_link = &sched_ctx;
         makecontext(&f->ctx, fiber_main, 0);
+#endif
         unsigned bx = emu_block_dim.x, by = emu_block_dim.y;
         f->tid = uint3{(unsigned)i % bx, (unsigned)i / bx % by, (unsigned)i / (bx * by)};
         f->lane = i % 32;
@@ -269,7 +318,11 @@ static int run_block(void) {
 #if EMU_ASAN
             __sanitizer_start_switch_fiber(&fake, stacks[i], EMU_STACK);
 #endif
+#if EMU_FAST_SWITCH
+            emu_switch(&sched_sp, f->sp);
+#else
             swapcontext(&sched_ctx, &f->ctx);
+#endif
 #if EMU_ASAN
             __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif

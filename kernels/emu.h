@@ -143,6 +143,16 @@ static inline float __uint_as_float(unsigned u) {
     return f;
 }
 static inline int __float_as_int(float f) { return (int)__float_as_uint(f); }
+static inline long long __double_as_longlong(double d) {
+    long long u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+static inline double __longlong_as_double(long long u) {
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
 static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
 
 /* The warp-wide tensor-core product d = a·b + c of mma.m16n8k16 with bf16

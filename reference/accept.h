@@ -1,39 +1,61 @@
-/* accept.h — the exact acceptance rule for a chain of k draft tokens
- * (Leviathan et al., 2023): accept draft i with probability min(1, p/q), on
- * the first rejection draw from the residual norm(max(0, p − q)), and draw a
- * bonus token from the target when all k are accepted. Its randomness is
- * pinned to rng sites (sampler.h), so the reference, the engine's CPU
- * backend and the CUDA kernel (kernels/sample.cu) accept the same tokens
- * from the same distributions. p and q are processed distributions
- * (sampler_probs) under the same sampler parameters. */
+/* accept.h — the verifier's acceptance rules, as pure functions of the
+ * token tree, its proposal distributions q and the target's processed
+ * distributions p at every node. Shared by the reference and the engine.
+ *   exact    Leviathan et al. for a chain, SpecInfer-style multi-round
+ *            rejection for a tree (children i.i.d. or without replacement):
+ *            the committed tokens are distributed exactly as the target's.
+ *   greedy   follow the target's argmax while the tree has it.
+ *   typical  Medusa's typical acceptance: fast, not exact at temperature > 0. */
 #ifndef SPECULA_ACCEPT_H
 #define SPECULA_ACCEPT_H
 
 #include <stdint.h>
 
+#include "error.h"
+#include "tree.h"
+
+#define ACCEPT_MAX_PATH 256
+
 typedef struct {
-    int n_accepted; /* 0..k draft tokens kept */
-    int token;      /* the token that follows them: residual draw or bonus; −1 if no distribution */
+    int n_accepted;            /* proposed tokens accepted (the path's length minus the root) */
+    int path[ACCEPT_MAX_PATH]; /* accepted nodes, root first: path[0] = 0 */
+    int next_token;            /* the token after the path: a correction or a bonus */
+    int bonus;                 /* 1 when next_token was drawn from p of a node without children */
 } accept_result;
 
-/* p[k+1, V]: the target's distributions at the k draft positions and the one
- * after; q[k, V]: the proposer's distributions the drafts were drawn from;
- * draft[k]. index0 is the rng index of draft 0 (by convention its absolute
- * position in the sequence); draft i uses index index0 + i.
- *   accept draft i  iff  u_i · q_i[d_i] < p_i[d_i]   with u_i = rng_uniform({seed, RNG_ACCEPT, index0 + i})
- *     (that is u_i < p/q; the product of two floats is exact in double, so
- *      every backend decides alike)
- *   first rejection at i: token = sampler_sample(r, V, {seed, RNG_RESIDUAL, index0 + i})
- *     with r_j = max(0, p_i[j] − q_i[j]) in float, unnormalised (the race
- *     argmax r_j/E_j does not depend on the scale); should r be all zero,
- *     which exact arithmetic rules out, the token is drawn from p_i instead
- *     with the same site
- *   all k accepted: token = sampler_sample(p_k, V, {seed, RNG_SAMPLE, index0 + k}),
- *     the draw plain sampling would make at that position
- * With temperature 0 (one-hot p and q) this accepts exactly the drafts that
- * equal the target's argmax and then emits that argmax.
- * residual: scratch [V]. k ≥ 0. */
-accept_result accept_chain(const float *p, const float *q, const int *draft, int k, int V, uint64_t seed,
-                           uint64_t index0, float *residual);
+/* Where the randomness of one verification comes from. Every draw's rng
+ * index is accept_draw_index(round, position of the deciding node, slot),
+ * unique within a run, so two backends given the same site agree draw for
+ * draw. */
+typedef struct {
+    uint64_t seed;
+    uint64_t round;    /* the number of this verification pass in the run */
+    int base_position; /* the root's position in the sequence */
+} accept_site;
+
+static inline uint64_t accept_draw_index(uint64_t round, int position, int slot) {
+    return (round << 40) | ((uint64_t)(uint32_t)position << 8) | (uint64_t)(slot & 0xff);
+}
+
+/* p: [t->n, V], p row i = the target's processed distribution of the token
+ * after node i. scratch: [2·V]. Fails (with a message) when the tree's
+ * children were not drawn from q (CHILDREN_TOP_RANKS), or a drafted token
+ * has q = 0. */
+int accept_exact(const token_tree *t, const float *p, accept_site site, float *scratch, accept_result *r,
+                 sp_error *err);
+
+void accept_greedy(const token_tree *t, const float *p, accept_result *r);
+
+/* Medusa's rule: node c is acceptable when p_parent(c)[token c] >
+ * min(epsilon, delta·exp(−H(p_parent))). The longest acceptable path wins
+ * (the first in index order among equals); next_token is drawn from p of
+ * its last node. Medusa's defaults: epsilon 0.09, delta 0.3. */
+void accept_typical(const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                    accept_result *r);
+
+/* The pieces of the exact rule, exposed for tests and lessons:
+ * residual[V] = norm(max(0, p − q)); returns its mass before normalising
+ * (0 when p ≤ q everywhere, in which case residual is left as p). */
+double accept_residual(const float *p, const float *q, float *residual, int V);
 
 #endif

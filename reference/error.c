@@ -41,3 +41,12 @@ void *sp_xcalloc(size_t n, size_t size, const char *what) {
     }
     return p;
 }
+
+void *sp_xrealloc(void *ptr, size_t n, size_t size, const char *what) {
+    void *p = (n && size && n > (size_t)-1 / size) ? NULL : realloc(ptr, (n ? n : 1) * (size ? size : 1));
+    if (!p) {
+        fprintf(stderr, "specula: out of memory growing %s to %zu x %zu bytes\n", what, n, size);
+        exit(2);
+    }
+    return p;
+}

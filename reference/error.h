@@ -21,5 +21,7 @@ int sp_wrap(sp_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Allocation that never returns NULL: prints where it failed and exits.
  * Used for the working buffers whose size the caller has already checked. */
 void *sp_xcalloc(size_t n, size_t size, const char *what);
+/* realloc to n·size bytes with the same contract. */
+void *sp_xrealloc(void *ptr, size_t n, size_t size, const char *what);
 
 #endif

@@ -17,6 +17,8 @@ typedef struct {
     float *arena;         /* all float32 weights, one allocation */
     size_t arena_floats;
     char path[4096];
+    int storage_bytes;            /* bytes per parameter in the checkpoint (2 for bf16/f16, 4 for f32) */
+    double weight_bytes_per_step; /* weights one decode step reads, at storage_bytes (footprint.h) */
     /* scratch for one forward (the reference runs one position at a time) */
     float *x, *xb, *xb2;   /* [D] residual stream and two work vectors */
     float *q, *gate_buf;   /* [max(H·Dh, C)] */
@@ -48,8 +50,5 @@ void model_forward(model *m, model_state *s, int token, float *logits, float *hi
  * the shared lm_head and the MTP's output hidden state[D] (which the next
  * chained step reads in place of the trunk's). Requires m->w.has_mtp. */
 void model_mtp_forward(model *m, model_state *ms, const float *h, int next_token, float *logits, float *hidden_out);
-
-/* Parameter counts (trunk + lm_head, and the MTP module). */
-long long model_param_count(const model_config *c, int with_mtp, long long *mtp_params);
 
 #endif

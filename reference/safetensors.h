@@ -1,8 +1,9 @@
-/* safetensors.h — read-only access to safetensors checkpoints, one file or a
- * sharded set with model.safetensors.index.json. Files are mmapped; tensors
- * point into the mapping. Every structural problem (truncation, header past
- * the end, overlapping or out-of-range offsets, unknown dtype, a shard the
- * index names but that is missing) is an error naming the file and tensor. */
+/* safetensors.h — safetensors checkpoints, one file or a sharded set with
+ * model.safetensors.index.json. Reading mmaps each file once; tensors point
+ * into the mapping. Every structural problem (truncation, header past the
+ * end, overlapping or out-of-range offsets, unknown dtype, a shard the index
+ * names but that is missing) is an error naming the file and tensor.
+ * Writing produces what the Python library writes. Little-endian hosts. */
 #ifndef SPECULA_SAFETENSORS_H
 #define SPECULA_SAFETENSORS_H
 
@@ -47,13 +48,22 @@ const st_tensor *st_find(const st_set *s, const char *name);
 const char *st_metadata(const st_set *s, const char *key);
 int64_t st_numel(const st_tensor *t);
 
-/* Writing: one tensor given as float32, stored as `dtype`. */
+/* Writes "[6144, 5120]" (the form error messages use) into buf[size]. */
+void st_format_shape(int ndim, const int64_t *shape, char *buf, size_t size);
+
+/* Writing: one tensor given as float32, stored as `dtype`. The values come
+ * from `data` or, when data is NULL, from fill(fill_ctx, dst, offset, count),
+ * which writes elements [offset, offset + count) of the row-major tensor into
+ * dst; the writer calls it in chunks, so a tensor larger than memory can be
+ * produced on the fly (the model generator does this). */
 typedef struct {
     const char *name;
     dtype_t dtype;
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     const float *data; /* [numel] */
+    void (*fill)(void *fill_ctx, float *dst, int64_t offset, int64_t count);
+    void *fill_ctx;
 } st_out_tensor;
 
 /* Writes one .safetensors file (tensors in the order given, 8-byte aligned
@@ -65,7 +75,16 @@ int st_write(const char *path, const st_out_tensor *tensors, int n, const char *
 
 /* Writes the tensors across n_shards files DIR/model-0000i-of-0000N.safetensors
  * plus DIR/model.safetensors.index.json (n_shards = 1 writes
- * DIR/model.safetensors and no index). */
+ * DIR/model.safetensors and no index). Consecutive tensors go to the same
+ * shard, split so the shards hold about equal bytes. Every file carries the
+ * "__metadata__" entry "format": "pt" that transformers expects of a PyTorch
+ * checkpoint. DIR is created when missing; a checkpoint already there in the
+ * other form (single file vs shards) is removed, so st_open cannot pick up a
+ * stale one. */
 int st_write_sharded(const char *dir, const st_out_tensor *tensors, int n, int n_shards, sp_error *err);
+
+/* Same, with n_meta more "__metadata__" string pairs in every file. */
+int st_write_sharded_meta(const char *dir, const st_out_tensor *tensors, int n, int n_shards,
+                          const char *const *meta_keys, const char *const *meta_values, int n_meta, sp_error *err);
 
 #endif

@@ -32,10 +32,14 @@ int sampler_validate(const sampler_params *sp, sp_error *err);
  *     that Σ_{i: p_i ≥ p_j} p_i ≥ top_p
  *   min-p (> 0): keep p_i ≥ min_p · max p
  *   renormalise (sums in double).
- * probs may alias logits. */
+ * Edge cases (sampler.c states every step exactly): a NaN logit counts as
+ * −inf; a row with no logit above −inf gives all zeros at every temperature;
+ * +inf logits share the mass equally; parameters that fail sampler_validate
+ * give all zeros. probs may alias logits. */
 void sampler_probs(const sampler_params *sp, const float *logits, float *probs, int V);
 
-/* Lowest index of the maximum. */
+/* Lowest index of the maximum; −1 when no entry is above −inf (NaN entries
+ * are never chosen). */
 int sampler_argmax(const float *x, int V);
 
 /* What a random draw is for; each purpose is its own Philox stream so draws
@@ -68,9 +72,15 @@ float rng_uniform(rng_site site);
 
 /* Draws a token from probs[V] by the exponential race:
  * argmax_i probs[i] / E_i with E_i = −log U_i (computed in double), U_i from
- * Philox keyed by (seed, purpose, index, token i); lowest index on a tie. The result depends only on the
+ * Philox keyed by (seed, purpose, index, token i) as U_i = (word + ½)·2⁻³²;
+ * lowest index on a tie. The result depends only on the
  * distribution and the site, never on summation order, so the CUDA sampler
- * picks the same token. Entries with probs[i] = 0 never win. */
+ * picks the same token. probs need not sum to 1 (the race draws in
+ * proportion); entries ≤ 0 or NaN never win; −1 when no entry is > 0. */
 int sampler_sample(const float *probs, int V, rng_site site);
+
+/* The race's E_token = −log U_token for this site, in double: what a backend
+ * compares number for number to show it runs the same race. */
+double rng_race_exponential(rng_site site, int token);
 
 #endif

@@ -34,6 +34,9 @@ END_TEST
 START_TEST(test_deltanet) { run_family("deltanet", 15); }
 END_TEST
 
+START_TEST(test_sample) { run_family("sample", 16); }
+END_TEST
+
 Suite *kernels_emu_suite(void) {
     Suite *s = suite_create("kernels_emu");
     TCase *tc = harness_tcase("families", 120);
@@ -42,6 +45,7 @@ Suite *kernels_emu_suite(void) {
     tcase_add_test(tc, test_rope_kv);
     tcase_add_test(tc, test_attention);
     tcase_add_test(tc, test_deltanet);
+    tcase_add_test(tc, test_sample);
     suite_add_tcase(s, tc);
     return s;
 }

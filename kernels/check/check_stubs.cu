@@ -1,2 +1,0 @@
-#include "gc.cuh"
-void gc_family_sample(gc_ctx *c) { (void)c; }

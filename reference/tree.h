@@ -1,0 +1,46 @@
+/* tree.h — the token tree a proposer hands to the verifier. A chain (draft
+ * model, MTP) is a tree with one child per node. Node 0 is the root: the
+ * last committed token, which the target has not run yet. Every other node
+ * is a proposed token; q of node i is the proposal distribution its
+ * children were drawn from (one-hot for argmax drafts). Shared by the
+ * reference and the engine: plain arrays, no model types. */
+#ifndef SPECULA_TREE_H
+#define SPECULA_TREE_H
+
+/* How the children of a node were chosen, which decides the exact rule. */
+typedef enum {
+    CHILDREN_IID = 0,        /* drawn independently from q (a chain is this with one child) */
+    CHILDREN_NO_REPLACEMENT, /* drawn from q without replacement */
+    CHILDREN_TOP_RANKS       /* the top-ranked tokens of q: greedy and typical rules only */
+} children_kind;
+
+typedef struct {
+    int n, cap;   /* nodes in use, capacity */
+    int V;        /* vocabulary: the width of a q row */
+    int *token;   /* [cap] */
+    int *parent;  /* [cap] −1 for the root; parent[i] < i, so index order is topological */
+    int *depth;   /* [cap] 0 for the root */
+    float *q;     /* [cap, V] q row of node i: the distribution its children came from */
+    children_kind kind;
+} token_tree;
+
+void tree_build(token_tree *t, int V, int cap);
+void tree_free(token_tree *t);
+/* Empties the tree and sets the root token. */
+void tree_reset(token_tree *t, int root_token, children_kind kind);
+/* Adds a child of `parent` and returns its index, or −1 when full. */
+int tree_add(token_tree *t, int parent, int token);
+float *tree_q(token_tree *t, int node);
+const float *tree_q_const(const token_tree *t, int node);
+/* The children of node u in index order; returns their number. */
+int tree_children(const token_tree *t, int u, int *out, int max);
+int tree_max_depth(const token_tree *t);
+/* 1 when a is b or an ancestor of b. */
+int tree_is_ancestor(const token_tree *t, int a, int b);
+/* mask[i·n + j] = 1 when node i may attend to node j (j is i or an ancestor
+ * of i): the tree attention mask of a verification pass. */
+void tree_attention_mask(const token_tree *t, unsigned char *mask);
+/* pos[i] = base + depth[i]: the position of each node in the sequence. */
+void tree_positions(const token_tree *t, int base, int *pos);
+
+#endif
