@@ -67,7 +67,7 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
 /* ---- v2 / v3 ------------------------------------------------------------------ */
 
 #define ATT_WARPS 8
-#define ATT_MAX_GROUP 8
+#define ATT_MAX_GROUP 6 /* query heads per KV head kept in registers (6 at 27B: 195 → ~150 registers); more falls back to v1 */
 
 /* DPL consecutive bf16 of a row, as floats (16, 8 or 4 bytes in one load). */
 template <int DPL> __device__ __forceinline__ void load_row(const uint16_t *p, float *f) {

@@ -4,6 +4,7 @@
  * exercised), for chains and for a branching tree mask. */
 #include <string.h>
 
+#include "dtype.h"
 #include "gc.cuh"
 #include "kn_attention.h"
 #include "twin.h"
@@ -121,8 +122,8 @@ static void rope_case(gc_ctx *c, const att_case *ac) {
                 int want_v = V_ref[i] != 0xffff, got_v = V_got[i] != 0xffff;
                 wrong_place += (want_k != got_k) + (want_v != got_v);
                 if (want_k && got_k && want_v && got_v && n_kv < kv_n) {
-                    kv_got[2 * n_kv] = kn_bf16(K_got[i]), kv_got[2 * n_kv + 1] = kn_bf16(V_got[i]);
-                    kv_ref[2 * n_kv] = kn_bf16(K_ref[i]), kv_ref[2 * n_kv + 1] = kn_bf16(V_ref[i]);
+                    kv_got[2 * n_kv] = bf16_to_f32(K_got[i]), kv_got[2 * n_kv + 1] = bf16_to_f32(V_got[i]);
+                    kv_ref[2 * n_kv] = bf16_to_f32(K_ref[i]), kv_ref[2 * n_kv + 1] = bf16_to_f32(V_ref[i]);
                     n_kv++;
                 }
             }
