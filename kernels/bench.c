@@ -39,12 +39,9 @@ static void clean_field(char *s) {
         if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
 }
 
-int gc_results_append_file(const gc_results *r, const char *path) {
+int gc_results_append_file(const gc_results *r, const char *path, sp_error *err) {
     FILE *f = fopen(path, "a");
-    if (!f) {
-        fprintf(stderr, "gpucheck: cannot append to %s\n", path);
-        return -1;
-    }
+    if (!f) return sp_fail(err, "%s: cannot open the results file for appending", path);
     if (r->device[0]) fprintf(f, "device\t%s\n", r->device);
     if (!isnan(r->copy_gbs)) fprintf(f, "copy\t%.6g\n", r->copy_gbs);
     for (int i = 0; i < r->n; i++) {
@@ -53,7 +50,7 @@ int gc_results_append_file(const gc_results *r, const char *path) {
         fprintf(f, "row\t%s\t%s\t%s\t%d\t%.6g\t%.6g\t%d\t%.6g\t%.6g\t%.6g\t%s\n", w.op, w.version, w.shape, w.m, w.err,
                 w.bound, w.status, w.us, w.bytes, w.flops, w.note);
     }
-    return fclose(f) == 0 ? 0 : -1;
+    return fclose(f) == 0 ? 0 : sp_fail(err, "%s: writing the results file failed", path);
 }
 
 /* Splits line at tabs in place: up to max fields. */
@@ -72,12 +69,9 @@ static int split_tabs(char *line, char **fields, int max) {
 
 static void copy_field(char *dst, size_t size, const char *src) { snprintf(dst, size, "%s", src); }
 
-int gc_results_read_file(gc_results *r, const char *path) {
+int gc_results_read_file(gc_results *r, const char *path, sp_error *err) {
     FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "gpucheck: cannot read %s\n", path);
-        return -1;
-    }
+    if (!f) return sp_fail(err, "%s: cannot open the results file", path);
     char line[1024];
     int lineno = 0, status = 0;
     while (fgets(line, sizeof line, f)) {
@@ -103,11 +97,11 @@ int gc_results_read_file(gc_results *r, const char *path) {
             w->bytes = strtod(fld[9], NULL);
             w->flops = strtod(fld[10], NULL);
             copy_field(w->note, sizeof w->note, fld[11]);
-        } else {
-            fprintf(stderr, "gpucheck: %s:%d: expected a device, copy or row line of 2, 2 or 12 tab-separated "
-                            "fields, found %d fields starting '%s'\n",
-                    path, lineno, n, fld[0]);
-            status = -1;
+        } else if (status == 0) { /* report the first bad line */
+            status = sp_fail(err,
+                             "%s:%d: expected a device, copy or row line of 2, 2 or 12 tab-separated fields, "
+                             "found %d field(s) starting '%.40s'",
+                             path, lineno, n, fld[0]);
         }
     }
     fclose(f);

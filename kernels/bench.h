@@ -13,6 +13,8 @@
 extern "C" {
 #endif
 
+#include "error.h"
+
 /* Qwen3.8-27B (models/qwen3.8-27b/config.json; a unit test checks these). */
 #define GC27_D 5120     /* [D] hidden */
 #define GC27_F 17408    /* [F] SwiGLU width */
@@ -60,9 +62,9 @@ gc_row *gc_results_add(gc_results *r);
 
 /* Appends rows (and the copy bandwidth and device, when set) to a
  * tab-separated file; reads such a file back (appending to r). Return 0, or
- * -1 with a message on stderr. */
-int gc_results_append_file(const gc_results *r, const char *path);
-int gc_results_read_file(gc_results *r, const char *path);
+ * -1 with the file, the line and what was wrong in err. */
+int gc_results_append_file(const gc_results *r, const char *path, sp_error *err);
+int gc_results_read_file(gc_results *r, const char *path, sp_error *err);
 
 /* ‖out − ref‖₂ / ‖ref‖₂ in double. A NaN or infinity in out, or a nonzero
  * difference against a zero reference, gives INFINITY. */

@@ -90,6 +90,27 @@ __global__ __launch_bounds__(256) void matvec_v4(float *y, const uint16_t *W, co
     }
 }
 
+/* v5: one row per block of 8 warps that split n_in, summed through shared
+ * memory: for matrices with few rows (k/v projections, 1024 rows; in_proj_a/b,
+ * 48) where a warp per row leaves most of the SMs without work. */
+template <bool VEC>
+__global__ __launch_bounds__(256) void matvec_v5(float *y, const uint16_t *W, const float *x, int n_out, int n_in) {
+    __shared__ float scratch[32];
+    int row = blockIdx.x;
+    const uint16_t *w = W + (size_t)row * n_in;
+    float acc = 0.0f;
+    if (VEC) {
+        const uint4 *w4 = (const uint4 *)w;
+        const float4 *x4 = (const float4 *)x;
+        for (int j = threadIdx.x; j < n_in / 8; j += blockDim.x)
+            acc += kn_dot8(kn_ld_stream(w4 + j), kn_ldg(x4 + 2 * j), kn_ldg(x4 + 2 * j + 1));
+    } else {
+        for (int j = threadIdx.x; j < n_in; j += blockDim.x) acc += kn_bf16(w[j]) * x[j];
+    }
+    acc = kn_block_sum(acc, scratch);
+    if (threadIdx.x == 0) y[row] = acc;
+}
+
 static int vec_ok(const uint16_t *W, const float *x, int n_in) {
     return n_in % 8 == 0 && ((uintptr_t)W % 16) == 0 && ((uintptr_t)x % 16) == 0;
 }
@@ -128,6 +149,13 @@ static cudaError_t launch_v4(float *Y, const uint16_t *W, const float *X, int m,
     int blocks = kn_ceil_div(n_out, 8);
     if (blocks > per_sm * kn_sm_count()) blocks = per_sm * kn_sm_count();
     return KN_LAUNCH(k, blocks, 256, smem, s, Y, W, X, n_out, n_in);
+}
+
+static cudaError_t launch_v5(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+    if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
+    void (*k)(float *, const uint16_t *, const float *, int, int) =
+        vec_ok(W, X, n_in) ? matvec_v5<true> : matvec_v5<false>;
+    return KN_LAUNCH(k, n_out, 256, 0, s, Y, W, X, n_out, n_in);
 }
 
 /* ---- verify batch, m ≤ 16 ------------------------------------------------- */
@@ -354,6 +382,7 @@ static const kn_matvec_version versions[] = {
     {"v2", "warp per row, coalesced element loads, shuffle reduction", launch_v2, 1, 0},
     {"v3", "warp per row, 16-byte weight loads, float4 x via read-only cache", launch_v3, 1, 0},
     {"v4", "v3 + 4 loads in flight, streaming hint, x in shared memory, persistent grid", launch_v4, 1, 0},
+    {"v5", "block of 8 warps per row, n_in split across the warps (for matrices with few rows)", launch_v5, 1, 0},
     {"b1", "batch: warp per row, each 16-byte load used for all m positions (CUDA cores)", launch_b1,
      KN_MATVEC_MAX_M, 0},
     {"b2-xbf16", "batch: mma.m16n8k16 tensor cores, 16 rows per block, 8 warps split K", launch_b2,

@@ -26,7 +26,7 @@ tee_pid=$!
 trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null' EXIT
 
 seed=${GPU_CHECK_SEED:-$(date +%s)}
-echo "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), seed $seed"
+echo "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), seed $seed"
 command -v nvidia-smi >/dev/null &&
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,clocks.mem --format=csv
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)

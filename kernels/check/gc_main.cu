@@ -52,7 +52,11 @@ static int in_list(const char *list, const char *name) {
 static int report(const char *path) {
     gc_results r;
     gc_results_init(&r);
-    if (gc_results_read_file(&r, path) != 0) return 2;
+    sp_error err;
+    if (gc_results_read_file(&r, path, &err) != 0) {
+        fprintf(stderr, "gpucheck: %s\n", err.msg);
+        return 2;
+    }
     gc_print_table(stdout, &r);
     gc_print_estimate(stdout, &r, GC_CTX_SHORT);
     gc_print_estimate(stdout, &r, GC_CTX_LONG);
@@ -137,7 +141,11 @@ int main(int argc, char **argv) {
         fflush(stdout);
         fams[j].run(&c);
     }
-    if (results && gc_results_append_file(&res, results) != 0) return 3;
+    sp_error err;
+    if (results && gc_results_append_file(&res, results, &err) != 0) {
+        fprintf(stderr, "gpucheck: %s\n", err.msg);
+        return 3;
+    }
     if (!only) { /* a whole run reports itself; partial runs are reported together with --report */
         gc_print_table(stdout, &res);
         if (!validate_only) gc_print_estimate(stdout, &res, GC_CTX_SHORT);

@@ -96,11 +96,12 @@ START_TEST(test_results_file) {
     gc_row *f = gc_results_add(&a);
     fill_row(f, "attention", "v3", "ctx 4096", 4, NAN, GC_FAIL);
     snprintf(f->note, sizeof f->note, "error\tabove bound"); /* a tab must not break the file */
-    ck_assert_int_eq(gc_results_append_file(&a, path), 0);
-    ck_assert_int_eq(gc_results_append_file(&a, path), 0); /* appending a second run */
+    ck_assert_int_eq(gc_results_append_file(&a, path, NULL), 0);
+    ck_assert_int_eq(gc_results_append_file(&a, path, NULL), 0); /* appending a second run */
     gc_results b;
     gc_results_init(&b);
-    ck_assert_int_eq(gc_results_read_file(&b, path), 0);
+    sp_error err;
+    ck_assert_msg(gc_results_read_file(&b, path, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(b.n, 4);
     ck_assert_str_eq(b.device, "NVIDIA H200, 132 SMs");
     ck_assert_double_eq_tol(b.copy_gbs, 4300.0, 1e-9);
@@ -117,7 +118,8 @@ START_TEST(test_results_file) {
     fclose(fp);
     gc_results c;
     gc_results_init(&c);
-    ck_assert_int_eq(gc_results_read_file(&c, path), -1);
+    ck_assert_int_eq(gc_results_read_file(&c, path, &err), -1);
+    ck_assert_msg(strstr(err.msg, "results.tsv:9:") && strstr(err.msg, "found 3 field(s)"), "%s", err.msg);
     gc_results_free(&c);
     harness_rmtree(dir);
 }
