@@ -259,6 +259,47 @@ double gc_best_us(const gc_results *r, const char *op, const char *shape, int m)
     return best;
 }
 
+const gc_row *gc_best_row(const gc_results *r, const char *op, const char *shape, int m, const char *prefix,
+                          const char *skip) {
+    const gc_row *best = NULL;
+    for (int i = 0; i < r->n; i++) {
+        const gc_row *w = &r->rows[i];
+        if (w->status != GC_OK || isnan(w->us) || w->m != m || strcmp(w->op, op) || strcmp(w->shape, shape)) continue;
+        if (prefix && strncmp(w->version, prefix, strlen(prefix))) continue;
+        if (skip && !strncmp(w->version, skip, strlen(skip))) continue;
+        if (!best || w->us < best->us) best = w;
+    }
+    return best;
+}
+
+void gc_print_matvec_summary(FILE *f, const gc_results *r) {
+    int n = 0;
+    const gc_matvec_shape *shapes = gc_matvec_shapes(&n);
+    fprintf(f, "\nmatvec at the 27B shapes: best m=1 (share of copy bandwidth), best m=4 and its cost over m=1, "
+               "cuBLAS beside\n");
+    fprintf(f, "%-26s %-13s %9s %6s | %-13s %9s %6s | %9s %9s %6s\n", "shape", "m=1 best", "us", "%copy", "m=4 best",
+            "us", "x m=1", "cublas m1", "cublas m4", "ratio");
+    for (int i = 0; i < n; i++) {
+        if (!shapes[i].real) continue;
+        const char *sh = shapes[i].name;
+        const gc_row *b1 = gc_best_row(r, "matvec", sh, 1, NULL, "cublas");
+        const gc_row *b4 = gc_best_row(r, "matvec", sh, 4, NULL, "cublas");
+        const gc_row *c1 = gc_best_row(r, "matvec", sh, 1, "cublas", NULL);
+        const gc_row *c4 = gc_best_row(r, "matvec", sh, 4, "cublas", NULL);
+        char v1[24], v4[24], u1[16], u4[16], p1[16], q4[16], cu1[16], cu4[16], cr[16];
+        snprintf(v1, sizeof v1, "%s", b1 ? b1->version : "-");
+        snprintf(v4, sizeof v4, "%s", b4 ? b4->version : "-");
+        fmt_num(u1, sizeof u1, b1 ? b1->us : NAN, 9, 2, 0);
+        fmt_num(u4, sizeof u4, b4 ? b4->us : NAN, 9, 2, 0);
+        fmt_num(p1, sizeof p1, b1 ? gc_row_pct_copy(b1, r->copy_gbs) : NAN, 6, 1, 0);
+        fmt_num(q4, sizeof q4, b1 && b4 ? b4->us / b1->us : NAN, 6, 3, 0);
+        fmt_num(cu1, sizeof cu1, c1 ? c1->us : NAN, 9, 2, 0);
+        fmt_num(cu4, sizeof cu4, c4 ? c4->us : NAN, 9, 2, 0);
+        fmt_num(cr, sizeof cr, c1 && c4 ? c4->us / c1->us : NAN, 6, 3, 0);
+        fprintf(f, "%-26.26s %-13s %s %s | %-13s %s %s | %s %s %s\n", sh, v1, u1, p1, v4, u4, q4, cu1, cu4, cr);
+    }
+}
+
 /* ---- shapes ----------------------------------------------------------------- */
 
 static const gc_matvec_shape matvec_shapes[] = {

@@ -105,6 +105,17 @@ void gc_format_row(char *buf, size_t size, const gc_row *row, double copy_gbs);
  * NAN when there is none. */
 double gc_best_us(const gc_results *r, const char *op, const char *shape, int m);
 
+/* The validated, timed row of (op, shape, m) with the smallest time, among
+ * versions whose name starts with `prefix` (NULL: any) and not with `skip`
+ * (NULL: none); NULL when there is none. */
+const gc_row *gc_best_row(const gc_results *r, const char *op, const char *shape, int m, const char *prefix,
+                          const char *skip);
+
+/* Per 27B matvec shape: the best m = 1 version and its share of the copy
+ * bandwidth, the best m = 4 version and its time over the m = 1 time, and
+ * cuBLAS's m = 1 and m = 4 times beside them. */
+void gc_print_matvec_summary(FILE *f, const gc_results *r);
+
 /* ---- the shapes the harness runs ------------------------------------------ */
 
 typedef struct {

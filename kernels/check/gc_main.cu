@@ -58,6 +58,7 @@ static int report(const char *path) {
         return 2;
     }
     gc_print_table(stdout, &r);
+    gc_print_matvec_summary(stdout, &r);
     gc_print_estimate(stdout, &r, GC_CTX_SHORT);
     gc_print_estimate(stdout, &r, GC_CTX_LONG);
     int fails = 0;
@@ -148,7 +149,10 @@ int main(int argc, char **argv) {
     }
     if (!only) { /* a whole run reports itself; partial runs are reported together with --report */
         gc_print_table(stdout, &res);
-        if (!validate_only) gc_print_estimate(stdout, &res, GC_CTX_SHORT);
+        if (!validate_only) {
+            gc_print_matvec_summary(stdout, &res);
+            gc_print_estimate(stdout, &res, GC_CTX_SHORT);
+        }
     }
     printf("gpucheck: %d row(s), %d failed validation\n", res.n, c.n_fail);
     int status = c.n_fail ? 1 : 0;

@@ -157,6 +157,10 @@ START_TEST(test_best_us) {
     ck_assert_double_eq(gc_best_us(&r, "matvec", "lm_head 248320x5120", 1), 600.0);
     ck_assert_double_eq(gc_best_us(&r, "matvec", "lm_head 248320x5120", 4), 650.0);
     ck_assert(isnan(gc_best_us(&r, "matvec", "lm_head 248320x5120", 2)));
+    fill_row(gc_results_add(&r), "matvec", "cublas-xbf16", "lm_head 248320x5120", 1, 550.0, GC_OK);
+    ck_assert_str_eq(gc_best_row(&r, "matvec", "lm_head 248320x5120", 1, NULL, "cublas")->version, "v4");
+    ck_assert_str_eq(gc_best_row(&r, "matvec", "lm_head 248320x5120", 1, "cublas", NULL)->version, "cublas-xbf16");
+    ck_assert_ptr_null(gc_best_row(&r, "matvec", "lm_head 248320x5120", 4, "cublas", NULL));
     gc_results_free(&r);
 }
 END_TEST
