@@ -9,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "decode.h"
+#include "medusa_cli.h"
 #include "mtp.h"
 #include "speculative.h"
 
@@ -20,6 +21,7 @@ typedef struct {
     method_id method;
     int k, json, stream, mtp_sample, temperature_given;
     decode_options opt;
+    medusa_cli medusa;
 } generate_args;
 
 static void usage(FILE *f) {
@@ -28,7 +30,7 @@ static void usage(FILE *f) {
             "Generates tokens with one decoding method and reports the run's accounting.\n"
             "  --model DIR          target model (default %s)\n"
             "  --tokens IDS         prompt as token ids, e.g. 1,5,9\n"
-            "  --method NAME        greedy | sample | spec | mtp   (default sample)\n"
+            "  --method NAME        greedy | sample | spec | medusa | mtp   (default sample)\n"
             "  --draft DIR          draft model for --method spec (default %s-draft)\n"
             "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
             "  --mtp-sample         MTP drafts sampled from its distribution (default: argmax drafts)\n"
@@ -40,6 +42,7 @@ static void usage(FILE *f) {
             "  --stream             print each burst of committed tokens as it is committed\n"
             "  --json               print the tokens and the accounting as one JSON object\n",
             default_model_dir(), default_model_dir());
+    medusa_cli_usage(f);
 }
 
 static int parse(int argc, char **argv, generate_args *a) {
@@ -48,6 +51,8 @@ static int parse(int argc, char **argv, generate_args *a) {
     a->opt.max_tokens = 32;
     a->method = M_SAMPLE;
     a->k = 4;
+    medusa_cli_init(&a->medusa);
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
 #define VALUE() \
@@ -104,6 +109,8 @@ static int parse(int argc, char **argv, generate_args *a) {
             a->stream = 1;
         } else if (!strcmp(f, "--json")) {
             a->json = 1;
+        } else if (medusa_cli_flag(&a->medusa, argc, argv, &i, &rc)) {
+            if (rc) return rc;
         } else {
             fprintf(stderr, "specula generate: unknown option '%s'\n", f);
             return 2;
@@ -126,7 +133,8 @@ static int parse(int argc, char **argv, generate_args *a) {
         fprintf(stderr, "specula generate: --mtp-sample only applies to --method mtp\n");
         return 2;
     }
-    if (a->method == M_BEAM || a->method == M_MEDUSA) {
+    if ((rc = medusa_cli_finish(&a->medusa, a->method == M_MEDUSA, &a->opt))) return rc;
+    if (a->method == M_BEAM) {
         fprintf(stderr, "specula generate: --method %s is not available in this build\n", method_names[a->method]);
         return 2;
     }
@@ -173,6 +181,12 @@ int cmd_generate(int argc, char **argv) {
             goto done;
         }
         pp = &prop;
+    } else if (a.method == M_MEDUSA) {
+        if (medusa_cli_build(&a.medusa, &prop, &target, dir, &a.opt, &a.k)) {
+            status = 1;
+            goto done;
+        }
+        pp = &prop;
     } else if (a.method == M_MTP) {
         if (mtp_proposer_build(&prop, &target, a.k, a.mtp_sample, &a.opt.sampling, a.opt.seed, &err)) {
             fprintf(stderr, "specula generate: %s\n", err.msg);
@@ -205,6 +219,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (pp) pp->release(pp);
 done:
+    medusa_cli_release(&a.medusa);
     if (have_draft) model_free(&draft);
     free(prompt);
     model_free(&target);
