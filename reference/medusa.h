@@ -105,6 +105,9 @@ typedef struct {
  * in errors. */
 int medusa_tree_parse(medusa_tree *t, const char *json_text, const char *origin, sp_error *err);
 int medusa_tree_load(medusa_tree *t, const char *path, sp_error *err);
+/* The same checks on paths given as rows: path k is
+ * ranks[k · MEDUSA_MAX_HEADS + 0 .. depths[k]). */
+int medusa_tree_build(medusa_tree *t, int n, const int *depths, const int *ranks, const char *origin, sp_error *err);
 
 /* Checks the tree against the heads it will run with: depth ≤ n_heads and
  * every rank < V. */

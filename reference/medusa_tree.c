@@ -61,6 +61,29 @@ static int tree_from_paths(medusa_tree *t, rank_path *paths, int n, const char *
     return 0;
 }
 
+int medusa_tree_build(medusa_tree *t, int n, const int *depths, const int *ranks, const char *origin, sp_error *err) {
+    memset(t, 0, sizeof *t);
+    if (n < 1 || n > MEDUSA_MAX_NODES) return sp_fail(err, "%s: %d paths, expected 1 to %d", origin, n, MEDUSA_MAX_NODES);
+    rank_path *paths = sp_xcalloc((size_t)n, sizeof *paths, "tree paths");
+    for (int k = 0; k < n; k++) {
+        if (depths[k] < 1 || depths[k] > MEDUSA_MAX_HEADS) {
+            free(paths);
+            return sp_fail(err, "%s: path %d has depth %d, expected 1 to %d", origin, k, depths[k], MEDUSA_MAX_HEADS);
+        }
+        paths[k].len = depths[k];
+        for (int d = 0; d < depths[k]; d++) {
+            paths[k].r[d] = ranks[k * MEDUSA_MAX_HEADS + d];
+            if (paths[k].r[d] < 0) {
+                free(paths);
+                return sp_fail(err, "%s: path %d has the negative rank %d", origin, k, paths[k].r[d]);
+            }
+        }
+    }
+    int rc = tree_from_paths(t, paths, n, origin, err);
+    free(paths);
+    return rc;
+}
+
 int medusa_tree_parse(medusa_tree *t, const char *json_text, const char *origin, sp_error *err) {
     memset(t, 0, sizeof *t);
     json_error_t jerr;
