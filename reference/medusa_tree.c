@@ -72,11 +72,12 @@ int medusa_tree_build(medusa_tree *t, int n, const int *depths, const int *ranks
         }
         paths[k].len = depths[k];
         for (int d = 0; d < depths[k]; d++) {
-            paths[k].r[d] = ranks[k * MEDUSA_MAX_HEADS + d];
-            if (paths[k].r[d] < 0) {
+            const int r = ranks[k * MEDUSA_MAX_HEADS + d];
+            if (r < 0) {
                 free(paths);
-                return sp_fail(err, "%s: path %d has the negative rank %d", origin, k, paths[k].r[d]);
+                return sp_fail(err, "%s: path %d has the negative rank %d", origin, k, r);
             }
+            paths[k].r[d] = r;
         }
     }
     int rc = tree_from_paths(t, paths, n, origin, err);
