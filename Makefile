@@ -37,7 +37,7 @@ CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-HARNESS_SRC := tests/harness.c
+HARNESS_SRC := tests/harness.c tests/fixtures.c
 CU_SRC := $(sort $(wildcard kernels/*.cu))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))

@@ -528,8 +528,10 @@ END_TEST
 START_TEST(test_race_after_cuts) {
     /* The whole path on 64 tokens: processed distribution (temperature, top-k,
      * top-p, min-p with ties) then the race, 60000 draws, G-test with pooling
-     * of the rare tokens. Negative control at the same n: the race on the
-     * distribution before the cuts (a sampler that forgets to apply them). */
+     * of the rare tokens. Negative controls at the same n: the race on the
+     * distribution before the cuts (a sampler that forgets to apply them:
+     * caught by draws outside the kept set), and the race on p^1.25 (same
+     * support, wrong shape: caught by the statistic). */
     enum { V = 64 };
     const int64_t N = 60000;
     float logits[V], probs[V], raw[V];
@@ -556,6 +558,22 @@ START_TEST(test_race_after_cuts) {
     for (site.index = 0; site.index < (uint64_t)N; site.index++) counts[sampler_sample(raw, V, site)]++;
     ck_assert_int_eq(stats_gof(counts, p, V, STATS_G, STATS_MIN_EXPECTED, &res, &err), 0);
     ck_assert_msg(res.p_value < 1e-12, "the uncut race passed: p %.3g", res.p_value);
+    /* a subtler bug with the same support: the temperature applied twice
+     * (p^1.25, as if the kept logits were divided by 0.8 once more). The
+     * plan for rejecting it at α = 1e-12 with power 0.9999 must fit in N. */
+    float twice[V];
+    double q[V], qs = 0;
+    for (int i = 0; i < V; i++) twice[i] = probs[i] > 0 ? powf(probs[i], 1.25f) : 0.0f;
+    for (int i = 0; i < V; i++) qs += q[i] = twice[i];
+    for (int i = 0; i < V; i++) q[i] /= qs;
+    stats_plan plan;
+    ck_assert_int_eq(stats_plan_gof(p, q, V, 1e-12, 0.9999, STATS_MIN_EXPECTED, &plan, &err), 0);
+    ck_assert_msg(plan.n <= N, "rejecting p^1.25 needs %lld draws", (long long)plan.n);
+    for (int i = 0; i < V; i++) counts[i] = 0;
+    for (site.index = 0; site.index < (uint64_t)N; site.index++) counts[sampler_sample(twice, V, site)]++;
+    ck_assert_int_eq(stats_gof(counts, p, V, STATS_G, STATS_MIN_EXPECTED, &res, &err), 0);
+    ck_assert(res.impossible == 0);
+    ck_assert_msg(res.p_value < 1e-12, "the twice-tempered race passed: G %.1f p %.3g", res.statistic, res.p_value);
 }
 END_TEST
 
