@@ -13,9 +13,10 @@
 #include "commands.h"
 #include "medusa_train.h"
 #include "philox.h"
+#include "tokenizer.h"
 
 typedef struct {
-    const char *model_dir, *corpus_ids, *out, *tree_out;
+    const char *model_dir, *corpus_text, *corpus_ids, *out, *tree_out;
     int random_prompts, n_heads, n_layers, shared, eval_sequences, log_every;
     dtype_t dtype;
     medusa_data_opts data;
@@ -29,8 +30,9 @@ static void usage(FILE *f) {
             "the target is frozen, only the heads learn), writes them with the sha256 of the target's\n"
             "checkpoint, and reports every head's held-out top-1 agreement with the target's greedy tokens.\n"
             "  --model DIR          target (default %s)\n"
-            "  --corpus-ids FILE    corpus as token ids (spaces, commas or newlines); prompts for training\n"
-            "                       come from its first 90%%, held-out prompts from the last 10%%\n"
+            "  --corpus FILE        corpus text, encoded with MODEL/tokenizer.json; prompts for training\n"
+            "                       come from its first 90%% of tokens, held-out prompts from the last 10%%\n"
+            "  --corpus-ids FILE    the corpus as token ids instead (spaces, commas or newlines)\n"
             "  --random-prompts     prompts of uniformly random tokens instead (random test models)\n"
             "  --out FILE           the heads file to write (e.g. MODEL-medusa/medusa_heads.safetensors)\n"
             "  --heads N            heads (default 4); head i guesses the token i+2 after its hidden state\n"
@@ -75,6 +77,9 @@ static int parse(int argc, char **argv, train_args *a) {
         } else if (!strcmp(f, "--model")) {
             VALUE();
             a->model_dir = v;
+        } else if (!strcmp(f, "--corpus")) {
+            VALUE();
+            a->corpus_text = v;
         } else if (!strcmp(f, "--corpus-ids")) {
             VALUE();
             a->corpus_ids = v;
@@ -142,8 +147,9 @@ static int parse(int argc, char **argv, train_args *a) {
         fprintf(stderr, "specula medusa-train: give the heads file to write with --out\n");
         return 2;
     }
-    if (!!a->corpus_ids + a->random_prompts != 1) {
-        fprintf(stderr, "specula medusa-train: give exactly one prompt source: --corpus-ids FILE or --random-prompts\n");
+    if (!!a->corpus_text + !!a->corpus_ids + a->random_prompts != 1) {
+        fprintf(stderr, "specula medusa-train: give exactly one prompt source: --corpus FILE, --corpus-ids FILE or "
+                        "--random-prompts\n");
         return 2;
     }
     if (a->data.gen_len <= a->n_heads) {
@@ -205,6 +211,50 @@ static int make_parent_dirs(const char *path) {
     }
 }
 
+/* The corpus text encoded with the model's tokenizer.json. */
+static int encode_corpus(const char *path, const char *model_dir, int V, int **ids, int *n) {
+    sp_error err;
+    tokenizer tok;
+    if (tokenizer_load(&tok, model_dir, &err)) {
+        fprintf(stderr, "specula medusa-train: --corpus needs the model's tokenizer: %s\n", err.msg);
+        return -1;
+    }
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t len = 0;
+    int rc = -1;
+    if (!f) {
+        fprintf(stderr, "specula medusa-train: %s: cannot open: %s\n", path, strerror(errno));
+        goto done;
+    }
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    text = sp_xcalloc((size_t)size + 1, 1, "corpus text");
+    len = fread(text, 1, (size_t)size, f);
+    fclose(f);
+    if (len != (size_t)size) {
+        fprintf(stderr, "specula medusa-train: %s: read error\n", path);
+        goto done;
+    }
+    if (tokenizer_encode(&tok, text, len, ids, n, &err)) {
+        fprintf(stderr, "specula medusa-train: %s: %s\n", path, err.msg);
+        goto done;
+    }
+    rc = 0;
+    for (int i = 0; i < *n && rc == 0; i++)
+        if ((*ids)[i] >= V) {
+            fprintf(stderr, "specula medusa-train: the tokenizer gives id %d, outside the model's vocabulary of %d\n",
+                    (*ids)[i], V);
+            free(*ids);
+            rc = -1;
+        }
+done:
+    free(text);
+    tokenizer_free(&tok);
+    return rc;
+}
+
 static void print_eval(const medusa_eval *e, const medusa_tree *def, const medusa_tree *suggested) {
     printf("held-out: %d positions of the target's greedy continuations\n", e->n);
     printf("head  offset  CE      top-1   top-%d\n", MEDUSA_EVAL_RANKS);
@@ -241,7 +291,9 @@ int cmd_medusa_train(int argc, char **argv) {
         corpus = sp_xcalloc((size_t)n_corpus, sizeof(int), "random prompts");
         for (int i = 0; i < n_corpus; i++)
             corpus[i] = (int)(philox_uniform(a.data.seed, 0x9e3779b9ull, (uint64_t)i, 0) * V) % V;
-    } else if (read_ids(a.corpus_ids, V, &corpus, &n_corpus)) {
+    } else if (a.corpus_ids ? read_ids(a.corpus_ids, V, &corpus, &n_corpus)
+                            : encode_corpus(a.corpus_text, dir, V, &corpus, &n_corpus)) {
+        corpus = NULL;
         goto done;
     }
     /* the last tenth of the corpus gives the held-out prompts */
