@@ -30,9 +30,12 @@ static void usage(FILE *f) {
             "the target is frozen, only the heads learn), writes them with the sha256 of the target's\n"
             "checkpoint, and reports every head's held-out top-1 agreement with the target's greedy tokens.\n"
             "  --model DIR          target (default %s)\n"
-            "  --corpus FILE        corpus text, encoded with MODEL/tokenizer.json; prompts for training\n"
-            "                       come from its first 90%% of tokens, held-out prompts from the last 10%%\n"
-            "  --corpus-ids FILE    the corpus as token ids instead (spaces, commas or newlines)\n"
+            "  --corpus FILE        corpus text, encoded with MODEL/tokenizer.json. Held-out prompts come from\n"
+            "                       its last 10%% (cut at the first blank line after 90%% of the bytes, each\n"
+            "                       part encoded on its own: the validation split of tools/train/corpus.py),\n"
+            "                       training prompts from the rest\n"
+            "  --corpus-ids FILE    the corpus as token ids instead (spaces, commas or newlines); the last\n"
+            "                       10%% of the ids are held out\n"
             "  --random-prompts     prompts of uniformly random tokens instead (random test models)\n"
             "  --out FILE           the heads file to write (e.g. MODEL-medusa/medusa_heads.safetensors)\n"
             "  --heads N            heads (default 4); head i guesses the token i+2 after its hidden state\n"
@@ -211,8 +214,11 @@ static int make_parent_dirs(const char *path) {
     }
 }
 
-/* The corpus text encoded with the model's tokenizer.json. */
-static int encode_corpus(const char *path, const char *model_dir, int V, int **ids, int *n) {
+/* The corpus text encoded with the model's tokenizer.json, as the training
+ * part then the held-out part (*split ids in the first). The cut is the
+ * first blank line after 90 % of the text, and each part is encoded on its
+ * own so that no token straddles it — the split the target was validated on. */
+static int encode_corpus(const char *path, const char *model_dir, int V, int **ids, int *n, int *split) {
     sp_error err;
     tokenizer tok;
     if (tokenizer_load(&tok, model_dir, &err)) {
@@ -221,8 +227,7 @@ static int encode_corpus(const char *path, const char *model_dir, int V, int **i
     }
     FILE *f = fopen(path, "rb");
     char *text = NULL;
-    size_t len = 0;
-    int rc = -1;
+    int *part[2] = {NULL, NULL}, count[2] = {0, 0}, rc = -1;
     if (!f) {
         fprintf(stderr, "specula medusa-train: %s: cannot open: %s\n", path, strerror(errno));
         goto done;
@@ -231,16 +236,29 @@ static int encode_corpus(const char *path, const char *model_dir, int V, int **i
     long size = ftell(f);
     fseek(f, 0, SEEK_SET);
     text = sp_xcalloc((size_t)size + 1, 1, "corpus text");
-    len = fread(text, 1, (size_t)size, f);
+    size_t len = fread(text, 1, (size_t)size, f);
     fclose(f);
     if (len != (size_t)size) {
         fprintf(stderr, "specula medusa-train: %s: read error\n", path);
         goto done;
     }
-    if (tokenizer_encode(&tok, text, len, ids, n, &err)) {
+    const char *blank = strstr(text + (size_t)((double)len * 0.9), "\n\n");
+    if (!blank) {
+        fprintf(stderr, "specula medusa-train: %s: no blank line in its last 10%% to cut the held-out part at\n",
+                path);
+        goto done;
+    }
+    const size_t cut = (size_t)(blank - text) + 2;
+    if (tokenizer_encode(&tok, text, cut, &part[0], &count[0], &err) ||
+        tokenizer_encode(&tok, text + cut, len - cut, &part[1], &count[1], &err)) {
         fprintf(stderr, "specula medusa-train: %s: %s\n", path, err.msg);
         goto done;
     }
+    *n = count[0] + count[1];
+    *split = count[0];
+    *ids = sp_xcalloc((size_t)*n + 1, sizeof(int), "corpus ids");
+    memcpy(*ids, part[0], (size_t)count[0] * sizeof(int));
+    memcpy(*ids + count[0], part[1], (size_t)count[1] * sizeof(int));
     rc = 0;
     for (int i = 0; i < *n && rc == 0; i++)
         if ((*ids)[i] >= V) {
@@ -250,6 +268,8 @@ static int encode_corpus(const char *path, const char *model_dir, int V, int **i
             rc = -1;
         }
 done:
+    free(part[0]);
+    free(part[1]);
     free(text);
     tokenizer_free(&tok);
     return rc;
@@ -282,7 +302,7 @@ int cmd_medusa_train(int argc, char **argv) {
         return 1;
     }
     const int V = target.cfg.vocab_size;
-    int *corpus = NULL, n_corpus = 0, status = 1;
+    int *corpus = NULL, n_corpus = 0, split = 0, status = 1;
     medusa_dataset train = {0}, held = {0};
     medusa_heads heads = {0}, loaded = {0};
     medusa_eval ev = {0};
@@ -292,12 +312,11 @@ int cmd_medusa_train(int argc, char **argv) {
         for (int i = 0; i < n_corpus; i++)
             corpus[i] = (int)(philox_uniform(a.data.seed, 0x9e3779b9ull, (uint64_t)i, 0) * V) % V;
     } else if (a.corpus_ids ? read_ids(a.corpus_ids, V, &corpus, &n_corpus)
-                            : encode_corpus(a.corpus_text, dir, V, &corpus, &n_corpus)) {
+                            : encode_corpus(a.corpus_text, dir, V, &corpus, &n_corpus, &split)) {
         corpus = NULL;
         goto done;
     }
-    /* the last tenth of the corpus gives the held-out prompts */
-    const int split = n_corpus - n_corpus / 10;
+    if (!a.corpus_text) split = n_corpus - n_corpus / 10; /* the last tenth gives the held-out prompts */
     medusa_data_opts held_opts = a.data;
     held_opts.n_sequences = a.eval_sequences;
     held_opts.temperature = 0; /* agreement is measured against the greedy continuation */
