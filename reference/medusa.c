@@ -114,8 +114,8 @@ int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *targe
                           children_kind kind, const sampler_params *sp, uint64_t seed, sp_error *err) {
     const int D = target->cfg.hidden_size, V = target->cfg.vocab_size;
     if (h->D != D || h->V != V)
-        return sp_fail(err, "Medusa heads %s have D %d, V %d; the target %s has D %d, V %d", h->path, h->D, h->V,
-                       target->path, D, V);
+        return sp_fail(err, "Medusa heads %s have D %d, V %d; the target %s has D %d, V %d",
+                       h->path[0] ? h->path : "(built in memory)", h->D, h->V, target->path, D, V);
     for (int i = 0; i < h->n_heads; i++)
         if (!h->proj[i])
             return sp_fail(err, "Medusa head %d shares the lm_head but none was attached (medusa_share_lm_head)", i);

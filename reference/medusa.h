@@ -61,7 +61,8 @@ int medusa_base_sha256(const char *model_dir, char *hex, sp_error *err);
  * lm_head is shared). "__metadata__" must hold base_sha256 and
  * medusa_num_heads (medusa_num_layers is checked when present). Refuses, with
  * both digests in the message, heads trained against another base unless
- * ignore_base (for random test heads only). Every missing tensor, wrong
+ * ignore_base (for random test heads only; the check reads every byte of
+ * the base's safetensors). Every missing tensor, wrong
  * shape, non-finite value or inconsistent head is an error naming it. */
 int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore_base, sp_error *err);
 
