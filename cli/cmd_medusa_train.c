@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "args.h"
 #include "commands.h"
@@ -16,7 +18,7 @@
 #include "tokenizer.h"
 
 typedef struct {
-    const char *model_dir, *corpus_text, *corpus_ids, *out, *tree_out;
+    const char *model_dir, *corpus_text, *corpus_ids, *out, *tree_out, *manifest;
     int random_prompts, n_heads, n_layers, shared, eval_sequences, log_every;
     dtype_t dtype;
     medusa_data_opts data;
@@ -55,6 +57,8 @@ static void usage(FILE *f) {
             "  --seed N             prompts, sampled tokens and example order (default 1)\n"
             "  --dtype f32|bf16     storage of the heads (default bf16; the figures are measured after rounding)\n"
             "  --tree-out FILE      write the tree suggested by the held-out ranks (63 nodes) as JSON\n"
+            "  --manifest FILE      write what was trained, from what, and how well (sha256 of the heads file,\n"
+            "                       base and corpus; the command; per-head figures), one fact per line\n"
             "  --log-every N        progress every N steps (default 100; 0 = quiet)\n",
             default_model_dir());
 }
@@ -94,6 +98,9 @@ static int parse(int argc, char **argv, train_args *a) {
         } else if (!strcmp(f, "--tree-out")) {
             VALUE();
             a->tree_out = v;
+        } else if (!strcmp(f, "--manifest")) {
+            VALUE();
+            a->manifest = v;
         } else if (!strcmp(f, "--heads")) {
             INT(a->n_heads, 1, MEDUSA_MAX_HEADS);
         } else if (!strcmp(f, "--layers")) {
@@ -275,6 +282,86 @@ done:
     return rc;
 }
 
+/* SHA-256 of a whole file as hex[65]; "unknown" when it cannot be read. */
+static void file_sha256(const char *path, char *hex) {
+    snprintf(hex, 65, "unknown");
+    FILE *f = fopen(path, "rb");
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (f && ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+        unsigned char buf[1 << 16], d[EVP_MAX_MD_SIZE];
+        unsigned int len = 0;
+        size_t n;
+        int ok = 1;
+        while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0) ok = EVP_DigestUpdate(ctx, buf, n);
+        if (ok && !ferror(f) && EVP_DigestFinal_ex(ctx, d, &len) && len == 32)
+            for (unsigned int i = 0; i < len; i++) snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    }
+    if (f) fclose(f);
+    EVP_MD_CTX_free(ctx);
+}
+
+static void per_head(FILE *f, const double *x, int n) {
+    for (int i = 0; i < n; i++) fprintf(f, "%s%.4f", i ? " " : "", x[i]);
+}
+
+/* The MANIFEST of a heads file, in the key-value lines of the models' own. */
+static int write_manifest(const train_args *a, const char *command, const char *base_dir, const char *base_sha,
+                          const medusa_heads *h, const medusa_dataset *train, const medusa_dataset *held,
+                          const medusa_eval *on_train, const medusa_eval *ev, double gain_default,
+                          double gain_suggested, int n_train_tokens, int n_held_tokens, double minutes) {
+    char sha[65];
+    file_sha256(a->out, sha);
+    struct stat st;
+    long long bytes = stat(a->out, &st) == 0 ? (long long)st.st_size : -1;
+    const char *name = strrchr(a->out, '/') ? strrchr(a->out, '/') + 1 : a->out;
+    FILE *f = fopen(a->manifest, "w");
+    if (!f) {
+        fprintf(stderr, "specula medusa-train: cannot write %s: %s\n", a->manifest, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "medusa.file %s sha256 %s bytes %lld\n", name, sha, bytes);
+    fprintf(f, "medusa.base %s safetensors sha256 %s (the files concatenated, as recorded in base_sha256)\n", base_dir,
+            base_sha);
+    fprintf(f, "medusa.heads %d heads, %d ResBlock%s each, %s, %zu parameters, %s\n", h->n_heads, h->n_layers,
+            h->n_layers > 1 ? "s" : "", h->own_proj ? "own projections" : "the target's lm_head shared",
+            h->arena_floats, a->dtype == DTYPE_BF16 ? "bf16" : "f32");
+    fprintf(f, "medusa.command %s\n", command);
+    if (a->corpus_text || a->corpus_ids) {
+        const char *corpus = a->corpus_text ? a->corpus_text : a->corpus_ids;
+        char csha[65];
+        file_sha256(corpus, csha);
+        const char *base = strrchr(corpus, '/') ? strrchr(corpus, '/') + 1 : corpus;
+        fprintf(f, "medusa.corpus %s sha256 %s (%d tokens for training prompts, %d held out)\n", base, csha,
+                n_train_tokens, n_held_tokens);
+    } else {
+        fprintf(f, "medusa.corpus none: random prompts (seed %llu)\n", (unsigned long long)a->data.seed);
+    }
+    fprintf(f, "medusa.data %d continuations of %d + %d tokens (%s): %d examples; held out %d greedy "
+               "continuations: %d examples\n",
+            a->data.n_sequences, a->data.prompt_len, a->data.gen_len,
+            a->data.temperature == 0 ? "greedy" : "sampled", train->n, a->eval_sequences, held->n);
+    fprintf(f, "medusa.training %d steps x %d examples, Adam lr %g (warm-up %d, cosine to a tenth), head weights "
+               "%g^i, seed %llu, %.1f min\n",
+            a->train.steps, a->train.batch, a->train.lr, a->train.warmup, a->train.decay,
+            (unsigned long long)a->data.seed, minutes);
+    fprintf(f, "medusa.train_ce ");
+    per_head(f, on_train->loss, h->n_heads);
+    fprintf(f, " (per head, first %d training examples)\nmedusa.train_top1 ", on_train->n);
+    per_head(f, on_train->top1, h->n_heads);
+    fprintf(f, "\nmedusa.heldout_ce ");
+    per_head(f, ev->loss, h->n_heads);
+    fprintf(f, " (per head: offsets t+2, t+3, ...)\nmedusa.heldout_top1 ");
+    per_head(f, ev->top1, h->n_heads);
+    fprintf(f, " (agreement with the target's greedy token)\nmedusa.heldout_top%d ", MEDUSA_EVAL_RANKS);
+    per_head(f, ev->topk, h->n_heads);
+    fprintf(f, "\nmedusa.expected_accepted built-in tree %.3f, suggested tree %.3f (tokens per greedy round, "
+               "held out)\n",
+            gain_default, gain_suggested);
+    if (fclose(f) != 0) return -1;
+    printf("wrote %s\n", a->manifest);
+    return 0;
+}
+
 static void print_eval(const medusa_eval *e, const medusa_tree *def, const medusa_tree *suggested) {
     printf("held-out: %d positions of the target's greedy continuations\n", e->n);
     printf("head  offset  CE      top-1   top-%d\n", MEDUSA_EVAL_RANKS);
@@ -305,7 +392,7 @@ int cmd_medusa_train(int argc, char **argv) {
     int *corpus = NULL, n_corpus = 0, split = 0, status = 1;
     medusa_dataset train = {0}, held = {0};
     medusa_heads heads = {0}, loaded = {0};
-    medusa_eval ev = {0};
+    medusa_eval ev = {0}, on_train = {0};
     if (a.random_prompts) {
         n_corpus = 1 << 16;
         corpus = sp_xcalloc((size_t)n_corpus, sizeof(int), "random prompts");
@@ -343,10 +430,14 @@ int cmd_medusa_train(int argc, char **argv) {
            a.n_heads, a.n_layers, a.n_layers > 1 ? "s" : "", a.shared ? "shared lm_head" : "own projections",
            train.n, a.train.steps, a.train.batch, a.train.lr, a.train.decay);
     fflush(stdout);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (medusa_train(&heads, &train, &a.train, stdout, &err)) {
         fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         goto done;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double minutes = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / 60;
     /* measure what the file will hold: round to the storage dtype first */
     if (a.dtype == DTYPE_BF16)
         for (size_t k = 0; k < heads.arena_floats; k++) heads.arena[k] = bf16_to_f32(f32_to_bf16(heads.arena[k]));
@@ -356,6 +447,15 @@ int cmd_medusa_train(int argc, char **argv) {
         fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         goto done;
     }
+    medusa_dataset first = train; /* the training figures, on a bounded number of examples */
+    if (first.n > 10000) first.n = 10000;
+    if (medusa_evaluate(&heads, &first, &on_train, &err)) {
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
+        goto done;
+    }
+    printf("training examples: top-1 per head");
+    for (int i = 0; i < on_train.n_heads; i++) printf(" %.3f", on_train.top1[i]);
+    printf(" (first %d)\n", on_train.n);
     medusa_eval_suggest_tree(&ev, 63, &suggested);
     print_eval(&ev, &def, &suggested);
 
@@ -394,9 +494,14 @@ int cmd_medusa_train(int argc, char **argv) {
         }
         printf("wrote the suggested tree to %s\n", a.tree_out);
     }
+    if (a.manifest && write_manifest(&a, command, dir, sha, &heads, &train, &held, &on_train, &ev,
+                                     medusa_eval_tree_gain(&ev, &def), medusa_eval_tree_gain(&ev, &suggested), split,
+                                     n_corpus - split, minutes))
+        goto done;
     status = 0;
 done:
     medusa_eval_free(&ev);
+    medusa_eval_free(&on_train);
     if (loaded.arena) medusa_free(&loaded);
     if (heads.arena) medusa_free(&heads);
     medusa_dataset_free(&train);
