@@ -864,6 +864,37 @@ START_TEST(test_canary_copy_heads) {
 }
 END_TEST
 
+/* The embedded target with its trained heads: the greedy and the exact
+ * rules emit the greedy tokens, and trained heads get whole paths accepted.
+ * A 9-node tree keeps the reference's node-by-node verification short. */
+#define EMBEDDED_HEADS "models/tiny-shakespeare-medusa/medusa_heads.safetensors"
+
+START_TEST(test_canary_embedded) {
+    model m;
+    load(&m, "models/tiny-shakespeare");
+    medusa_heads h;
+    sp_error err;
+    ck_assert_msg(medusa_load(&h, EMBEDDED_HEADS, &m, 0, &err) == 0, "%s", err.msg);
+    medusa_tree t;
+    ck_assert(medusa_tree_parse(&t, "[[0],[1],[2],[0,0],[0,1],[1,0],[0,0,0],[0,0,1],[0,0,0,0]]", "small", &err) == 0);
+    run_accounting sum[2];
+    memset(sum, 0, sizeof sum);
+    for (int p = 0; p < N_PROMPTS; p++) {
+        int prompt[5], want[N_TOKENS], n = 1 + p % 5;
+        for (int i = 0; i < n; i++) prompt[i] = (int)(philox_uniform(78, (uint64_t)p, (uint64_t)i, 0) * 500);
+        greedy_reference(&m, prompt, n, want);
+        medusa_matches_greedy(&m, &h, &t, RULE_GREEDY, CHILDREN_TOP_RANKS, prompt, n, want, &sum[0]);
+        medusa_matches_greedy(&m, &h, &t, RULE_EXACT, CHILDREN_IID, prompt, n, want, &sum[1]);
+    }
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_gt(sum[r].length_hist[4], 0);
+        ck_assert_int_gt(sum[r].length_hist[0], 0);
+    }
+    medusa_free(&h);
+    model_free(&m);
+}
+END_TEST
+
 /* Sampled runs are reproducible by seed and differ across seeds. */
 START_TEST(test_sample_runs) {
     model m;
@@ -921,6 +952,10 @@ Suite *medusa_suite(void) {
     tcase_add_unchecked_fixture(canary, setup, teardown);
     tcase_add_test(canary, test_canary_random_heads);
     tcase_add_test(canary, test_canary_copy_heads);
+    if (access("models/tiny-shakespeare/model.safetensors", R_OK) == 0 && access(EMBEDDED_HEADS, R_OK) == 0)
+        tcase_add_test(canary, test_canary_embedded);
+    else
+        harness_skip("medusa", "canary_embedded", "models/tiny-shakespeare or its Medusa heads are not in this checkout");
     suite_add_tcase(s, canary);
     return s;
 }
