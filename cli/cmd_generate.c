@@ -1,24 +1,31 @@
 /* cmd_generate.c — `specula generate`: one generation with any method, on
  * the embedded models by default, with the run's accounting as text or
- * JSON. Token ids in and out (text through --prompt once a tokenizer is
- * beside the model). */
+ * JSON. Text in and out through the tokenizer.json beside the model, or
+ * token ids with --tokens / --ids. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
 #include "decode.h"
 #include "mtp.h"
 #include "speculative.h"
+#include "tokenizer.h"
+
+#include <utf8proc.h>
+
+#define DEFAULT_PROMPT "ROMEO:\n"
+#define DEFAULT_PROMPT_ESCAPED "ROMEO:\\n"
 
 typedef enum { M_GREEDY, M_SAMPLE, M_BEAM, M_SPEC, M_MEDUSA, M_MTP, M_COUNT } method_id;
 static const char *const method_names[M_COUNT] = {"greedy", "sample", "beam", "spec", "medusa", "mtp"};
 
 typedef struct {
-    const char *model_dir, *draft_dir, *tokens_text;
+    const char *model_dir, *draft_dir, *tokens_text, *prompt_text;
     method_id method;
-    int k, json, stream, mtp_sample, temperature_given;
+    int k, json, stream, mtp_sample, temperature_given, print_ids;
     decode_options opt;
 } generate_args;
 
@@ -27,7 +34,9 @@ static void usage(FILE *f) {
             "usage: specula generate [options]\n"
             "Generates tokens with one decoding method and reports the run's accounting.\n"
             "  --model DIR          target model (default %s)\n"
-            "  --tokens IDS         prompt as token ids, e.g. 1,5,9\n"
+            "  --prompt TEXT        prompt text, encoded with MODEL/tokenizer.json (default \"%s\")\n"
+            "  --tokens IDS         prompt as token ids instead, e.g. 1,5,9\n"
+            "  --ids                print token ids instead of text\n"
             "  --method NAME        greedy | sample | spec | mtp   (default sample)\n"
             "  --draft DIR          draft model for --method spec (default %s-draft)\n"
             "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
@@ -39,7 +48,7 @@ static void usage(FILE *f) {
             "  --no-eos             keep going past the end-of-sequence token\n"
             "  --stream             print each burst of committed tokens as it is committed\n"
             "  --json               print the tokens and the accounting as one JSON object\n",
-            default_model_dir(), default_model_dir());
+            default_model_dir(), DEFAULT_PROMPT_ESCAPED, default_model_dir());
 }
 
 static int parse(int argc, char **argv, generate_args *a) {
@@ -64,6 +73,11 @@ static int parse(int argc, char **argv, generate_args *a) {
         } else if (!strcmp(f, "--tokens")) {
             VALUE();
             a->tokens_text = v;
+        } else if (!strcmp(f, "--prompt")) {
+            VALUE();
+            a->prompt_text = v;
+        } else if (!strcmp(f, "--ids")) {
+            a->print_ids = 1;
         } else if (!strcmp(f, "--method")) {
             VALUE();
             int found = -1;
@@ -130,18 +144,85 @@ static int parse(int argc, char **argv, generate_args *a) {
         fprintf(stderr, "specula generate: --method %s is not available in this build\n", method_names[a->method]);
         return 2;
     }
-    if (!a->tokens_text) {
-        fprintf(stderr, "specula generate: give a prompt with --tokens\n");
+    if (a->tokens_text && a->prompt_text) {
+        fprintf(stderr, "specula generate: give the prompt as --prompt TEXT or as --tokens IDS, not both\n");
         return 2;
     }
     return 0;
 }
 
+/* Output goes through one printer so streamed and final output agree. */
+typedef struct {
+    const tokenizer *tok; /* NULL: print ids */
+} printer;
+
+static void print_tokens(const printer *pr, const int *tokens, int n, const char *sep) {
+    for (int i = 0; i < n; i++) {
+        size_t len;
+        const unsigned char *bytes = pr->tok ? tokenizer_token_bytes(pr->tok, tokens[i], &len) : NULL;
+        if (bytes)
+            fwrite(bytes, 1, len, stdout);
+        else
+            printf("%s%d", i ? " " : "", tokens[i]);
+    }
+    fputs(sep, stdout);
+}
+
 static void print_burst(const int *tokens, int n, void *user) {
-    (void)user;
-    for (int i = 0; i < n; i++) printf("%d%s", tokens[i], i + 1 < n ? " " : "");
-    printf(" | ");
+    print_tokens(user, tokens, n, ((const printer *)user)->tok ? "" : " | ");
     fflush(stdout);
+}
+
+/* A JSON string of the decoded bytes; a byte that is not part of valid
+ * UTF-8 (a token can end inside a character) becomes U+FFFD, as Python's
+ * errors="replace" does, so the output is always valid JSON. */
+static void print_json_string(const unsigned char *s, size_t n) {
+    putchar('"');
+    for (size_t i = 0; i < n;) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t len = utf8proc_iterate(s + i, (utf8proc_ssize_t)(n - i), &cp);
+        if (len < 1) {
+            fputs("\\ufffd", stdout);
+            i++;
+        } else {
+            if (cp == '"' || cp == '\\')
+                printf("\\%c", (char)cp);
+            else if (cp < 0x20)
+                printf("\\u%04x", (unsigned)cp);
+            else
+                fwrite(s + i, 1, (size_t)len, stdout);
+            i += (size_t)len;
+        }
+    }
+    putchar('"');
+}
+
+/* The prompt's ids: --tokens, or --prompt (or the default text) through the tokenizer. */
+static int prompt_ids(const generate_args *a, const tokenizer *tok, int V, const char *dir, int **ids, int *n) {
+    if (a->tokens_text) return arg_tokens("--tokens", a->tokens_text, V, ids, n) ? 2 : 0;
+    if (!tok) {
+        fprintf(stderr, "specula generate: %s has no tokenizer.json: give the prompt as --tokens IDS\n", dir);
+        return 2;
+    }
+    const char *text = a->prompt_text ? a->prompt_text : DEFAULT_PROMPT;
+    sp_error err;
+    if (tokenizer_encode(tok, text, strlen(text), ids, n, &err)) {
+        fprintf(stderr, "specula generate: --prompt: %s\n", err.msg);
+        return 2;
+    }
+    if (*n == 0) {
+        fprintf(stderr, "specula generate: the prompt encodes to no tokens\n");
+        free(*ids);
+        return 2;
+    }
+    for (int i = 0; i < *n; i++)
+        if ((*ids)[i] >= V) {
+            fprintf(stderr, "specula generate: token %d of the prompt is outside the model's vocabulary (%d)\n",
+                    (*ids)[i], V);
+            free(*ids);
+            return 2;
+        }
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -155,10 +236,26 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         return 1;
     }
+    tokenizer tok;
+    int have_tok = 0;
+    if (!a.print_ids || !a.tokens_text) {
+        char tok_path[4200];
+        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", dir);
+        if (access(tok_path, R_OK) == 0) {
+            if (tokenizer_load(&tok, tok_path, &err)) {
+                fprintf(stderr, "specula generate: %s\n", err.msg);
+                model_free(&target);
+                return 1;
+            }
+            have_tok = 1;
+        }
+    }
+    printer pr = {have_tok && !a.print_ids ? &tok : NULL};
     int *prompt, n_prompt;
-    if (arg_tokens("--tokens", a.tokens_text, target.cfg.vocab_size, &prompt, &n_prompt)) {
+    if ((rc = prompt_ids(&a, have_tok ? &tok : NULL, target.cfg.vocab_size, dir, &prompt, &n_prompt))) {
+        if (have_tok) tokenizer_free(&tok);
         model_free(&target);
-        return 2;
+        return rc;
     }
     proposer prop, *pp = NULL;
     int have_draft = 0, status = 0;
@@ -181,7 +278,11 @@ int cmd_generate(int argc, char **argv) {
         }
         pp = &prop;
     }
-    if (a.stream) a.opt.on_commit = print_burst;
+    if (a.stream) {
+        a.opt.on_commit = print_burst;
+        a.opt.user = &pr;
+        print_tokens(&pr, prompt, n_prompt, pr.tok ? "" : " || ");
+    }
     decode_output out;
     if (decode_run(&target, pp, method_names[a.method], pp ? a.k : 0, prompt, n_prompt, &a.opt, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
@@ -189,16 +290,27 @@ int cmd_generate(int argc, char **argv) {
     } else {
         if (a.stream) printf("\n");
         if (a.json) {
-            printf("{\"tokens\": [");
+            printf("{\"prompt_tokens\": [");
+            for (int i = 0; i < n_prompt; i++) printf("%s%d", i ? ", " : "", prompt[i]);
+            printf("], \"tokens\": [");
             for (int i = 0; i < out.n; i++) printf("%s%d", i ? ", " : "", out.tokens[i]);
-            printf("], \"accounting\": ");
+            printf("]");
+            char *text;
+            size_t len;
+            if (have_tok && tokenizer_decode(&tok, out.tokens, out.n, &text, &len, &err) == 0) {
+                printf(", \"text\": ");
+                print_json_string((const unsigned char *)text, len);
+                free(text);
+            }
+            printf(", \"accounting\": ");
             accounting_print_json(&out.acc, stdout);
             printf("}\n");
         } else {
             if (!a.stream) {
-                for (int i = 0; i < out.n; i++) printf("%s%d", i ? " " : "", out.tokens[i]);
-                printf("\n");
+                print_tokens(&pr, prompt, n_prompt, pr.tok ? "" : " || ");
+                print_tokens(&pr, out.tokens, out.n, "");
             }
+            printf("\n---\n");
             accounting_print(&out.acc, stdout);
         }
         decode_output_free(&out);
@@ -207,6 +319,7 @@ int cmd_generate(int argc, char **argv) {
 done:
     if (have_draft) model_free(&draft);
     free(prompt);
+    if (have_tok) tokenizer_free(&tok);
     model_free(&target);
     return status;
 }

@@ -14,6 +14,7 @@ typedef struct {
     const char *method;
     int k;                    /* proposal depth asked for (0 for plain decoding) */
     long target_passes;       /* target invocations, the prompt pass included */
+    long target_positions;    /* positions the target evaluated: prompt and every tree node */
     long committed;           /* tokens emitted */
     long proposed[ACC_MAX_DEPTH + 1]; /* proposed[d]: rounds that proposed a token at depth d (1-based) */
     long accepted[ACC_MAX_DEPTH + 1]; /* accepted[d]: rounds whose accepted path reached depth d */

@@ -110,6 +110,7 @@ int decode_run(model *target, proposer *prop, const char *method, int k, const i
     float *prompt_hidden = sp_xcalloc((size_t)n_prompt * D, sizeof(float), "prompt hidden states");
     for (int i = 0; i + 1 < n_prompt; i++)
         model_forward(target, &c.state, prompt[i], NULL, prompt_hidden + (size_t)i * D);
+    out->acc.target_positions += n_prompt - 1;
     if (prop) prop->commit(prop, prompt, prompt_hidden, n_prompt - 1, prompt[n_prompt - 1]);
     free(prompt_hidden);
 
@@ -122,6 +123,7 @@ int decode_run(model *target, proposer *prop, const char *method, int k, const i
             break;
         }
         verify_tree(target, &c.state, &c.tree, &opt->sampling, c.p, c.hidden, c.node_states);
+        out->acc.target_positions += c.tree.n;
 
         accept_result r;
         accept_site site = {opt->seed, round, position};

@@ -15,11 +15,24 @@
 
 /* ---- loading ------------------------------------------------------------ */
 
-static void shape_text(char *buf, size_t n, int ndim, const int64_t *shape) {
-    size_t off = (size_t)snprintf(buf, n, "[");
-    for (int d = 0; d < ndim && off < n; d++)
-        off += (size_t)snprintf(buf + off, n - off, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    if (off < n) snprintf(buf + off, n - off, "]");
+/* A tensor the config does not account for means config and weights
+ * disagree (e.g. an 8-layer checkpoint under a 4-layer config): refuse it
+ * rather than run a different model than the file holds. The vision tower,
+ * an MTP module that is not loaded and a tied lm_head are the exceptions. */
+static int check_unexpected(const st_set *st, const tensor_spec *specs, int n, int with_mtp, sp_error *err) {
+    for (int i = 0; i < st->n_tensors; i++) {
+        const char *name = st->tensors[i].name;
+        if (!strncmp(name, "model.visual.", 13) || (!with_mtp && !strncmp(name, "mtp.", 4)) ||
+            !strcmp(name, "lm_head.weight"))
+            continue;
+        int known = 0;
+        for (int j = 0; j < n && !known; j++) known = !strcmp(name, specs[j].name);
+        if (!known)
+            return sp_fail(err, "tensor %s (%s) is not part of the model config.json describes: the config and the "
+                                "weights disagree",
+                           name, st->paths[st->tensors[i].file]);
+    }
+    return 0;
 }
 
 /* Checks one tensor of the file against its spec and converts it into dst. */
@@ -30,10 +43,10 @@ static int load_tensor(const st_set *st, const tensor_spec *spec, float *dst, sp
     for (int d = 0; same && d < spec->ndim; d++) same = t->shape[d] == spec->shape[d];
     if (!same) {
         char want[96], have[96];
-        shape_text(want, sizeof want, spec->ndim, spec->shape);
-        shape_text(have, sizeof have, t->ndim, t->shape);
-        return sp_fail(err, "tensor %s: expected %s %s, file %s has %s %s", spec->name, want, dtype_name(t->dtype),
-                       st->paths[t->file], have, dtype_name(t->dtype));
+        st_format_shape(spec->ndim, spec->shape, want, sizeof want);
+        st_format_shape(t->ndim, t->shape, have, sizeof have);
+        return sp_fail(err, "tensor %s: expected %s, file %s has %s %s", spec->name, want, st->paths[t->file], have,
+                       dtype_name(t->dtype));
     }
     int64_t n = tensor_spec_numel(spec);
     dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
@@ -102,7 +115,7 @@ int model_load(model *m, const char *path, sp_error *err) {
     m->arena = sp_xcalloc(total, sizeof(float), "model weights");
     m->arena_floats = total;
     float *next = m->arena;
-    int rc = 0;
+    int rc = check_unexpected(&st, specs, n, with_mtp, err);
     for (int i = 0; i < n && !rc; i++) {
         *specs[i].slot = next;
         rc = load_tensor(&st, &specs[i], next, err);

@@ -330,7 +330,7 @@ static int open_index(st_set *s, const char *index, int *cap, sp_error *err) {
         }
         if (parse_file(s, fi, cap, fi == 0, err)) goto done;
     }
-    qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_tensor);
+    if (s->n_tensors > 1) qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_tensor);
     for (int i = 1; i < s->n_tensors; i++)
         if (strcmp(s->tensors[i].name, s->tensors[i - 1].name) == 0) {
             sp_fail(err, "tensor %s is stored twice: in %s and in %s", s->tensors[i].name,
@@ -381,7 +381,7 @@ int st_open(st_set *s, const char *path, sp_error *err) {
         int fi = add_file(s, path);
         rc = map_file(path, &s->maps[fi], &s->sizes[fi], err) || parse_file(s, fi, &cap, 1, err) ? -1 : 0;
     }
-    if (rc == 0 && s->n_files == 1) {
+    if (rc == 0 && s->n_files == 1 && s->n_tensors > 1) {
         /* a single file cannot repeat a name (duplicate keys are rejected by
          * the JSON parser), so sorting is all st_find needs */
         qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_tensor);

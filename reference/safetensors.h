@@ -1,8 +1,9 @@
-/* safetensors.h — read-only access to safetensors checkpoints, one file or a
- * sharded set with model.safetensors.index.json. Files are mmapped; tensors
- * point into the mapping. Every structural problem (truncation, header past
- * the end, overlapping or out-of-range offsets, unknown dtype, a shard the
- * index names but that is missing) is an error naming the file and tensor. */
+/* safetensors.h — safetensors checkpoints, one file or a sharded set with
+ * model.safetensors.index.json. Reading mmaps each file once; tensors point
+ * into the mapping. Every structural problem (truncation, header past the
+ * end, overlapping or out-of-range offsets, unknown dtype, a shard the index
+ * names but that is missing) is an error naming the file and tensor.
+ * Writing produces what the Python library writes. Little-endian hosts. */
 #ifndef SPECULA_SAFETENSORS_H
 #define SPECULA_SAFETENSORS_H
 

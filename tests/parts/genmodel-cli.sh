@@ -33,7 +33,7 @@ expect_error() {
 
 "$gen" --help >"$tmp/help"
 check "--help exits 0" test $? -eq 0
-for flag in --preset --list-presets --seed --dtype --shards --layout --tied --untied --mtp --no-mtp --vocab \
+for flag in --preset --list-presets --draft --seed --dtype --shards --layout --tied --untied --mtp --no-mtp --vocab \
     --hidden --intermediate --layers --layer-pattern --full-attention-interval --heads --kv-heads --head-dim \
     --partial-rotary-factor --rope-theta --linear-k-heads --linear-v-heads --linear-k-dim --linear-v-dim \
     --conv-kernel --eos --rms-norm-eps --max-position; do
@@ -80,6 +80,10 @@ differs() { ! cmp -s "$1" "$2"; }
 check "other seed, other bytes" differs "$tmp/b1/model.safetensors" "$tmp/b3/model.safetensors"
 "$gen" --quiet --preset micro --vocab 48 "$tmp/c"
 check "eos follows --vocab" grep -q '"eos_token_id": 47' "$tmp/c/config.json"
+
+"$gen" --quiet --preset micro-deep --draft "$tmp/d"
+check "--draft keeps the vocabulary" grep -q '"vocab_size": 32' "$tmp/d/config.json"
+check "--draft has no MTP" grep -q '"mtp_num_hidden_layers": 0' "$tmp/d/config.json"
 
 echo "genmodel-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

@@ -175,6 +175,32 @@ START_TEST(test_presets_differ_where_needed) {
 }
 END_TEST
 
+/* A draft for every preset: same vocabulary and eos, fewer parameters, no
+ * MTP, and it writes and loads back like any model. */
+START_TEST(test_draft_for_any_config) {
+    char dir[256], sub[320];
+    harness_tmpdir(dir, sizeof dir);
+    for (const randmodel_preset_info *p = randmodel_presets(); p->name; p++) {
+        model_config t, d;
+        sp_error err;
+        ck_assert(randmodel_preset(p->name, &t, &err) == 0);
+        randmodel_draft_config(&t, &d);
+        ck_assert_int_eq(d.vocab_size, t.vocab_size);
+        ck_assert_int_eq(d.num_eos, t.num_eos);
+        ck_assert_int_eq(d.eos_token_ids[0], t.eos_token_ids[0]);
+        ck_assert_int_eq(d.mtp_num_layers, 0);
+        long long mt, md;
+        ck_assert_msg(count_params(&d, &md) < count_params(&t, &mt), "draft of %s is not smaller", p->name);
+        randmodel_opts o;
+        randmodel_default_opts(&o);
+        snprintf(sub, sizeof sub, "%s/%s", dir, p->name);
+        write_model(sub, &d, &o);
+        check_loads_back(sub, &d, "model.language_model.", DTYPE_BF16);
+    }
+    harness_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_same_seed_same_bytes) {
     char dir[256], a[320], b[320], c2[320], pa[400], pb[400];
     harness_tmpdir(dir, sizeof dir);
@@ -427,6 +453,7 @@ Suite *genmodel_suite(void) {
     TCase *tc = harness_tcase("core", 60);
     tcase_add_test(tc, test_every_preset_loads_back);
     tcase_add_test(tc, test_presets_differ_where_needed);
+    tcase_add_test(tc, test_draft_for_any_config);
     tcase_add_test(tc, test_same_seed_same_bytes);
     tcase_add_test(tc, test_value_ranges);
     tcase_add_test(tc, test_layouts_dtypes_and_shards_agree);

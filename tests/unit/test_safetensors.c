@@ -163,6 +163,14 @@ START_TEST(test_metadata) {
     ck_assert_ptr_null(st_metadata(&s, "absent"));
     ck_assert_int_eq(s.n_tensors, 1); /* "__metadata__" is not a tensor */
     st_close(&s);
+    /* a file of metadata and no tensors is valid */
+    snprintf(path, sizeof path, "%s/none.safetensors", dir);
+    ck_assert_msg(st_write(path, NULL, 0, k, v, 1, &err) == 0, "%s", err.msg);
+    ck_assert_msg(st_open(&s, path, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(s.n_tensors, 0);
+    ck_assert_ptr_null(st_find(&s, "w"));
+    ck_assert_str_eq(st_metadata(&s, "format"), "pt");
+    st_close(&s);
     /* non-string metadata is refused, naming the entry */
     snprintf(path, sizeof path, "%s/bad-meta.safetensors", dir);
     write_raw(path, "{\"__metadata__\":{\"step\":3},\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]}}",

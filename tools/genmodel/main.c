@@ -26,6 +26,8 @@ static void usage(FILE *f) {
             "                               model.language_model.; text: qwen3_5_text, flat config, under model.\n"
             "  --tied | --untied            lm_head shares embed_tokens, or not (default: the preset's)\n"
             "  --mtp | --no-mtp             write the MTP module (mtp.*), or not (default: the preset's)\n"
+            "  --draft                      write a draft model for the configured one instead: same\n"
+            "                               vocabulary and eos, half the width, 2 layers, no MTP\n"
             "  --quiet                      print nothing on success\n"
             "  --help                       this text\n"
             "\n"
@@ -114,7 +116,7 @@ typedef struct {
     int ints[N_INT];
     double rotary_factor, rope_theta, eps; /* NAN = keep */
     int tied, mtp;                         /* -1 = keep */
-    int quiet;
+    int quiet, draft;
     randmodel_opts opts;
 } args;
 
@@ -143,13 +145,14 @@ static int parse_args(int argc, char **argv, args *a) {
             return -1;
         }
         if (!strcmp(flag, "--tied") || !strcmp(flag, "--untied") || !strcmp(flag, "--mtp") ||
-            !strcmp(flag, "--no-mtp") || !strcmp(flag, "--quiet")) {
+            !strcmp(flag, "--no-mtp") || !strcmp(flag, "--quiet") || !strcmp(flag, "--draft")) {
             if (val) return bad(flag, val, "no value");
             if (!strcmp(flag, "--tied")) a->tied = 1;
             if (!strcmp(flag, "--untied")) a->tied = 0;
             if (!strcmp(flag, "--mtp")) a->mtp = 1;
             if (!strcmp(flag, "--no-mtp")) a->mtp = 0;
             if (!strcmp(flag, "--quiet")) a->quiet = 1;
+            if (!strcmp(flag, "--draft")) a->draft = 1;
             continue;
         }
         if (strncmp(flag, "--", 2) != 0) {
@@ -286,6 +289,10 @@ int main(int argc, char **argv) {
     if (rc) return rc < 0 ? 0 : rc;
     model_config c;
     if ((rc = build_config(&a, &c))) return rc;
+    if (a.draft) {
+        model_config target = c;
+        randmodel_draft_config(&target, &c);
+    }
     if (a.ints[O_SHARDS] > 0) a.opts.n_shards = a.ints[O_SHARDS];
     randmodel_report r;
     sp_error err;
@@ -295,7 +302,7 @@ int main(int argc, char **argv) {
     }
     if (!a.quiet) {
         const char *dt = a.opts.dtype == DTYPE_F32 ? "f32" : a.opts.dtype == DTYPE_F16 ? "f16" : "bf16";
-        printf("wrote %s: preset %s, %s layout, %s, seed %llu\n", a.out, a.preset,
+        printf("wrote %s: %spreset %s, %s layout, %s, seed %llu\n", a.out, a.draft ? "the draft of " : "", a.preset,
                a.opts.layout == RANDMODEL_LAYOUT_TEXT ? "text-only" : "full", dt, (unsigned long long)a.opts.seed);
         printf("  %d layers (%d full attention, %d Gated DeltaNet), vocab %d, hidden %d, %s, %s\n", c.num_layers,
                config_num_full(&c), config_num_linear(&c), c.vocab_size, c.hidden_size,

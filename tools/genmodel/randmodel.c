@@ -83,6 +83,28 @@ int randmodel_preset(const char *name, model_config *cfg, sp_error *err) {
     return 0;
 }
 
+static int at_least(int x, int lo) { return x > lo ? x : lo; }
+
+void randmodel_draft_config(const model_config *t, model_config *d) {
+    *d = *t;
+    d->hidden_size = at_least(t->hidden_size / 2, 8);
+    d->intermediate_size = 2 * d->hidden_size;
+    d->num_layers = 2;
+    d->layer_types[0] = LAYER_LINEAR_ATTENTION;
+    d->layer_types[1] = LAYER_FULL_ATTENTION;
+    d->num_heads = at_least(t->num_heads / 2, 1);
+    d->num_kv_heads = 1;
+    d->head_dim = at_least(t->head_dim / 2, 4) & ~1;
+    /* the target's rotary fraction, kept even and at least one pair */
+    d->rotary_dim = at_least((int)((double)d->head_dim * t->rotary_dim / t->head_dim) & ~1, 2);
+    d->lin_k_heads = 1;
+    d->lin_v_heads = 2;
+    d->lin_k_dim = at_least(t->lin_k_dim / 2, 4);
+    d->lin_v_dim = at_least(t->lin_v_dim / 2, 4);
+    d->tie_word_embeddings = 0;
+    d->mtp_num_layers = 0;
+}
+
 void randmodel_default_opts(randmodel_opts *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1;
@@ -377,11 +399,7 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
         return -1;
     }
     char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    int rc = write_text(path, json, err);
-    free(json);
-    if (rc) return -1;
-
+    int rc;
     const int with_mtp = c.mtp_num_layers > 0;
     tensor_spec *specs = sp_xcalloc((size_t)layout_max_tensors(&c), sizeof *specs, "tensor specs");
     int n = layout_build(&c, with_mtp, NULL, specs);
@@ -405,7 +423,12 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
     char seed_text[32];
     snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)opts->seed);
     const char *mk[] = {"specula.generator", "specula.seed"}, *mv[] = {"randmodel (Philox4x32-10)", seed_text};
+    /* the weights first and config.json last: a failure leaves no config
+     * that points at missing or stale weights */
     rc = st_write_sharded_meta(dir, out, n, opts->n_shards, mk, mv, 2, err);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (rc == 0) rc = write_text(path, json, err);
+    free(json);
     if (rc == 0) {
         r.n_files = opts->n_shards;
         r.file_bytes = file_size(path);

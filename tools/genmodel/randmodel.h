@@ -42,6 +42,12 @@ typedef struct {
     const char *summary;
 } randmodel_preset_info;
 
+/* A draft model for `target`: the same vocabulary, eos ids, RoPE and norm
+ * settings, about half the width, two layers (DeltaNet then full
+ * attention) and no MTP module — small enough that proposing is cheap, and
+ * paired with any target config. */
+void randmodel_draft_config(const model_config *target, model_config *draft);
+
 /* seed 1, bf16, one file, full layout, no Medusa heads. */
 void randmodel_default_opts(randmodel_opts *o);
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# demo.sh BUILD — the body of `make demo`: one prompt, every decoding method
+# on the embedded models, each with its continuation, tokens per target pass
+# and acceptance per draft position.
+set -u
+build=${1:-build}
+specula="$build/specula"
+model=models/tiny-shakespeare
+prompt=${DEMO_PROMPT:-"ROMEO:
+"}
+tokens=${DEMO_TOKENS:-60}
+
+if [ ! -f "$model/model.safetensors" ]; then
+    echo "demo: $model has no weights; see docs/models.md for how they are trained" >&2
+    exit 1
+fi
+
+run() {
+    local title=$1
+    shift
+    echo
+    echo "=== $title"
+    echo "\$ specula generate $*"
+    "$specula" generate --prompt "$prompt" --max-tokens "$tokens" "$@" || exit 1
+}
+
+"$specula" info "$model" | sed -n '1,12p'
+run "greedy (temperature 0)" --method greedy
+run "sampled (temperature 0.8, top-p 0.95)" --method sample --temperature 0.8 --top-p 0.95 --seed 7
+for method in spec mtp; do
+    run "$method, greedy (temperature 0): the output must equal plain greedy" --method "$method" --temperature 0
+    run "$method, sampled (temperature 0.8)" --method "$method" --temperature 0.8 --seed 7
+done
+if "$specula" generate --help | grep -q -- "--medusa"; then
+    run "medusa, typical acceptance (temperature 0.8)" --method medusa --rule typical --temperature 0.8 --seed 7
+    run "medusa, exact acceptance (temperature 0.8)" --method medusa --rule exact --temperature 0.8 --seed 7
+fi
+if "$specula" generate --help | grep -q -- "--beams"; then
+    run "beam search (4 beams)" --method beam --beams 4
+fi
