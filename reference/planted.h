@@ -37,6 +37,20 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
 int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
                       accept_result *r, sp_error *err);
 
+/* accept_typical (Medusa's rule) with `bug` planted; of the bugs above only
+ * PLANT_BONUS_FROM_PARENT applies: the next token is drawn from p of the
+ * last accepted node's parent. Same contract and rng sites as accept_typical. */
+void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta,
+                     accept_site site, accept_result *r);
+
+/* An accept_fn running planted_typical; user points at a planted_typical_rule. */
+typedef struct {
+    planted_bug bug;
+    float epsilon, delta;
+} planted_typical_rule;
+int planted_typical_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                       accept_result *r, sp_error *err);
+
 /* A proposer whose drafts were sampled at one temperature while the q rows
  * it reports belong to another: `inner` (built with sampling temperature
  * draw_temperature > 0) proposes, then every q row of a node with children

@@ -38,30 +38,40 @@ void verify_world_init(verify_world *w, model *target, model *draft) {
 #define TOPP(T, P) {.temperature = (T), .top_k = 0, .top_p = (P), .min_p = 0.0f}
 
 /* Field order: name, primary, method, kind, pair, k, L, max_tokens,
- * mtp_sample, sampling, control bug, control temperature. The controls'
- * planned sizes are in docs/verification.md. */
+ * mtp_sample, sampling, control bug, control temperature, rule,
+ * expect_biased, max_samples. The planned sizes are in docs/verification.md. */
 static const verify_case catalogue[] = {
     /* per method: L = 2 (64 cells), so ~150 000 draws bound the TV by 0.02 */
-    {"sample T=0.8", 1, "sample", VC_SAMPLE, VC_EXACT, 0, 2, 2, 0, PLAIN(0.8f), PLANT_NONE, 1.2f},
-    {"spec k=3 T=0.8", 1, "spec", VC_SPEC, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f},
-    {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f},
-    {"mtp argmax k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_RESIDUAL_IS_P, 0.0f},
-    {"mtp sampled k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 1, PLAIN(0.8f), PLANT_NONE, 0.4f},
+    {"sample T=0.8", 1, "sample", VC_SAMPLE, VC_EXACT, 0, 2, 2, 0, PLAIN(0.8f), PLANT_NONE, 1.2f, RULE_EXACT, 0, 0},
+    {"spec k=3 T=0.8", 1, "spec", VC_SPEC, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
+    {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
+    {"mtp argmax k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
+    {"mtp sampled k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 1, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
+    /* Medusa's typical acceptance on MTP drafts: biased above temperature 0, exact at 0 (a point mass, so a
+     * few thousand draws; its control draws the next token one position early) */
+    {"typical mtp k=3 T=0.8", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.0f,
+     RULE_TYPICAL, 1, 0},
+    {"typical mtp k=3 T=0", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.0f), PLANT_BONUS_FROM_PARENT, 0.0f,
+     RULE_TYPICAL, 0, 20000},
     /* the grid: every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short */
-    {"sample T=1", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 1.5f},
-    {"sample T=0.7 top-k 4", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, TOPK(0.7f, 4), PLANT_NONE, 1.05f},
-    {"spec k=1 T=1", 0, "spec", VC_SPEC, VC_EXACT, 1, 2, 2, 0, PLAIN(1.0f), PLANT_NONE, 0.5f},
-    {"spec k=2 T=1", 0, "spec", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f},
-    {"spec k=3 T=0.8 top-k 5", 0, "spec", VC_SPEC, VC_EXACT, 3, 3, 4, 0, TOPK(0.8f, 5), PLANT_NONE, 0.4f},
-    {"spec k=4 T=1.2 top-p 0.9", 0, "spec", VC_SPEC, VC_EXACT, 4, 3, 5, 0, TOPP(1.2f, 0.9f), PLANT_NONE, 0.6f},
-    {"spec k=4 T=0.6 budget 2", 0, "spec", VC_SPEC, VC_EXACT, 4, 2, 2, 0, PLAIN(0.6f), PLANT_NONE, 0.3f},
-    {"spec k=2 T=1 vs sample", 0, "spec", VC_SPEC, VC_VS_SAMPLE, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f},
-    {"mtp argmax k=2 T=1", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_RESIDUAL_IS_P, 0.0f},
+    {"sample T=1", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 1.5f, RULE_EXACT, 0, 0},
+    {"sample T=0.7 top-k 4", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, TOPK(0.7f, 4), PLANT_NONE, 1.05f, RULE_EXACT, 0, 0},
+    {"spec k=1 T=1", 0, "spec", VC_SPEC, VC_EXACT, 1, 2, 2, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
+    {"spec k=2 T=1", 0, "spec", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
+    {"spec k=3 T=0.8 top-k 5", 0, "spec", VC_SPEC, VC_EXACT, 3, 3, 4, 0, TOPK(0.8f, 5), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
+    {"spec k=4 T=1.2 top-p 0.9", 0, "spec", VC_SPEC, VC_EXACT, 4, 3, 5, 0, TOPP(1.2f, 0.9f), PLANT_NONE, 0.6f, RULE_EXACT, 0, 0},
+    {"spec k=4 T=0.6 budget 2", 0, "spec", VC_SPEC, VC_EXACT, 4, 2, 2, 0, PLAIN(0.6f), PLANT_NONE, 0.3f, RULE_EXACT, 0, 0},
+    {"spec k=2 T=1 vs sample", 0, "spec", VC_SPEC, VC_VS_SAMPLE, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
+    {"mtp argmax k=2 T=1", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
     {"mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPP(0.8f, 0.9f),
-     PLANT_RESIDUAL_IS_P, 0.0f},
-    {"mtp sampled k=3 T=1", 0, "mtp", VC_MTP, VC_EXACT, 3, 3, 4, 1, PLAIN(1.0f), PLANT_NONE, 0.5f},
-    {"mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 1, TOPK(0.7f, 5), PLANT_NONE, 0.35f},
-    {NULL, 0, NULL, VC_SAMPLE, VC_EXACT, 0, 0, 0, 0, PLAIN(1.0f), PLANT_NONE, 0.0f},
+     PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
+    {"mtp sampled k=3 T=1", 0, "mtp", VC_MTP, VC_EXACT, 3, 3, 4, 1, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
+    {"mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 1, TOPK(0.7f, 5), PLANT_NONE, 0.35f, RULE_EXACT, 0, 0},
+    {"typical spec k=2 T=1", 0, "typical", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_TYPICAL,
+     1, 0},
+    {"typical mtp k=4 T=0.7 top-k 5", 0, "typical", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPK(0.7f, 5), PLANT_NONE, 0.0f,
+     RULE_TYPICAL, 1, 0},
+    {NULL, 0, NULL, VC_SAMPLE, VC_EXACT, 0, 0, 0, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_EXACT, 0, 0},
 };
 
 const verify_case *verify_cases(void) { return catalogue; }
@@ -69,7 +79,11 @@ const verify_case *verify_cases(void) { return catalogue; }
 int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
 
 void verify_case_control_text(const verify_case *c, char *out, int size) {
-    if (c->control_bug != PLANT_NONE)
+    if (c->expect_biased)
+        snprintf(out, (size_t)size, "exact rule (must pass)");
+    else if (c->control_bug != PLANT_NONE && c->rule == RULE_TYPICAL)
+        snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
+    else if (c->control_bug != PLANT_NONE)
         snprintf(out, (size_t)size, "%s", planted_name(c->control_bug));
     else if (c->kind == VC_SAMPLE)
         snprintf(out, (size_t)size, "sampled at T=%g", c->control_temperature);
@@ -107,15 +121,18 @@ static int case_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
     o.max_tokens = c->max_tokens;
     o.stop_at_eos = 0;
     planted_bug bug = c->control_bug;
+    planted_typical_rule typical = {bug, o.typical_epsilon, o.typical_delta};
     proposer prop, *pp = NULL;
     if (cs->plain || c->kind == VC_SAMPLE) {
         if (!cs->plain && cs->control && c->control_temperature > 0) o.sampling.temperature = c->control_temperature;
     } else {
-        if (build_proposer(c, w, cs->control, seed, &prop, err)) return -1;
+        /* a biased rule's control is the exact rule on the same drafts */
+        o.rule = cs->control && c->expect_biased ? RULE_EXACT : c->rule;
+        if (build_proposer(c, w, cs->control && !c->expect_biased, seed, &prop, err)) return -1;
         pp = &prop;
         if (cs->control && bug != PLANT_NONE) {
-            o.custom_accept = planted_accept_fn;
-            o.accept_user = &bug;
+            o.custom_accept = c->rule == RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
+            o.accept_user = c->rule == RULE_TYPICAL ? (void *)&typical : (void *)&bug;
         }
     }
     decode_output out;
@@ -173,7 +190,7 @@ static void law_ratio(void *user, const int *tokens, int len, int depth, float *
 }
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
-    if (c->kind == VC_MTP) return 0;
+    if (c->kind == VC_MTP || c->rule != RULE_EXACT) return 0;
     sampler_params sp = c->sp;
     enum_table target, draw;
     if (c->kind == VC_SAMPLE) {
@@ -215,15 +232,17 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
     if (exact->L != c->L || exact->V != w->target->cfg.vocab_size)
         return sp_fail(err, "case \"%s\": the exact law covers L = %d, V = %d; the case needs L = %d, V = %d", c->name,
                        exact->L, exact->V, c->L, w->target->cfg.vocab_size);
-    verify_options copt = *opt;
+    verify_options mopt = *opt, copt = *opt;
     copt.seed = opt->seed + 1;
     if (control_n > 0) copt.n = control_n;
+    if (c->max_samples > 0 && mopt.n > c->max_samples) mopt.n = c->max_samples;
+    if (c->max_samples > 0 && copt.n > c->max_samples) copt.n = c->max_samples;
     for (int control = 0; control <= 1; control++) {
         verify_case_sampler sa, sb;
         dist_sampler a, b;
         verify_case_sampler_init(&a, &sa, c, w, control, 0);
         verify_result *r = control ? &out->control : &out->result;
-        const verify_options *o = control ? &copt : opt;
+        const verify_options *o = control ? &copt : &mopt;
         int rc;
         if (c->pair == VC_VS_SAMPLE) {
             verify_case_sampler_init(&b, &sb, c, w, 0, 1);

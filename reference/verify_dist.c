@@ -3,6 +3,7 @@
  * counts ≥ STATS_MIN_EXPECTED, and the coarsened TV upper bound. */
 #include "verify_dist.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,12 +80,31 @@ static void set_verdict(verify_result *r, const verify_options *opt) {
     r->pass = r->test.p_value >= opt->alpha && (opt->tv_max <= 0 || r->tv.upper <= opt->tv_max);
 }
 
+/* A law on one sequence (temperature 0): no chi-square test exists; any
+ * draw elsewhere is impossible under it (p = 0), none means p = 1. */
+static int point_mass_test(const int64_t *counts, const double *probs, int64_t cells, stats_result *res) {
+    int64_t support = -1, n = 0, elsewhere = 0;
+    for (int64_t i = 0; i < cells; i++) {
+        n += counts[i];
+        if (probs[i] > 0) {
+            if (support >= 0) return 0; /* more than one sequence: the ordinary test */
+            support = i;
+        } else {
+            elsewhere += counts[i];
+        }
+    }
+    *res = (stats_result){.statistic = elsewhere ? INFINITY : 0.0, .df = 0, .p_value = elsewhere ? 0.0 : 1.0,
+                          .cells = 1, .min_expected = (double)n, .n = n, .impossible = elsewhere};
+    return 1;
+}
+
 int verify_counts_exact(const int64_t *counts, const double *probs, int64_t cells, const verify_options *opt,
                         verify_result *r, sp_error *err) {
     if (check_options(opt, err)) return -1;
-    if (stats_gof(counts, probs, (int)cells, opt->method, STATS_MIN_EXPECTED, &r->test, err) ||
-        stats_tv_upper(counts, probs, (int)cells, opt->delta, &r->tv, err))
+    if (!point_mass_test(counts, probs, cells, &r->test) &&
+        stats_gof(counts, probs, (int)cells, opt->method, STATS_MIN_EXPECTED, &r->test, err))
         return -1;
+    if (stats_tv_upper(counts, probs, (int)cells, opt->delta, &r->tv, err)) return -1;
     r->n = r->test.n;
     r->cells = cells;
     set_verdict(r, opt);

@@ -64,7 +64,8 @@ int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int
                 const verify_options *opt, sp_error *err);
 
 /* Goodness of fit of s to probs[V^L] (summing to 1 within 1e-4), with the TV
- * bound against probs. */
+ * bound against probs. A law on a single sequence (temperature 0) has no
+ * chi-square test: then p = 1 when every draw is that sequence, else 0. */
 int verify_against_exact(const dist_sampler *s, const double *probs, const verify_options *opt, verify_result *r,
                          sp_error *err);
 

@@ -44,13 +44,15 @@ void stat_assert_control_rejected(const verify_result *control, const char *what
  * is caught. The controls' measured w are far above it (docs/verification.md). */
 #define STAT_GENERIC_W 0.3
 
-/* Runs every case of the catalogue (verify_cases.h) whose kind is `kind` on
+/* Runs every case of the catalogue (verify_cases.h) of `method` on
  * the micro world `specula verify` builds by default (target seed 1, draft
  * seed 2): each case at its planned size — from the exact law of its
  * control where verify_case_law computes one, else the generic plan at
  * STAT_GENERIC_W — with its control at the same size; asserts every control
- * rejected and the family of cases passing. cap: the most draws any one
- * case may take. */
-void stat_run_catalogue(verify_method kind, int64_t cap);
+ * rejected and the family of cases passing. A rule known to be biased must
+ * instead be rejected below STAT_CONTROL_P, and its control (the exact rule
+ * on the same drafts) joins the family that must pass. cap: the most draws
+ * any one case may take. */
+void stat_run_catalogue(const char *method, int64_t cap);
 
 #endif

@@ -13,7 +13,7 @@
 
 #define MTP_CAP 12000
 
-START_TEST(test_mtp_follows_the_target) { stat_run_catalogue(VC_MTP, MTP_CAP); }
+START_TEST(test_mtp_follows_the_target) { stat_run_catalogue("mtp", MTP_CAP); }
 END_TEST
 
 Suite *mtp_dist_suite(void) {

@@ -17,10 +17,10 @@
  * the two-sample rows as their one-sample twins (docs/verification.md). */
 #define SPEC_CAP 10000
 
-START_TEST(test_plain_sampling_follows_the_target) { stat_run_catalogue(VC_SAMPLE, SPEC_CAP); }
+START_TEST(test_plain_sampling_follows_the_target) { stat_run_catalogue("sample", SPEC_CAP); }
 END_TEST
 
-START_TEST(test_speculative_sampling_follows_the_target) { stat_run_catalogue(VC_SPEC, SPEC_CAP); }
+START_TEST(test_speculative_sampling_follows_the_target) { stat_run_catalogue("spec", SPEC_CAP); }
 END_TEST
 
 Suite *spec_dist_suite(void) {
