@@ -74,7 +74,7 @@ static int parse(int argc, char **argv, verify_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
         float x;
-#define VALUE() \
+#define VALUE()                                                                                                        \
     if (!(v = arg_value(argc, argv, &i))) return 2
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
             usage(stdout);

@@ -91,11 +91,13 @@ int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, co
                     sp_error *err) {
     memset(t, 0, sizeof *t);
     const int V = m->cfg.vocab_size;
-    if (L < 1 || L > ENUM_MAX_LENGTH) return sp_fail(err, "enumeration length L = %d is outside [1, %d]", L, ENUM_MAX_LENGTH);
+    if (L < 1 || L > ENUM_MAX_LENGTH)
+        return sp_fail(err, "enumeration length L = %d is outside [1, %d]", L, ENUM_MAX_LENGTH);
     const int64_t cells = enumerate_cells(V, L);
     if (cells < 0)
-        return sp_fail(err, "enumerating %d tokens over a vocabulary of %d means more than %d sequences: use a "
-                            "smaller vocabulary or a shorter length",
+        return sp_fail(err,
+                       "enumerating %d tokens over a vocabulary of %d means more than %d sequences: use a "
+                       "smaller vocabulary or a shorter length",
                        L, V, ENUM_MAX_CELLS);
     if (n_prompt < 1) return sp_fail(err, "enumeration needs a prompt of at least one token");
     for (int i = 0; i < n_prompt; i++)

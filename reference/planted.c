@@ -9,8 +9,8 @@
 
 #include "sampler.h"
 
-static const char *const names[PLANT_COUNT] = {"none", "ratio-inverted", "residual-is-p", "residual-unnormalised",
-                                               "reject-from-q", "bonus-from-parent"};
+static const char *const names[PLANT_COUNT] = {
+    "none", "ratio-inverted", "residual-is-p", "residual-unnormalised", "reject-from-q", "bonus-from-parent"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",
     "accept a draft with min(1, q/p) instead of min(1, p/q)",
@@ -119,8 +119,8 @@ static double entropy(const float *p, int V) {
     return h;
 }
 
-void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta,
-                     accept_site site, accept_result *r) {
+void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                     accept_result *r) {
     const int V = t->V, n = t->n;
     unsigned char *ok = sp_xcalloc((size_t)n, 1, "typical acceptance flags");
     double *threshold = sp_xcalloc((size_t)n, sizeof(double), "typical thresholds");
@@ -193,7 +193,8 @@ static int retemper_propose(proposer *self, token_tree *tree, int root_position,
     if (rc) return rc;
     int child[1];
     for (int i = 0; i < tree->n; i++)
-        if (tree_children(tree, i, child, 1) > 0) planted_retemper_row(tree_q(tree, i), w->gamma, tree_q(tree, i), tree->V);
+        if (tree_children(tree, i, child, 1) > 0)
+            planted_retemper_row(tree_q(tree, i), w->gamma, tree_q(tree, i), tree->V);
     return 0;
 }
 

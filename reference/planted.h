@@ -11,14 +11,14 @@
 #include "decode.h"
 
 typedef enum {
-    PLANT_NONE = 0,           /* the exact rule, unchanged (a sanity check of the copy) */
-    PLANT_RATIO_INVERTED,     /* accept with min(1, q/p) instead of min(1, p/q) */
-    PLANT_RESIDUAL_IS_P,      /* after a rejection, draw from p instead of norm(max(0, p − q)) */
+    PLANT_NONE = 0,              /* the exact rule, unchanged (a sanity check of the copy) */
+    PLANT_RATIO_INVERTED,        /* accept with min(1, q/p) instead of min(1, p/q) */
+    PLANT_RESIDUAL_IS_P,         /* after a rejection, draw from p instead of norm(max(0, p − q)) */
     PLANT_RESIDUAL_UNNORMALISED, /* keep max(0, p − q) unnormalised: later children of a tree are
-                               * tested against it, and the correction is drawn by an inverse CDF
-                               * that assumes unit mass, so the missing mass lands on token V − 1 */
-    PLANT_REJECT_FROM_Q,      /* the correction after a rejection is drawn from q */
-    PLANT_BONUS_FROM_PARENT,  /* the bonus token is drawn from p of the leaf's parent (one position early) */
+                                  * tested against it, and the correction is drawn by an inverse CDF
+                                  * that assumes unit mass, so the missing mass lands on token V − 1 */
+    PLANT_REJECT_FROM_Q,         /* the correction after a rejection is drawn from q */
+    PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
     PLANT_COUNT
 } planted_bug;
 
@@ -40,8 +40,8 @@ int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_si
 /* accept_typical (Medusa's rule) with `bug` planted; of the bugs above only
  * PLANT_BONUS_FROM_PARENT applies: the next token is drawn from p of the
  * last accepted node's parent. Same contract and rng sites as accept_typical. */
-void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta,
-                     accept_site site, accept_result *r);
+void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                     accept_result *r);
 
 /* An accept_fn running planted_typical; user points at a planted_typical_rule. */
 typedef struct {

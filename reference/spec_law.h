@@ -20,14 +20,14 @@ typedef void (*law_row_fn)(void *user, const int *tokens, int len, int depth, fl
 typedef void (*law_target_fn)(void *user, const int *tokens, int len, float *out);
 
 typedef struct {
-    int V, L;          /* the law is over V^L sequences (enumerate.h numbering) */
-    int k;             /* drafts per round */
-    int max_tokens;    /* decode_run's budget (rounds propose min(k, budget − emitted − 1)); ≤ 0: no budget */
+    int V, L;             /* the law is over V^L sequences (enumerate.h numbering) */
+    int k;                /* drafts per round */
+    int max_tokens;       /* decode_run's budget (rounds propose min(k, budget − emitted − 1)); ≤ 0: no budget */
     law_target_fn target; /* p after a prefix */
     law_row_fn draw;      /* the distribution the draft is drawn from */
     law_row_fn ratio;     /* the q the rule divides by and subtracts; NULL: the draw row */
     void *user;
-    planted_bug bug;      /* PLANT_NONE: the exact rule */
+    planted_bug bug; /* PLANT_NONE: the exact rule */
 } spec_law_spec;
 
 /* joint[V^L] ← the law. Fails when V^L is too large (enumerate.h) or a

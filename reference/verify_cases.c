@@ -33,9 +33,11 @@ void verify_world_init(verify_world *w, model *target, model *draft) {
 }
 
 /* Sampling settings of the catalogue. */
+/* clang-format off */
 #define PLAIN(T) {.temperature = (T), .top_k = 0, .top_p = 1.0f, .min_p = 0.0f}
 #define TOPK(T, K) {.temperature = (T), .top_k = (K), .top_p = 1.0f, .min_p = 0.0f}
 #define TOPP(T, P) {.temperature = (T), .top_k = 0, .top_p = (P), .min_p = 0.0f}
+/* clang-format on */
 
 /* Field order: name, primary, method, kind, pair, k, L, max_tokens,
  * mtp_sample, sampling, control bug, control temperature, rule,
@@ -44,29 +46,38 @@ static const verify_case catalogue[] = {
     /* per method: L = 2 (64 cells), so ~150 000 draws bound the TV by 0.02 */
     {"sample T=0.8", 1, "sample", VC_SAMPLE, VC_EXACT, 0, 2, 2, 0, PLAIN(0.8f), PLANT_NONE, 1.2f, RULE_EXACT, 0, 0},
     {"spec k=3 T=0.8", 1, "spec", VC_SPEC, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
-    {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
-    {"mtp argmax k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
+    {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f,
+     RULE_EXACT, 0, 0},
+    {"mtp argmax k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT,
+     0, 0},
     {"mtp sampled k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 1, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
     /* Medusa's typical acceptance on MTP drafts: biased above temperature 0, exact at 0 (a point mass, so a
      * few thousand draws; its control draws the next token one position early) */
-    {"typical mtp k=3 T=0.8", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.0f,
-     RULE_TYPICAL, 1, 0},
+    {"typical mtp k=3 T=0.8", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.0f, RULE_TYPICAL,
+     1, 0},
     {"typical mtp k=3 T=0", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.0f), PLANT_BONUS_FROM_PARENT, 0.0f,
      RULE_TYPICAL, 0, 20000},
     /* the grid: every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short */
     {"sample T=1", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 1.5f, RULE_EXACT, 0, 0},
-    {"sample T=0.7 top-k 4", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, TOPK(0.7f, 4), PLANT_NONE, 1.05f, RULE_EXACT, 0, 0},
+    {"sample T=0.7 top-k 4", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, TOPK(0.7f, 4), PLANT_NONE, 1.05f, RULE_EXACT,
+     0, 0},
     {"spec k=1 T=1", 0, "spec", VC_SPEC, VC_EXACT, 1, 2, 2, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
     {"spec k=2 T=1", 0, "spec", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
-    {"spec k=3 T=0.8 top-k 5", 0, "spec", VC_SPEC, VC_EXACT, 3, 3, 4, 0, TOPK(0.8f, 5), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
-    {"spec k=4 T=1.2 top-p 0.9", 0, "spec", VC_SPEC, VC_EXACT, 4, 3, 5, 0, TOPP(1.2f, 0.9f), PLANT_NONE, 0.6f, RULE_EXACT, 0, 0},
-    {"spec k=4 T=0.6 budget 2", 0, "spec", VC_SPEC, VC_EXACT, 4, 2, 2, 0, PLAIN(0.6f), PLANT_NONE, 0.3f, RULE_EXACT, 0, 0},
-    {"spec k=2 T=1 vs sample", 0, "spec", VC_SPEC, VC_VS_SAMPLE, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
-    {"mtp argmax k=2 T=1", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
-    {"mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPP(0.8f, 0.9f),
-     PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT, 0, 0},
+    {"spec k=3 T=0.8 top-k 5", 0, "spec", VC_SPEC, VC_EXACT, 3, 3, 4, 0, TOPK(0.8f, 5), PLANT_NONE, 0.4f, RULE_EXACT, 0,
+     0},
+    {"spec k=4 T=1.2 top-p 0.9", 0, "spec", VC_SPEC, VC_EXACT, 4, 3, 5, 0, TOPP(1.2f, 0.9f), PLANT_NONE, 0.6f,
+     RULE_EXACT, 0, 0},
+    {"spec k=4 T=0.6 budget 2", 0, "spec", VC_SPEC, VC_EXACT, 4, 2, 2, 0, PLAIN(0.6f), PLANT_NONE, 0.3f, RULE_EXACT, 0,
+     0},
+    {"spec k=2 T=1 vs sample", 0, "spec", VC_SPEC, VC_VS_SAMPLE, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT,
+     0, 0},
+    {"mtp argmax k=2 T=1", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT,
+     0, 0},
+    {"mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPP(0.8f, 0.9f), PLANT_RESIDUAL_IS_P,
+     0.0f, RULE_EXACT, 0, 0},
     {"mtp sampled k=3 T=1", 0, "mtp", VC_MTP, VC_EXACT, 3, 3, 4, 1, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0},
-    {"mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 1, TOPK(0.7f, 5), PLANT_NONE, 0.35f, RULE_EXACT, 0, 0},
+    {"mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 1, TOPK(0.7f, 5), PLANT_NONE, 0.35f,
+     RULE_EXACT, 0, 0},
     {"typical spec k=2 T=1", 0, "typical", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_TYPICAL,
      1, 0},
     {"typical mtp k=4 T=0.7 top-k 5", 0, "typical", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPK(0.7f, 5), PLANT_NONE, 0.0f,

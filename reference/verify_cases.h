@@ -25,7 +25,7 @@ typedef struct {
     model *target; /* [V] with an MTP module */
     model *draft;  /* the same V */
     int prompt[4];
-    int n_prompt;  /* 2: MTP has a hidden state to draft from in the first round */
+    int n_prompt; /* 2: MTP has a hidden state to draft from in the first round */
 } verify_world;
 
 /* Fills the prompt (the models are the caller's). */
@@ -49,19 +49,19 @@ typedef struct {
     const char *method; /* "sample", "spec", "mtp" (what --method selects) */
     verify_method kind;
     verify_pair pair;
-    int k;              /* drafts per round */
-    int L;              /* tokens compared */
-    int max_tokens;     /* the decode budget (≥ L); above L the later tokens are drawn and ignored */
-    int mtp_sample;     /* MTP: drafts sampled from its q (else argmax) */
+    int k;          /* drafts per round */
+    int L;          /* tokens compared */
+    int max_tokens; /* the decode budget (≥ L); above L the later tokens are drawn and ignored */
+    int mtp_sample; /* MTP: drafts sampled from its q (else argmax) */
     sampler_params sp;
     /* The negative control: at most one of the two is set (neither: see expect_biased). */
-    planted_bug control_bug;        /* an acceptance rule with this bug */
-    float control_temperature;      /* > 0: spec/MTP: drafts drawn at this temperature while q is reported at
-                                     * sp.temperature; sample: the sampler runs at this temperature */
-    accept_rule rule;               /* RULE_EXACT, or RULE_TYPICAL (Medusa's defaults 0.09, 0.3) */
-    int expect_biased;              /* 1: the rule is known not to be exact here; the check must reject it,
-                                     * and its control is the exact rule on the same drafts, which must pass */
-    int64_t max_samples;            /* > 0: draws capped here (a deterministic law needs few) */
+    planted_bug control_bug;   /* an acceptance rule with this bug */
+    float control_temperature; /* > 0: spec/MTP: drafts drawn at this temperature while q is reported at
+                                * sp.temperature; sample: the sampler runs at this temperature */
+    accept_rule rule;          /* RULE_EXACT, or RULE_TYPICAL (Medusa's defaults 0.09, 0.3) */
+    int expect_biased;         /* 1: the rule is known not to be exact here; the check must reject it,
+                                * and its control is the exact rule on the same drafts, which must pass */
+    int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
 } verify_case;
 
 /* The catalogue, terminated by a NULL name. */

@@ -48,8 +48,8 @@ static int check_sampler(const dist_sampler *s, sp_error *err) {
     return 0;
 }
 
-int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int64_t *counts,
-                const verify_options *opt, sp_error *err) {
+int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int64_t *counts, const verify_options *opt,
+                sp_error *err) {
     if (check_sampler(s, err)) return -1;
     if (n < 1) return sp_fail(err, "verify: need at least one draw, got n = %lld", (long long)n);
     const int64_t cells = enumerate_cells(s->V, s->L);
@@ -93,8 +93,13 @@ static int point_mass_test(const int64_t *counts, const double *probs, int64_t c
             elsewhere += counts[i];
         }
     }
-    *res = (stats_result){.statistic = elsewhere ? INFINITY : 0.0, .df = 0, .p_value = elsewhere ? 0.0 : 1.0,
-                          .cells = 1, .min_expected = (double)n, .n = n, .impossible = elsewhere};
+    *res = (stats_result){.statistic = elsewhere ? INFINITY : 0.0,
+                          .df = 0,
+                          .p_value = elsewhere ? 0.0 : 1.0,
+                          .cells = 1,
+                          .min_expected = (double)n,
+                          .n = n,
+                          .impossible = elsewhere};
     return 1;
 }
 

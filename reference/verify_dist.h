@@ -43,13 +43,13 @@ typedef struct {
 verify_options verify_defaults(void);
 
 typedef struct {
-    int64_t n;          /* draws per sampler */
-    int64_t cells;      /* V^L before pooling */
-    stats_result test;  /* statistic, df, p-value, cells after pooling, pooled, impossible draws */
-    stats_tv tv;        /* upper bound on TV(sampler, exact) or TV(A, B) */
-    int pass;           /* test.p_value ≥ alpha, and tv.upper ≤ tv_max when tv_max > 0 */
-    int64_t *counts;    /* [cells] the draws of the (first) sampler per sequence */
-    int64_t *counts_b;  /* [cells] the second sampler's, two-sample tests only (else NULL) */
+    int64_t n;         /* draws per sampler */
+    int64_t cells;     /* V^L before pooling */
+    stats_result test; /* statistic, df, p-value, cells after pooling, pooled, impossible draws */
+    stats_tv tv;       /* upper bound on TV(sampler, exact) or TV(A, B) */
+    int pass;          /* test.p_value ≥ alpha, and tv.upper ≤ tv_max when tv_max > 0 */
+    int64_t *counts;   /* [cells] the draws of the (first) sampler per sequence */
+    int64_t *counts_b; /* [cells] the second sampler's, two-sample tests only (else NULL) */
 } verify_result;
 
 void verify_result_free(verify_result *r);
@@ -60,8 +60,8 @@ uint64_t verify_run_seed(uint64_t seed, int stream, int64_t run);
 
 /* Draws n sequences from s into counts[V^L] (zeroed first). Fails when the
  * sampler fails or emits a token outside [0, V). */
-int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int64_t *counts,
-                const verify_options *opt, sp_error *err);
+int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int64_t *counts, const verify_options *opt,
+                sp_error *err);
 
 /* Goodness of fit of s to probs[V^L] (summing to 1 within 1e-4), with the TV
  * bound against probs. A law on a single sequence (temperature 0) has no

@@ -75,8 +75,9 @@ void stat_run_catalogue(const char *method, int64_t cap) {
         double *law = malloc((size_t)exact.cells * sizeof *law);
         int computed = verify_case_law(c, &w, 1, law, &err);
         ck_assert_msg(computed >= 0, "%s", err.msg);
-        int64_t n = computed ? stat_planned_n(exact.joint, law, exact.cells, c->pair == VC_VS_SAMPLE, 1000, cap, c->name)
-                             : generic_n(exact.joint, exact.cells, c->pair == VC_VS_SAMPLE, cap, c->name);
+        int64_t n = computed
+                        ? stat_planned_n(exact.joint, law, exact.cells, c->pair == VC_VS_SAMPLE, 1000, cap, c->name)
+                        : generic_n(exact.joint, exact.cells, c->pair == VC_VS_SAMPLE, cap, c->name);
         free(law);
         verify_options o = verify_defaults();
         o.n = n;
@@ -84,12 +85,14 @@ void stat_run_catalogue(const char *method, int64_t cap) {
         verify_case_outcome out;
         ck_assert_msg(verify_case_run(c, &w, &exact, &o, 0, &out, &err) == 0, "%s", err.msg);
         if (c->expect_biased) {
-            ck_assert_msg(out.result.test.p_value < STAT_CONTROL_P, "%s: the bias was not detected (p = %.3g at n = %lld)",
-                          c->name, out.result.test.p_value, (long long)out.result.n);
+            ck_assert_msg(out.result.test.p_value < STAT_CONTROL_P,
+                          "%s: the bias was not detected (p = %.3g at n = %lld)", c->name, out.result.test.p_value,
+                          (long long)out.result.n);
             p[m] = out.control.test.p_value; /* the exact rule on the same drafts */
         } else {
             char what[160];
-            snprintf(what, sizeof what, "%s (control: %s)", c->name, computed ? "planned from its law" : "generic plan");
+            snprintf(what, sizeof what, "%s (control: %s)", c->name,
+                     computed ? "planned from its law" : "generic plan");
             stat_assert_control_rejected(&out.control, what);
             ck_assert_int_eq(out.result.test.impossible, 0);
             p[m] = out.result.test.p_value;

@@ -104,8 +104,8 @@ START_TEST(test_monte_carlo_matches_formula) {
                           alpha, k, observed, rounds, e, (observed - e) / se, z_pass);
             /* α̂ is a proportion of Bernoulli(α) trials: at least `rounds` of them */
             double alpha_se = sqrt(alpha * (1 - alpha) / (double)rounds);
-            ck_assert_msg(fabs(alpha_hat - alpha) <= z_pass * alpha_se, "alpha %.2f, k %d: alpha estimate %.5f",
-                          alpha, k, alpha_hat);
+            ck_assert_msg(fabs(alpha_hat - alpha) <= z_pass * alpha_se, "alpha %.2f, k %d: alpha estimate %.5f", alpha,
+                          k, alpha_hat);
 
             double ignored, slipped = simulate(alpha, k, 1, rounds, seed + 1000, &ignored);
             double z = (slipped - e) / se;

@@ -67,7 +67,9 @@ static pair_case cases[] = {
      {{.80f, .08f, .05f, .04f, .02f, .01f}, {.01f, .80f, .08f, .05f, .04f, .02f}, {.02f, .01f, .80f, .08f, .05f, .04f}},
      BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) |
          BIT(PLANT_REJECT_FROM_Q) | BIT(PLANT_BONUS_FROM_PARENT)},
-    {"top-k target, top-p draft", {{0}}, {{0}}, /* filled by truncate_rows() */
+    {"top-k target, top-p draft",
+     {{0}},
+     {{0}}, /* filled by truncate_rows() */
      BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) |
          BIT(PLANT_REJECT_FROM_Q) | BIT(PLANT_BONUS_FROM_PARENT)},
 };
@@ -76,10 +78,12 @@ static pair_case cases[] = {
 /* The last pair: the target's rows cut by top-k 3 at T = 0.9, the draft's
  * by top-p 0.8 at T = 1.1 (sampler_probs, so the cuts are the real ones). */
 static void truncate_rows(pair_case *c) {
-    static const float logits[ROWS][PV] = {
-        {2.0f, 1.5f, 1.2f, 0.4f, -0.3f, -1.0f}, {-0.5f, 0.8f, 2.2f, 1.9f, 0.1f, 0.0f}, {1.0f, -1.0f, 0.3f, 0.9f, 1.8f, 1.1f}};
-    static const float draft_logits[ROWS][PV] = {
-        {1.6f, 1.9f, 0.2f, 0.7f, -0.2f, 0.5f}, {0.3f, 0.2f, 1.4f, 2.4f, 0.9f, -0.4f}, {0.8f, 0.1f, -0.6f, 1.2f, 2.0f, 0.4f}};
+    static const float logits[ROWS][PV] = {{2.0f, 1.5f, 1.2f, 0.4f, -0.3f, -1.0f},
+                                           {-0.5f, 0.8f, 2.2f, 1.9f, 0.1f, 0.0f},
+                                           {1.0f, -1.0f, 0.3f, 0.9f, 1.8f, 1.1f}};
+    static const float draft_logits[ROWS][PV] = {{1.6f, 1.9f, 0.2f, 0.7f, -0.2f, 0.5f},
+                                                 {0.3f, 0.2f, 1.4f, 2.4f, 0.9f, -0.4f},
+                                                 {0.8f, 0.1f, -0.6f, 1.2f, 2.0f, 0.4f}};
     sampler_params tp = sampler_defaults(), dp = sampler_defaults();
     tp.temperature = 0.9f, tp.top_k = 3;
     dp.temperature = 1.1f, dp.top_p = 0.8f;
@@ -136,8 +140,8 @@ static void law_draw(void *user, const int *tokens, int len, int depth, float *o
 }
 
 static void pair_law(pair_case *c, planted_bug bug, double *joint) {
-    spec_law_spec s = {.V = PV, .L = PL, .k = PK, .max_tokens = 0, .target = law_target, .draw = law_draw, .user = c,
-                       .bug = bug};
+    spec_law_spec s = {
+        .V = PV, .L = PL, .k = PK, .max_tokens = 0, .target = law_target, .draw = law_draw, .user = c, .bug = bug};
     sp_error err;
     ck_assert_msg(spec_law(&s, joint, &err) == 0, "%s: %s", c->name, err.msg);
 }
