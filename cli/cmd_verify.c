@@ -17,7 +17,7 @@
 #include "stats.h"
 #include "verify_cases.h"
 
-#define DEFAULT_SAMPLES 150000
+#define DEFAULT_SAMPLES 200000
 #define DEFAULT_CONTROL_SAMPLES 20000
 
 typedef struct {

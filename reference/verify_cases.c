@@ -43,7 +43,7 @@ void verify_world_init(verify_world *w, model *target, model *draft) {
  * mtp_sample, sampling, control bug, control temperature, rule,
  * expect_biased, max_samples. The planned sizes are in docs/verification.md. */
 static const verify_case catalogue[] = {
-    /* per method: L = 2 (64 cells), so ~150 000 draws bound the TV by 0.02 */
+    /* per method: L = 2 (64 cells), so 200 000 draws bound the TV below 0.02 */
     {"sample T=0.8", 1, "sample", VC_SAMPLE, VC_EXACT, 0, 2, 2, 0, PLAIN(0.8f), PLANT_NONE, 1.2f, RULE_EXACT, 0, 0},
     {"spec k=3 T=0.8", 1, "spec", VC_SPEC, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0},
     {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f,
