@@ -4,6 +4,7 @@
  * the same state, so the walk costs one forward per prefix. */
 #include "enumerate.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,10 +48,27 @@ const float *enumerate_cond(const enum_table *t, const int *tokens, int len) {
     return t->cond + (size_t)enumerate_prefix_id(tokens, len, t->V) * t->V;
 }
 
+const double *enumerate_raw_logprob(const enum_table *t, const int *tokens, int len) {
+    return t->raw_logprob + (size_t)enumerate_prefix_id(tokens, len, t->V) * t->V;
+}
+
 void enumerate_free(enum_table *t) {
     free(t->joint);
     free(t->cond);
+    free(t->raw_logprob);
     memset(t, 0, sizeof *t);
+}
+
+/* out[V] = log_softmax(logits) in double, for finite logits (a micro
+ * model's); −inf where a logit is −inf. */
+static void raw_log_softmax(const float *logits, double *out, int V) {
+    double mx = -INFINITY, sum = 0;
+    for (int v = 0; v < V; v++)
+        if (logits[v] > mx) mx = logits[v];
+    for (int v = 0; v < V; v++)
+        if (logits[v] > -INFINITY) sum += exp((double)logits[v] - mx);
+    const double lse = mx + log(sum);
+    for (int v = 0; v < V; v++) out[v] = logits[v] > -INFINITY ? (double)logits[v] - lse : -INFINITY;
 }
 
 /* What the walk carries down the recursion. */
@@ -72,8 +90,10 @@ static void visit(walk *w, int depth, int token, double prob) {
     const int V = t->V;
     model_forward(w->m, &w->s, token, w->logits, NULL);
     t->forwards++;
-    float *row = t->cond + (size_t)enumerate_prefix_id(w->tokens, depth, V) * V;
+    const size_t id = (size_t)enumerate_prefix_id(w->tokens, depth, V);
+    float *row = t->cond + id * V;
     sampler_probs(w->sp, w->logits, row, V);
+    raw_log_softmax(w->logits, t->raw_logprob + id * V, V);
     if (depth == t->L - 1) {
         double *cell = t->joint + enumerate_index(w->tokens, depth, V) * V;
         for (int x = 0; x < V; x++) cell[x] = prob * row[x];
@@ -111,6 +131,7 @@ int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, co
     t->prefixes = prefixes_shorter_than(L, V);
     t->joint = sp_xcalloc((size_t)cells, sizeof(double), "enumerated probabilities");
     t->cond = sp_xcalloc((size_t)t->prefixes * V, sizeof(float), "enumerated conditionals");
+    t->raw_logprob = sp_xcalloc((size_t)t->prefixes * V, sizeof(double), "enumerated raw log-probabilities");
 
     walk w;
     memset(&w, 0, sizeof w);

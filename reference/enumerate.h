@@ -28,7 +28,9 @@ typedef struct {
     float *cond;      /* [prefixes, V] the processed distribution of the token after each prefix —
                        * every prefix, also those of probability 0, so callers can follow paths
                        * that a faulty sampler takes */
-    long forwards;    /* model_forward calls the walk made (the prompt's included) */
+    double *raw_logprob; /* [prefixes, V] log-softmax of the raw logits after each prefix (no temperature, no
+                          * cuts), in double: what beam search scores */
+    long forwards;       /* model_forward calls the walk made (the prompt's included) */
 } enum_table;
 
 /* Walks every prefix depth first from one state, saving a snapshot after
@@ -45,8 +47,9 @@ int64_t enumerate_index(const int *tokens, int L, int V);
 /* tokens[L] of sequence `index`. */
 void enumerate_tokens(int64_t index, int L, int V, int *tokens);
 int64_t enumerate_prefix_id(const int *tokens, int len, int V);
-/* The row of cond after prefix tokens[0..len), len < L. */
+/* The row of cond (raw_logprob) after prefix tokens[0..len), len < L. */
 const float *enumerate_cond(const enum_table *t, const int *tokens, int len);
+const double *enumerate_raw_logprob(const enum_table *t, const int *tokens, int len);
 
 /* V^L, or −1 when it exceeds ENUM_MAX_CELLS. */
 int64_t enumerate_cells(int V, int L);
