@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "beam_law.h"
 #include "commands.h"
 #include "genmodel/randmodel.h"
 #include "stats.h"
@@ -37,7 +38,7 @@ static void usage(FILE *f) {
             "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
             "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
             "must reject. Runs on random micro models (vocabulary %d); takes a few minutes.\n"
-            "  --method NAME        only the cases of one method (sample | spec | mtp | typical) or one case by name\n"
+            "  --method NAME        only one method (sample | spec | mtp | typical | beam) or one case by name\n"
             "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
             "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
             "  --list               list the cases and exit\n"
@@ -135,6 +136,38 @@ static int parse(int argc, char **argv, verify_args *a) {
 static int selected(const verify_case *c, const verify_args *a) {
     if (a->only) return !strcmp(a->only, c->method) || !strcmp(a->only, c->name);
     return a->all || c->primary;
+}
+
+/* Beam search is deterministic: it is checked against its rules on the
+ * exact law (beam_law.h), not by a distribution test. */
+static int beam_selected(const verify_args *a) { return !a->only || !strcmp(a->only, "beam"); }
+
+#define BEAM_PROMPTS 30
+#define BEAM_SETTINGS 8
+
+static int beam_ok(const beam_law_report *r) {
+    int ok = r->mismatches == 0;
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++) ok = ok && r->slip_mismatches[s] > 0;
+    return ok;
+}
+
+static void print_beam(const beam_law_report *r, FILE *f) {
+    fprintf(f,
+            "\nbeam search against its rules on the exact law: %d settings (%d prompts x %d; width 1-5, penalty,\n"
+            "early stopping, 1-3 new tokens, EOS), %d differ in hypotheses, scores or passes: %s\n",
+            r->settings, BEAM_PROMPTS, BEAM_SETTINGS, r->mismatches, beam_ok(r) ? "exact" : "FAIL");
+    if (r->mismatches) fprintf(f, "  first difference: %s\n", r->first_mismatch);
+    fprintf(f, "  negative controls (settings where a planted slip differs, must be > 0):");
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++)
+        fprintf(f, "%s %s %d", s > 1 ? "," : "", beam_slip_name((beam_slip)s), r->slip_mismatches[s]);
+    fprintf(f, "\n");
+}
+
+static void print_beam_json(const beam_law_report *r, FILE *f) {
+    fprintf(f, "\"beam\": {\"settings\": %d, \"mismatches\": %d, \"controls\": {", r->settings, r->mismatches);
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++)
+        fprintf(f, "%s\"%s\": %d", s > 1 ? ", " : "", beam_slip_name((beam_slip)s), r->slip_mismatches[s]);
+    fprintf(f, "}, \"pass\": %s}", beam_ok(r) ? "true" : "false");
 }
 
 /* ---- the micro world --------------------------------------------------------- */
@@ -275,7 +308,7 @@ static void json_number(FILE *f, const char *key, double v, int last) {
         fprintf(f, "\"%s\": %s%s", key, v > 0 ? "\"inf\"" : "null", last ? "" : ", ");
 }
 
-static void print_json(const row *rows, int m, const verify_args *a, FILE *f) {
+static void print_json(const row *rows, int m, const verify_args *a, const beam_law_report *beam, FILE *f) {
     fprintf(f, "{\"seed\": %llu, \"model_seed\": %llu, \"alpha\": %g, \"tv_max\": %g, \"delta\": %g, \"cases\": [\n",
             (unsigned long long)a->seed, (unsigned long long)a->model_seed, a->alpha, a->tv_max, a->delta);
     for (int i = 0; i < m; i++) {
@@ -302,7 +335,12 @@ static void print_json(const row *rows, int m, const verify_args *a, FILE *f) {
     }
     int passed = 0;
     for (int i = 0; i < m; i++) passed += rows[i].ok;
-    fprintf(f, "], \"passed\": %d, \"cases_run\": %d}\n", passed, m);
+    fprintf(f, "], \"passed\": %d, \"cases_run\": %d", passed, m);
+    if (beam) {
+        fprintf(f, ", ");
+        print_beam_json(beam, f);
+    }
+    fprintf(f, "}\n");
 }
 
 /* ---- the command --------------------------------------------------------------- */
@@ -314,16 +352,20 @@ int cmd_verify(int argc, char **argv) {
     const verify_case *all = verify_cases();
     int m = 0;
     for (const verify_case *c = all; c->name; c++) m += selected(c, &a);
-    if (a.list || m == 0) {
-        if (m == 0) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a.only ? a.only : "");
-        FILE *f = m == 0 ? stderr : stdout;
+    const int want_beam = beam_selected(&a);
+    if (a.list || (m == 0 && !want_beam)) {
+        const int none = m == 0 && !want_beam;
+        if (none) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a.only);
+        FILE *f = none ? stderr : stdout;
         for (const verify_case *c = all; c->name; c++) {
             char control[64];
             verify_case_control_text(c, control, sizeof control);
             fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
                     pair_text(c), c->L, control);
         }
-        return m == 0 ? 2 : 0;
+        fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",
+                "beam vs its rules on the exact law");
+        return none ? 2 : 0;
     }
 
     sp_error err;
@@ -343,7 +385,7 @@ int cmd_verify(int argc, char **argv) {
     verify_world w;
     verify_world_init(&w, &target, &draft);
 
-    row *rows = sp_xcalloc((size_t)m, sizeof *rows, "verify rows");
+    row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
     progress_state prog = {.total = m, .quiet = a.quiet, .tty = isatty(2)};
     verify_options opt = verify_defaults();
     opt.n = a.samples;
@@ -353,7 +395,7 @@ int cmd_verify(int argc, char **argv) {
     opt.tv_max = a.tv_max;
     opt.progress = on_progress;
     opt.progress_user = &prog;
-    if (!a.quiet)
+    if (!a.quiet && m > 0)
         fprintf(stderr, "specula verify: %d case(s), %lld draws each, controls %lld draws\n", m, (long long)a.samples,
                 (long long)a.control_samples);
     int status = 0, done = 0;
@@ -376,8 +418,18 @@ int cmd_verify(int argc, char **argv) {
         r->seconds = now_s() - t0;
         done++;
     }
+    beam_law_report beam;
+    if (!status && want_beam) {
+        if (!a.quiet)
+            fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
+                    BEAM_PROMPTS * BEAM_SETTINGS);
+        if (beam_law_check(&target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
+            fprintf(stderr, "specula verify: beam: %s\n", err.msg);
+            status = 1;
+        }
+    }
     if (!status) {
-        double *p = sp_xcalloc((size_t)m, sizeof *p, "p-values");
+        double *p = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *p, "p-values");
         for (int i = 0; i < m; i++) p[i] = family_p(&rows[i]);
         stats_holm(p, m, p);
         for (int i = 0; i < m; i++) {
@@ -386,10 +438,13 @@ int cmd_verify(int argc, char **argv) {
             if (!rows[i].ok) status = 1;
         }
         free(p);
-        if (a.json)
-            print_json(rows, m, &a, stdout);
-        else
-            print_table(rows, m, &a, stdout);
+        if (want_beam && !beam_ok(&beam)) status = 1;
+        if (a.json) {
+            print_json(rows, m, &a, want_beam ? &beam : NULL, stdout);
+        } else {
+            if (m > 0) print_table(rows, m, &a, stdout);
+            if (want_beam) print_beam(&beam, stdout);
+        }
     }
     for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
     free(rows);

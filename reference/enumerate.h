@@ -22,12 +22,12 @@
  * prefix; for V = 1 the id is j). */
 typedef struct {
     int V, L;
-    int64_t cells;    /* V^L */
-    double *joint;    /* [V^L] P(x_0 … x_{L−1} | prompt) */
-    int64_t prefixes; /* 1 + V + … + V^(L−1) */
-    float *cond;      /* [prefixes, V] the processed distribution of the token after each prefix —
-                       * every prefix, also those of probability 0, so callers can follow paths
-                       * that a faulty sampler takes */
+    int64_t cells;       /* V^L */
+    double *joint;       /* [V^L] P(x_0 … x_{L−1} | prompt) */
+    int64_t prefixes;    /* 1 + V + … + V^(L−1) */
+    float *cond;         /* [prefixes, V] the processed distribution of the token after each prefix —
+                          * every prefix, also those of probability 0, so callers can follow paths
+                          * that a faulty sampler takes */
     double *raw_logprob; /* [prefixes, V] log-softmax of the raw logits after each prefix (no temperature, no
                           * cuts), in double: what beam search scores */
     long forwards;       /* model_forward calls the walk made (the prompt's included) */
