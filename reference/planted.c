@@ -10,7 +10,8 @@
 #include "sampler.h"
 
 static const char *const names[PLANT_COUNT] = {
-    "none", "ratio-inverted", "residual-is-p", "residual-unnormalised", "reject-from-q", "bonus-from-parent"};
+    "none",          "ratio-inverted",    "residual-is-p",        "residual-unnormalised",
+    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",
     "accept a draft with min(1, q/p) instead of min(1, p/q)",
@@ -18,6 +19,7 @@ static const char *const summaries[PLANT_COUNT] = {
     "residual max(0, p - q) left unnormalised, drawn by an inverse CDF assuming unit mass",
     "after a rejection draw the correction from q",
     "bonus token drawn from p of the leaf's parent (one position early)",
+    "children drawn without replacement verified as i.i.d. (q not renormalised after a rejection)",
 };
 
 const char *planted_name(planted_bug bug) { return bug >= 0 && bug < PLANT_COUNT ? names[bug] : "?"; }
@@ -91,7 +93,8 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
                 } else if (bug != PLANT_RESIDUAL_IS_P) { /* PLANTED (residual-is-p): r stays p */
                     accept_residual(res, q, res, V);
                 }
-                if (t->kind == CHILDREN_NO_REPLACEMENT) drop_and_renormalise(q, x, V);
+                if (t->kind == CHILDREN_NO_REPLACEMENT && bug != PLANT_NO_REPLACEMENT_AS_IID) /* PLANTED */
+                    drop_and_renormalise(q, x, V);
             }
         }
         if (next < 0) {

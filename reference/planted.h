@@ -19,6 +19,8 @@ typedef enum {
                                   * that assumes unit mass, so the missing mass lands on token V − 1 */
     PLANT_REJECT_FROM_Q,         /* the correction after a rejection is drawn from q */
     PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
+    PLANT_NO_REPLACEMENT_AS_IID, /* children drawn without replacement verified as if i.i.d.: q is not
+                                  * renormalised without a rejected sibling (trees only; a chain is unchanged) */
     PLANT_COUNT
 } planted_bug;
 

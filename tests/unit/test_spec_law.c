@@ -125,7 +125,8 @@ START_TEST(test_law_by_hand) {
         /* max(0, p − q) = (0.3, 0.1, 0) by an inverse CDF: the missing 0.6 falls on the last token */
         [PLANT_RESIDUAL_UNNORMALISED] = {0.2 + 0.4 * 0.3, 0.2 + 0.4 * 0.1, 0.2 + 0.4 * 0.6},
         [PLANT_REJECT_FROM_Q] = {0.2 + 0.4 * 0.2, 0.2 + 0.4 * 0.2, 0.2 + 0.4 * 0.6},
-        [PLANT_BONUS_FROM_PARENT] = {0.5, 0.3, 0.2}, /* no bonus among the first token */
+        [PLANT_BONUS_FROM_PARENT] = {0.5, 0.3, 0.2},     /* no bonus among the first token */
+        [PLANT_NO_REPLACEMENT_AS_IID] = {0.5, 0.3, 0.2}, /* a chain: nothing to renormalise */
     };
     for (int b = 0; b < PLANT_COUNT; b++) {
         hand_law((planted_bug)b, 1, j);
