@@ -67,6 +67,11 @@ static pair_case cases[] = {
      {{.80f, .08f, .05f, .04f, .02f, .01f}, {.01f, .80f, .08f, .05f, .04f, .02f}, {.02f, .01f, .80f, .08f, .05f, .04f}},
      BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) |
          BIT(PLANT_REJECT_FROM_Q) | BIT(PLANT_BONUS_FROM_PARENT)},
+    {"q massed where p is small",
+     {{.02f, .12f, .01f, .34f, .01f, .50f}, {.10f, .02f, .50f, .02f, .34f, .02f}, {.34f, .50f, .02f, .10f, .02f, .02f}},
+     {{0, .02f, .88f, 0, .10f, 0}, {.88f, 0, 0, .10f, 0, .02f}, {0, 0, .10f, 0, .02f, .88f}},
+     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) |
+         BIT(PLANT_REJECT_FROM_Q) | BIT(PLANT_BONUS_FROM_PARENT)},
     {"top-k target, top-p draft",
      {{0}},
      {{0}}, /* filled by truncate_rows() */
@@ -149,12 +154,13 @@ static void pair_law(pair_case *c, planted_bug bug, double *joint) {
 /* Sizes planned per pair (power 0.999 at 1e-12 against the pair's weakest
  * visible control, × 1.5, in steps of 500, at least 1 000). When written:
  * identical 1 000, disjoint 1 000, zeros 1 000, peaked p 2 000, truncated
- * 1 000 (controls that draw forbidden tokens are rejected with p = 0), and
- * flat p / peaked q 17 500: there both drafts are rarely accepted, so the
- * early bonus shows in few rounds (w = 0.05). The weakest control measured
- * at its size: G = 236 on 31 df (p = 2e-33). About 0.2 s of draws in all. */
+ * 1 000 (controls that draw forbidden tokens are rejected with p = 0);
+ * flat p / peaked q 17 500 and q massed where p is small 46 000: there both
+ * drafts are rarely accepted, so the early bonus shows in few rounds
+ * (w ≈ 0.05–0.09). The weakest control measured at its size: G = 304 on
+ * 31 df (p = 2e-46). About 0.5 s of draws in all. */
 #define PAIR_N_FLOOR 1000
-#define PAIR_N_CAP 30000
+#define PAIR_N_CAP 60000 /* the time budget: 60 000 context-free draws take ~0.3 s */
 
 START_TEST(test_pairs_follow_the_target) {
     truncate_rows(&cases[N_CASES - 1]);
@@ -219,10 +225,145 @@ START_TEST(test_pairs_follow_the_target) {
 }
 END_TEST
 
+/* ---- trees: multi-round rejection over W children --------------------------------
+ * The same context-free world, but each round proposes a tree: W = 3
+ * children of the root drawn from Q[len] (i.i.d., or without replacement),
+ * each with one child of its own drawn from Q[len + 1]. accept_exact runs
+ * SpecInfer's multi-round rejection over the siblings. The exact law of the
+ * planted bugs on trees is not computed here, so each case names the bugs
+ * it must catch, at the generic size (power 0.999 at 1e-12 against w ≥ 0.3,
+ * × 1.5: 3 500 to 5 000 draws). When written, the weakest tree control
+ * gave G = 1 211 on 180 df (p = 3e-152). */
+
+#define TW 3 /* children of the root */
+
+typedef struct {
+    const char *name;
+    int pair;            /* index into cases[] */
+    children_kind kind;  /* CHILDREN_IID or CHILDREN_NO_REPLACEMENT */
+    unsigned must_catch; /* planted bugs this case must reject */
+} tree_case;
+
+static const tree_case tree_cases[] = {
+    {"i.i.d. tree, zeros in either", 2, CHILDREN_IID,
+     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) | BIT(PLANT_REJECT_FROM_Q)},
+    {"i.i.d. tree, flat p, peaked q", 4, CHILDREN_IID,
+     BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) | BIT(PLANT_REJECT_FROM_Q)},
+    {"without replacement, zeros in either", 2, CHILDREN_NO_REPLACEMENT,
+     BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED)},
+    /* q puts 0.88 on one token p barely wants: after it is rejected, renormalising q matters */
+    {"without replacement, q massed where p is small", 5, CHILDREN_NO_REPLACEMENT,
+     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_NO_REPLACEMENT_AS_IID)},
+    {"i.i.d. tree, q massed where p is small", 5, CHILDREN_IID,
+     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_REJECT_FROM_Q)},
+    {"without replacement, peaked p, flat q", 3, CHILDREN_NO_REPLACEMENT,
+     BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED)},
+    {"without replacement, flat p, peaked q", 4, CHILDREN_NO_REPLACEMENT,
+     BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_REJECT_FROM_Q) | BIT(PLANT_NO_REPLACEMENT_AS_IID)},
+};
+#define N_TREE_CASES ((int)(sizeof tree_cases / sizeof tree_cases[0]))
+
+typedef struct {
+    const tree_case *c;
+    planted_bug bug;
+} tree_sampler;
+
+/* W draws from q: independent, or without replacement (each from q with the
+ * tokens already drawn removed, which is how the rule's q shrinks). */
+static void draw_children(const float *q, children_kind kind, uint64_t seed, uint64_t round, int pos, int *out) {
+    float left[PV];
+    memcpy(left, q, sizeof left);
+    for (int j = 0; j < TW; j++) {
+        rng_site site = {seed, RNG_DRAFT, accept_draw_index(round, pos, j)};
+        out[j] = sampler_sample(kind == CHILDREN_IID ? q : left, PV, site);
+        left[out[j]] = 0;
+    }
+}
+
+static int tree_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
+    const tree_sampler *s = ctx;
+    const pair_case *pc = &cases[s->c->pair];
+    const children_kind kind = s->c->kind;
+    token_tree t;
+    tree_build(&t, PV, 1 + 2 * TW);
+    float p[(1 + 2 * TW) * PV], scratch[2 * PV];
+    int len = 0, rc = 0;
+    for (uint64_t round = 0; len < PL && !rc; round++) {
+        tree_reset(&t, 0, kind);
+        int first[TW], second[TW];
+        memcpy(tree_q(&t, 0), pc->q[len % ROWS], sizeof(float) * PV);
+        draw_children(pc->q[len % ROWS], kind, seed, round, len + 1, first);
+        for (int j = 0; j < TW; j++) first[j] = tree_add(&t, 0, first[j]);
+        for (int j = 0; j < TW; j++) { /* one child under each: drawn from Q at the next position */
+            const float *q = pc->q[(len + 1) % ROWS];
+            memcpy(tree_q(&t, first[j]), q, sizeof(float) * PV);
+            rng_site site = {seed, RNG_DRAFT, accept_draw_index(round, len + 2, TW + j)};
+            second[j] = tree_add(&t, first[j], sampler_sample(q, PV, site));
+        }
+        (void)second;
+        for (int i = 0; i < t.n; i++) memcpy(p + i * PV, pc->p[(len + t.depth[i]) % ROWS], sizeof(float) * PV);
+        accept_site site = {seed, round, len};
+        accept_result r;
+        rc = s->bug == PLANT_NONE ? accept_exact(&t, p, site, scratch, &r, err)
+                                  : planted_accept(s->bug, &t, p, site, scratch, &r, err);
+        for (int i = 1; i <= r.n_accepted && len < PL && !rc; i++) tokens[len++] = t.token[r.path[i]];
+        if (len < PL && !rc) tokens[len++] = r.next_token;
+    }
+    tree_free(&t);
+    return rc;
+}
+
+START_TEST(test_trees_follow_the_target) {
+    truncate_rows(&cases[N_CASES - 1]);
+    double p_values[N_TREE_CASES];
+    const char *names[N_TREE_CASES];
+    double exact[CELLS];
+    for (int ci = 0; ci < N_TREE_CASES; ci++) {
+        const tree_case *c = &tree_cases[ci];
+        const pair_case *pc = &cases[c->pair];
+        names[ci] = c->name;
+        double total = 0;
+        for (int i = 0; i < CELLS; i++) {
+            exact[i] = (double)pc->p[0][i / (PV * PV)] * pc->p[1][(i / PV) % PV] * pc->p[2][i % PV];
+            total += exact[i];
+        }
+        int reachable = 0;
+        for (int i = 0; i < CELLS; i++) reachable += (exact[i] /= total) > 0;
+        int64_t n;
+        sp_error err;
+        ck_assert(stats_n_gof(reachable - 1, STAT_CONTROL_P, STAT_PLAN_POWER, STAT_GENERIC_W, &n, &err) == 0);
+        n = (int64_t)ceil(STAT_PLAN_MARGIN * (double)n / 500.0) * 500;
+        verify_options o = verify_defaults();
+        o.n = n;
+        o.seed = SEED + 500 + (uint64_t)ci;
+        verify_result r;
+        tree_sampler good = {c, PLANT_NONE};
+        dist_sampler s = {c->name, PV, PL, tree_draw, &good};
+        ck_assert_msg(verify_against_exact(&s, exact, &o, &r, &err) == 0, "%s", err.msg);
+        p_values[ci] = r.test.p_value;
+        ck_assert_int_eq(r.test.impossible, 0);
+        verify_result_free(&r);
+        for (int b = 1; b < PLANT_COUNT; b++) {
+            if (!(c->must_catch & BIT(b))) continue;
+            tree_sampler bad = {c, (planted_bug)b};
+            dist_sampler sb = {planted_name(b), PV, PL, tree_draw, &bad};
+            o.seed = SEED + 600 + (uint64_t)(ci * PLANT_COUNT + b);
+            ck_assert_msg(verify_against_exact(&sb, exact, &o, &r, &err) == 0, "%s", err.msg);
+            char what[128];
+            snprintf(what, sizeof what, "%s, control %s", c->name, planted_name(b));
+            stat_assert_control_rejected(&r, what);
+            verify_result_free(&r);
+        }
+    }
+    stat_assert_family_passes(p_values, N_TREE_CASES, names);
+}
+END_TEST
+
 Suite *leviathan_suite(void) {
     Suite *s = suite_create("leviathan");
     TCase *tc = harness_tcase("pairs", 120);
     tcase_add_test(tc, test_pairs_follow_the_target);
+    tcase_add_test(tc, test_trees_follow_the_target);
     suite_add_tcase(s, tc);
     return s;
 }
