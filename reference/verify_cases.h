@@ -46,7 +46,7 @@ typedef struct {
     const char *name;   /* unique, e.g. "spec k=2 T=1" */
     int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
                          * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
-    const char *method; /* "sample", "spec", "mtp" (what --method selects) */
+    const char *method; /* "sample", "spec", "mtp", "typical" (what --method selects) */
     verify_method kind;
     verify_pair pair;
     int k;          /* drafts per round */
