@@ -81,13 +81,19 @@ if [ "$file" != reference ]; then
 fi
 
 # The runner, with a list of just this exercise's suites.
-objs=
+objs= groups=
 for s in $suites; do
     group=${s%%:*} suite=${s#*:}
     src=tests/$group/test_$suite.c
     grep -q "^Suite \*${suite}_suite(void)" "$src" 2>/dev/null || die "$src does not define ${suite}_suite"
     echo "SUITE($group, $suite)" >>"$work/gen/suites.h"
     objs="$objs $objdir/tests/$group/test_$suite.o"
+    case " $groups " in *" $group "*) ;; *) groups="$groups $group" ;; esac
+done
+for group in $groups; do # a group's helper files (no suite of their own, e.g. tests/stat/stat_common.c)
+    for src in tests/$group/*.c; do
+        grep -q "^Suite \*[A-Za-z0-9_]*_suite(void)" "$src" || objs="$objs $objdir/${src%.c}.o"
+    done
 done
 for t in $tests; do
     tests/list-suites.sh unit "$exdir/$t" >>"$work/gen/suites.h"

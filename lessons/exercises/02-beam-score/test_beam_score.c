@@ -27,8 +27,8 @@ START_TEST(test_average_is_what_counts) {
 }
 END_TEST
 
-Suite *beam_score_suite(void) {
-    Suite *s = suite_create("beam_score");
+Suite *exercise_beam_score_suite(void) {
+    Suite *s = suite_create("exercise_beam_score");
     TCase *tc = harness_tcase("score", 10);
     tcase_add_test(tc, test_worked_examples);
     tcase_add_test(tc, test_average_is_what_counts);

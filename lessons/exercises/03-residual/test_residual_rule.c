@@ -86,8 +86,8 @@ START_TEST(test_residual_by_hand) {
 }
 END_TEST
 
-Suite *residual_rule_suite(void) {
-    Suite *s = suite_create("residual_rule");
+Suite *exercise_residual_rule_suite(void) {
+    Suite *s = suite_create("exercise_residual_rule");
     TCase *tc = harness_tcase("distribution", 60);
     tcase_add_test(tc, test_committed_token_follows_p);
     tcase_add_test(tc, test_negative_control_residual_is_p);

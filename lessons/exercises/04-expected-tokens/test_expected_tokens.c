@@ -70,8 +70,8 @@ START_TEST(test_nothing_recorded) {
 }
 END_TEST
 
-Suite *expected_tokens_suite(void) {
-    Suite *s = suite_create("expected_tokens");
+Suite *exercise_expected_tokens_suite(void) {
+    Suite *s = suite_create("exercise_expected_tokens");
     TCase *tc = harness_tcase("formula", 30);
     tcase_add_test(tc, test_formula_is_the_geometric_sum);
     tcase_add_test(tc, test_simulated_runs);

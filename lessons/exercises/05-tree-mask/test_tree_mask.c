@@ -73,8 +73,8 @@ START_TEST(test_random_trees) {
 }
 END_TEST
 
-Suite *tree_mask_suite(void) {
-    Suite *s = suite_create("tree_mask");
+Suite *exercise_tree_mask_suite(void) {
+    Suite *s = suite_create("exercise_tree_mask");
     TCase *tc = harness_tcase("mask", 30);
     tcase_add_test(tc, test_hand_drawn_tree);
     tcase_add_test(tc, test_random_trees);

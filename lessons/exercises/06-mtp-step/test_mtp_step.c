@@ -81,8 +81,8 @@ START_TEST(test_chain_of_steps) {
 }
 END_TEST
 
-Suite *mtp_step_suite(void) {
-    Suite *s = suite_create("mtp_step");
+Suite *exercise_mtp_step_suite(void) {
+    Suite *s = suite_create("exercise_mtp_step");
     TCase *tc = harness_tcase("chain", 60);
     tcase_add_test(tc, test_chain_of_steps);
     suite_add_tcase(s, tc);
