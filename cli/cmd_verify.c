@@ -276,7 +276,7 @@ static void judge(row *r, const verify_args *a) {
 }
 
 static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
-    fprintf(f, "%-30s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
+    fprintf(f, "%-32s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
             "p-value", "p (Holm)", "TV", "negative control", "control p", "verdict");
     for (int i = 0; i < m; i++) {
         const row *r = &rows[i];
@@ -288,7 +288,7 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
             snprintf(tv, sizeof tv, ">=%.4f", tv_lower(x));
         else
             snprintf(tv, sizeof tv, "%.4f", x->tv.upper);
-        fprintf(f, "%-30s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
+        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
                 (long long)x->n, x->test.statistic, x->test.df, x->test.p_value, r->o.p_holm, tv, control,
                 c->test.p_value, r->why);
     }
