@@ -286,6 +286,8 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
     memset(out, 0, sizeof *out);
     if (c->max_tokens < c->L)
         return sp_fail(err, "case \"%s\": max_tokens %d is below the %d tokens compared", c->name, c->max_tokens, c->L);
+    if (c->kind == VC_MEDUSA && !w->heads)
+        return sp_fail(err, "case \"%s\": the world has no Medusa heads (verify_world_heads)", c->name);
     if (exact->L != c->L || exact->V != w->target->cfg.vocab_size)
         return sp_fail(err, "case \"%s\": the exact law covers L = %d, V = %d; the case needs L = %d, V = %d", c->name,
                        exact->L, exact->V, c->L, w->target->cfg.vocab_size);
