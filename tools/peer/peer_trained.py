@@ -17,7 +17,6 @@ import json
 import os
 
 import torch
-from safetensors.torch import load_file
 from transformers import Qwen3_5Config, Qwen3_5ForCausalLM, Qwen3_5TextConfig
 
 import peer_models

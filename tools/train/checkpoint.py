@@ -162,9 +162,7 @@ def export(out, name, p, trunk, mtp, stats, corpus, tokenizer_path, command, thr
         lines.append(f"model.mtp_check training-time MTP = tools/peer/mtp_reference.py, max rel err {err:.1e}")
 
     n_trunk, n_mtp = param_counts(trunk, mtp)
-    files = sorted(f for f in os.listdir(out) if f != "MANIFEST" and os.path.isfile(os.path.join(out, f)))
-    lines = [f"model.file {f} sha256 {sha256_file(os.path.join(out, f))} bytes {os.path.getsize(os.path.join(out, f))}"
-             for f in files] + [
+    lines = file_lines(out) + [
         f"model.name {name}",
         f"model.parameters {n_trunk + n_mtp} (trunk {n_trunk}, mtp {n_mtp})",
         f"model.shape D={p['hidden_size']} F={p['intermediate_size']} layers="
@@ -187,3 +185,23 @@ def export(out, name, p, trunk, mtp, stats, corpus, tokenizer_path, command, thr
         f"{stats['train_seconds'] / 60:.1f} min, {datetime.date.today().isoformat()}",
     ] + lines
     update_manifest(os.path.join(out, "MANIFEST"), lines)
+
+
+def file_lines(out):
+    files = sorted(f for f in os.listdir(out) if f != "MANIFEST" and os.path.isfile(os.path.join(out, f)))
+    return [f"model.file {f} sha256 {sha256_file(os.path.join(out, f))} bytes {os.path.getsize(os.path.join(out, f))}"
+            for f in files]
+
+
+def refresh_manifest(out, lines, replace_prefixes):
+    """Rewrites MANIFEST after a later phase changed files: the model.file
+    lines are recomputed in place, lines starting with replace_prefixes are
+    dropped, `lines` are appended."""
+    path = os.path.join(out, "MANIFEST")
+    with open(path, encoding="utf-8") as f:
+        old = [ln for ln in f.read().splitlines() if ln]
+    kept = [ln for ln in old if not ln.startswith(replace_prefixes)]
+    at = next((i for i, ln in enumerate(kept) if ln.startswith("model.")), len(kept))
+    new = kept[:at] + file_lines(out) + kept[at:] + lines
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(new) + "\n")

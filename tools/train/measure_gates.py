@@ -6,7 +6,7 @@ Markdown tables of docs/models.md, with sample texts. Assumes a built
 build/specula, the `tokenizers` package and the corpus; run from the
 repository root.
 
-    python3 tools/train/measure_gates.py [--prompts 8] [--prompt-len 32] [--max-tokens 96]
+    python3 tools/train/measure_gates.py [--prompts 16] [--prompt-len 32] [--max-tokens 96]
 
 Gates (issue 7): MTP position-1 acceptance at temperature 0 ≥ 0.6; the draft
 model's α at temperature 0 ≥ 0.5. The exit status is 1 when a gate is missed.
@@ -72,7 +72,7 @@ def main():
     ap.add_argument("--target", default="models/tiny-shakespeare")
     ap.add_argument("--draft", default="models/tiny-shakespeare-draft")
     ap.add_argument("--corpus", default="../shared/data/tinyshakespeare.txt")
-    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--prompts", type=int, default=16)
     ap.add_argument("--prompt-len", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=96)
     ap.add_argument("--samples", type=int, default=2, help="decoded sample texts per setting shown")

@@ -5,15 +5,21 @@ loader reads: the target (trunk + MTP module) and the draft model. Assumes
 torch, transformers (with qwen3_5), safetensors and tokenizers; the corpus at
 ../shared/data/tinyshakespeare.txt; run from the repository root.
 
-    python3 tools/train/train_models.py all        (target, then draft)
-    python3 tools/train/train_models.py target     (or: draft)
+    python3 tools/train/train_models.py all        (target, target-mtp, draft)
+    python3 tools/train/train_models.py target     (or: target-mtp, draft)
     python3 tools/train/train_models.py target --steps 50 --out /tmp/t   (a quick trial)
 
 Seeded: the same command, torch version and thread count give the same
-weights. Not part of `make test` (about an hour on two cores).
+weights. Not part of `make test` (about 45 minutes on two cores).
 
-Losses. The trunk is trained on next-token cross-entropy L0. The MTP module
-is trained with the k = 3 chained steps that inference runs (mtp_train.py):
+Phases. `target` trains the trunk and its MTP module together (phase 1,
+below) and exports them; `target-mtp` (phase 2, distill_mtp.py) then
+distils the MTP module from the frozen trunk of that export and rewrites it;
+`draft` trains the draft model.
+
+Losses of phase 1. The trunk is trained on next-token cross-entropy L0.
+The MTP module is trained with the k = 3 chained steps that inference runs
+(mtp_train.py):
 L = L0 + λ·Σ_j w_j·L_j / Σ_j w_j, with λ = 0.3 and w = (1, 0.6, 0.36).
 The trunk receives the MTP gradient (it is not detached): step 1 reads the
 trunk's final-normed hidden state, and letting the trunk shape that state
@@ -26,10 +32,8 @@ invariant to their scale, so λ changes only the trade-off inside the trunk.
 """
 
 import argparse
-import json
 import math
 import os
-import shutil
 import sys
 import time
 
@@ -45,6 +49,7 @@ sys.path.insert(0, HERE)
 from transformers import Qwen3_5ForCausalLM, Qwen3_5TextConfig  # noqa: E402
 
 import checkpoint  # noqa: E402
+import distill_mtp  # noqa: E402
 import presets  # noqa: E402
 from corpus import Corpus  # noqa: E402
 from mtp_train import MtpModule  # noqa: E402
@@ -199,7 +204,7 @@ def evaluate_train(trunk, mtp, p, corpus, windows=56):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("which", choices=["all", "target", "draft"])
+    ap.add_argument("which", choices=["all", "target", "target-mtp", "draft"])
     ap.add_argument("--corpus", default="../shared/data/tinyshakespeare.txt")
     ap.add_argument("--tokenizer", default="models/tiny-shakespeare/tokenizer.json")
     ap.add_argument("--steps", type=int, help="override the preset's step count (trials)")
@@ -212,14 +217,18 @@ def main():
     corpus = Corpus(args.corpus, args.tokenizer)
     print(f"corpus: {len(corpus.train)} training tokens, {len(corpus.val)} validation tokens "
           f"(last {len(corpus.val_text)} characters held out)", flush=True)
-    names = ["target", "draft"] if args.which == "all" else [args.which]
+    names = ["target", "target-mtp", "draft"] if args.which == "all" else [args.which]
+    command = "python3 " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
     for name in names:
-        p = dict(presets.PRESETS[name])
+        p = dict(presets.PRESETS["target" if name == "target-mtp" else name])
         if args.steps:
-            p["steps"] = args.steps
+            p["distill_steps" if name == "target-mtp" else "steps"] = args.steps
         out = args.out or p["out"]
+        if name == "target-mtp":
+            distill_mtp.run(out, p, corpus, command)
+            print(f"[{name}] rewrote {out}", flush=True)
+            continue
         trunk, mtp, stats = train(name, p, corpus, args.threads)
-        command = "python3 " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
         checkpoint.export(out, name, p, trunk, mtp, stats, corpus, args.tokenizer, command, args.threads)
         print(f"[{name}] exported to {out}", flush=True)
 
