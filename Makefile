@@ -32,7 +32,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 
 REF_SRC := $(sort $(wildcard reference/*.c))
-TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c))
+TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c tools/plots/*.c))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
