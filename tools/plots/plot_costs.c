@@ -26,14 +26,18 @@ static void bytes_columns(FILE *f, double target, double step, int k) {
     }
 }
 
-/* The series of one proposer: column `first` onwards, one line per α. */
-static void gp_bytes_series(FILE *f, int first, const char *who, const char *colour, int dash, double scale,
+/* The series of one proposer: column `first` onwards, one line per α,
+ * lighter for lower α. shades[N_BYTES_ALPHAS]. */
+static void gp_bytes_series(FILE *f, int first, const char *who, const char *const *shades, int dash, double scale,
                             int *n_series) {
     for (int a = 0; a < N_BYTES_ALPHAS; a++)
         fprintf(f, "%s    'bytes_per_token.dat' using 1:($%d/%g) with linespoints lw 2 dt %d pt 7 ps 0.5 lc rgb '%s' "
                    "title '%s, α = %g'",
-                (*n_series)++ ? ", \\\n" : "", first + a, scale, dash, colour, who, bytes_alphas[a]);
+                (*n_series)++ ? ", \\\n" : "", first + a, scale, dash, shades[a], who, bytes_alphas[a]);
 }
+
+static const char *const draft_shades[N_BYTES_ALPHAS] = {"#f08080", "#d62728", "#7f0000"};
+static const char *const mtp_shades[N_BYTES_ALPHAS] = {"#fdbe85", "#fd8d3c", "#a63603"};
 
 int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err) {
     FILE *f = plot_open(dir, "bytes_per_token.dat", err);
@@ -77,7 +81,7 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
             "set xlabel \"draft depth k (k = 0: plain decoding)\"\n"
             "set xrange [-0.2:%d.2]\n"
             "set xtics 1\n"
-            "set key top right box opaque font ',10'\n",
+            "set key top right box opaque font ',10' maxrows 12\n",
             BYTES_K_MAX);
     int n_series = 0;
     if (have_pair) {
@@ -85,19 +89,20 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
                 "set title \"%s%s\"\n"
                 "set ylabel \"weight bytes per committed token (MB/token, 10^6 bytes)\"\n"
                 "set yrange [0:*]\n"
+                "set offsets 0, 0, graph %s, 0\n"
                 "plot \\\n",
-                t->pair_name, have_big ? "" : ": (target + k·proposer) / E(α,k)");
-        if (t->pair_draft_bytes > 0) gp_bytes_series(f, c_draft, "draft", "#d62728", 1, 1e6, &n_series);
-        if (t->pair_mtp_bytes > 0) gp_bytes_series(f, c_mtp, "MTP", "#ff7f0e", 2, 1e6, &n_series);
+                t->pair_name, have_big ? "" : ": (target + k·proposer) / E(α,k)", m && m->n_points ? "0.9" : "0.45");
+        if (t->pair_draft_bytes > 0) gp_bytes_series(f, c_draft, "draft", draft_shades, 1, 1e6, &n_series);
+        if (t->pair_mtp_bytes > 0) gp_bytes_series(f, c_mtp, "MTP", mtp_shades, 2, 1e6, &n_series);
         int seen[PLOT_METHOD_COUNT] = {0};
         for (int i = 0; m && i < m->n_points; i++) {
             const plot_point *p = &m->points[i];
             if (seen[p->method]++) continue;
             fprintf(f,
                     ", \\\n    'measured.dat' using 4:(strcol(2) eq '%s' ? $13/1e6 : 1/0) with points pt %d ps 1.8 "
-                    "lc rgb '%s' title 'measured %s (k = %d, each temperature): run accounting', \\\n"
+                    "lc rgb '%s' title 'measured %s, k = %d', \\\n"
                     "    'measured.dat' using 4:(strcol(2) eq '%s' ? $18/1e6 : 1/0) with points pt %d ps 1.8 lw 1.5 "
-                    "lc rgb '%s' title 'the formula at the measured α̂'",
+                    "lc rgb '%s' title '  formula at its α̂'",
                     p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label, p->k,
                     p->acc.method, plot_method_point[p->method] - 1, plot_method_colour[p->method]);
         }
@@ -109,9 +114,10 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
                 "set title \"%s%s\"\n"
                 "set ylabel \"weight bytes per committed token (GB/token, 10^9 bytes)\"\n"
                 "set yrange [0:*]\n"
+                "set offsets 0, 0, graph 0.25, 0\n"
                 "plot \\\n",
                 t->big_name, have_pair ? "" : ": (target + k·MTP step) / E(α,k)");
-        gp_bytes_series(f, c_big, "MTP", "#ff7f0e", 2, 1e9, &n_series);
+        gp_bytes_series(f, c_big, "MTP", mtp_shades, 2, 1e9, &n_series);
         fputc('\n', f);
     }
     if (have_pair && have_big) fprintf(f, "unset multiplot\n");
@@ -181,20 +187,21 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
             "set xrange [1:%d]\n"
             "set yrange [0:*]\n"
             "set key bottom left box opaque font ',10'\n"
+            "set offsets 0, 0, graph 0.1, 0\n"
             "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
             t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9,
             t->batch_alpha, w->context, BATCH_MAX, BATCH_MAX);
     if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
         fprintf(f,
                 "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'plain decoding fills %.0f GB at b = %d' at %d, graph 0.97 right rotate by 90 "
-                "offset char -0.4,0 font ',9' tc rgb '#555555'\n",
+                "set label 'plain decoding fills the %.0f GB at b = %d' at %d, graph 0.03 left rotate by 90 "
+                "offset char -1.5,0 font ',9' tc rgb '#555555'\n",
                 fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
     if (fit_spec >= 1 && fit_spec <= BATCH_MAX)
         fprintf(f,
                 "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'k = %d with %d state slots fills %.0f GB at b = %d' at %d, graph 0.97 right rotate by 90 "
-                "offset char -0.4,0 font ',9' tc rgb '#555555'\n",
+                "set label 'k = %d (%d state slots) fills the %.0f GB at b = %d' at %d, graph 0.03 left rotate by 90 "
+                "offset char -1.5,0 font ',9' tc rgb '#555555'\n",
                 fit_spec, fit_spec, k_fit, k_fit + 1, d->memory / 1e9, fit_spec, fit_spec);
     fprintf(f, "plot \\\n");
     for (int j = 0; j < N_BATCH_KS; j++)

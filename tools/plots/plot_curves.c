@@ -16,21 +16,45 @@
 static const double mc_alphas[] = {0.2, 0.4, 0.6, 0.8, 0.9, 0.95};
 static const int mc_ks[] = {2, 4, 8};
 
-/* The measured points of one method on plot (a) or (d): points and labels. */
-static void gp_measured_layer(FILE *f, const plot_measurements *m, const char *x, const char *y, const char *scale) {
+/* The measured points of plot (a), one series per method, read from
+ * measured.dat (x = α̂, y = tokens per pass). */
+static void gp_measured_points(FILE *f, const plot_measurements *m) {
     int seen[PLOT_METHOD_COUNT] = {0};
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
         if (seen[p->method]++) continue;
         fprintf(f,
-                ", \\\n    'measured.dat' using %s:(strcol(2) eq '%s' ? $%s%s : 1/0) with points pt %d ps 1.6 "
-                "lc rgb '%s' title 'measured: %s (k = %d)'",
-                x, p->acc.method, y, scale, plot_method_point[p->method], plot_method_colour[p->method], p->label,
-                p->k);
-        fprintf(f,
-                ", \\\n    'measured.dat' using %s:(strcol(2) eq '%s' ? $%s%s : 1/0):1 with labels left "
-                "offset char 1,%s font ',9' tc rgb '%s' notitle",
-                x, p->acc.method, y, scale, p->method == PLOT_DRAFT ? "0.6" : "-0.6", plot_method_colour[p->method]);
+                ", \\\n    'measured.dat' using 10:(strcol(2) eq '%s' ? $11 : 1/0) with points pt %d ps 1.6 "
+                "lc rgb '%s' title 'measured: %s, k = %d (α̂, tokens per pass)'",
+                p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label, p->k);
+    }
+}
+
+/* A label beside each measured point; points of one method that fall on
+ * the same spot share one label ("MTP T=0, 0.7") instead of overprinting. */
+static void gp_measured_labels(FILE *f, const plot_measurements *m) {
+    int n = m ? m->n_points : 0;
+    for (int i = 0; i < n; i++) {
+        const plot_point *p = &m->points[i];
+        double x = accounting_alpha(&p->acc), y = accounting_tokens_per_pass(&p->acc);
+        if (isnan(x)) continue;
+        int first = 1; /* only the first point of a spot writes the label */
+        for (int j = 0; j < i && first; j++) {
+            const plot_point *q = &m->points[j];
+            first = !(q->method == p->method && fabs(accounting_alpha(&q->acc) - x) < 0.015 &&
+                      fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.08);
+        }
+        if (!first) continue;
+        char text[256];
+        int len = snprintf(text, sizeof text, "%s T=%g", p->label, p->temperature);
+        for (int j = i + 1; j < n && len < (int)sizeof text - 16; j++) {
+            const plot_point *q = &m->points[j];
+            if (q->method == p->method && fabs(accounting_alpha(&q->acc) - x) < 0.015 &&
+                fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.08)
+                len += snprintf(text + len, sizeof text - len, ", %g", q->temperature);
+        }
+        fprintf(f, "set label \"%s\" at %.6f, %.6f left offset char 1,%s font ',9' tc rgb '%s' front\n", text, x, y,
+                p->method == PLOT_DRAFT ? "0.7" : "-0.7", plot_method_colour[p->method]);
     }
 }
 
@@ -89,14 +113,17 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
             "# the curves: light (k = 1) to dark (k = %d), each named at its right end, E(1,k) = k + 1\n"
             "set palette defined (0 '#9ecae1', 1 '#08306b')\n"
             "unset colorbox\n"
-            "do for [k=1:%d] { set label sprintf('k = %%d', k) at 1.01, k + 1 left font ',10' }\n"
+            "do for [k=1:%d] { set label sprintf('k = %%d', k) at 1.01, k + 1 left font ',10' }\n",
+            E_K_MAX, E_K_MAX);
+    gp_measured_labels(f, m);
+    fprintf(f,
             "plot for [k=1:%d] 'tokens_per_pass.dat' using 1:(column(k+1)) with lines lw 2 "
             "lc palette frac (k - 1) / %d.0 notitle, \\\n"
-            "    'tokens_per_pass.dat' using 1:5 with lines lw 2 lc palette frac 0.5 title 'E(α,k), k = 1…%d', \\\n"
+            "    NaN with lines lw 2 lc palette frac 0.5 title 'E(α,k), k = 1…%d (named at the right)', \\\n"
             "    'tokens_per_pass_mc.dat' using 1:4:5 with yerrorbars pt 6 ps 0.9 lc rgb 'black' "
             "title 'Monte-Carlo, %ld rounds per point (99.9 %% interval)'",
-            E_K_MAX, E_K_MAX, E_K_MAX, E_K_MAX - 1, E_K_MAX, t->mc_rounds);
-    gp_measured_layer(f, m, "10", "11", "");
+            E_K_MAX, E_K_MAX - 1, E_K_MAX, t->mc_rounds);
+    gp_measured_points(f, m);
     fputc('\n', f);
     return plot_close(f, dir, "tokens_per_pass.gp", err);
 }
@@ -175,7 +202,8 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
             "set xrange [0:%d]\n"
             "set xtics 1\n"
             "set yrange [0:*]\n"
-            "set key below box font ',10'\n"
+            "set key top left box opaque font ',10'\n"
+            "set offsets 0, 0, graph 0.4, 0\n"
             "set arrow from 0,1 to %d,1 nohead dt 3 lc rgb '#888888'\n"
             "plot \\\n",
             SPEEDUP_K_MAX, SPEEDUP_K_MAX);
@@ -184,7 +212,7 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
                 i + 2, case_colour[i % 8], cases[i].label);
     fprintf(f,
             "    'speedup_k_opt.dat' using 4:5 with points pt 9 ps 2.2 lc rgb 'black' title 'best k of each curve', \\\n"
-            "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels offset char 0,1.3 font ',10' "
+            "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels left offset char 0.2,1.2 font ',10' "
             "notitle\n");
     return plot_close(f, dir, "speedup_k.gp", err);
 }
