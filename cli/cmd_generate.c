@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "beam.h"
 #include "commands.h"
 #include "decode.h"
 #include "mtp.h"
@@ -27,6 +28,9 @@ typedef struct {
     method_id method;
     int k, json, stream, mtp_sample, temperature_given, print_ids;
     decode_options opt;
+    beam_options beam;
+    const char *beam_flag;    /* a beam-only flag that was given, for the error when the method is not beam */
+    const char *nonbeam_flag; /* a flag that beam search has no use for, for the error when it is */
 } generate_args;
 
 static void usage(FILE *f) {
@@ -37,11 +41,16 @@ static void usage(FILE *f) {
             "  --prompt TEXT        prompt text, encoded with MODEL/tokenizer.json (default \"%s\")\n"
             "  --tokens IDS         prompt as token ids instead, e.g. 1,5,9\n"
             "  --ids                print token ids instead of text\n"
-            "  --method NAME        greedy | sample | spec | mtp   (default sample)\n"
+            "  --method NAME        greedy | sample | beam | spec | mtp   (default sample)\n"
             "  --draft DIR          draft model for --method spec (default %s-draft)\n"
             "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
             "  --mtp-sample         MTP drafts sampled from its distribution (default: argmax drafts)\n"
-            "  --temperature T      default 1 (greedy: 0); the same processing applies to p and q\n"
+            "  --beams N            beam width (beam; default 4)\n"
+            "  --length-penalty X   beam: score = sum log p / generated_length^X (default 1)\n"
+            "  --early-stopping M   beam: true | heuristic | never (default heuristic, Hugging Face's False)\n"
+            "  --num-return N       beam: hypotheses returned, best first, N <= beams (default 1)\n"
+            "  --temperature T      default 1 (greedy: 0); the same processing applies to p and q;\n"
+            "                       beam search scores raw log-probabilities and takes none of these\n"
             "  --top-k K, --top-p P, --min-p P   cuts of the processed distribution\n"
             "  --seed N             seed of every random draw (default 1)\n"
             "  --max-tokens N       tokens to generate (default 32)\n"
@@ -51,12 +60,34 @@ static void usage(FILE *f) {
             default_model_dir(), DEFAULT_PROMPT_ESCAPED, default_model_dir());
 }
 
+/* The combinations beam search refuses (parse has read every flag). */
+static int beam_check(generate_args *a) {
+    if (a->nonbeam_flag) {
+        const char *f = a->nonbeam_flag, *why =
+            !strcmp(f, "--seed")     ? "it draws nothing at random"
+            : !strcmp(f, "--k")      ? "it proposes no draft tokens"
+            : !strcmp(f, "--stream") ? "its result is known only when the search stops"
+                                     : "it scores raw log-probabilities (temperature and cuts apply only to sampling)";
+        fprintf(stderr, "specula generate: %s does not apply to --method beam: %s\n", f, why);
+        return -1;
+    }
+    if (a->beam.num_return > a->beam.num_beams) {
+        fprintf(stderr, "specula generate: --num-return %d exceeds --beams %d\n", a->beam.num_return,
+                a->beam.num_beams);
+        return -1;
+    }
+    a->beam.max_new_tokens = a->opt.max_tokens;
+    a->beam.stop_at_eos = a->opt.stop_at_eos;
+    return 0;
+}
+
 static int parse(int argc, char **argv, generate_args *a) {
     memset(a, 0, sizeof *a);
     a->opt = decode_defaults();
     a->opt.max_tokens = 32;
     a->method = M_SAMPLE;
     a->k = 4;
+    a->beam = beam_defaults();
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
 #define VALUE() \
@@ -91,22 +122,28 @@ static int parse(int argc, char **argv, generate_args *a) {
         } else if (!strcmp(f, "--k")) {
             VALUE();
             if (arg_int(f, v, 1, 32, &a->k)) return 2;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--temperature")) {
             VALUE();
             if (arg_float(f, v, 0, 100, &a->opt.sampling.temperature)) return 2;
             a->temperature_given = 1;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--top-k")) {
             VALUE();
             if (arg_int(f, v, 0, 1 << 30, &a->opt.sampling.top_k)) return 2;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--top-p")) {
             VALUE();
             if (arg_float(f, v, 1e-6, 1, &a->opt.sampling.top_p)) return 2;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--min-p")) {
             VALUE();
             if (arg_float(f, v, 0, 0.999999, &a->opt.sampling.min_p)) return 2;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--seed")) {
             VALUE();
             if (arg_u64(f, v, &a->opt.seed)) return 2;
+            a->nonbeam_flag = f;
         } else if (!strcmp(f, "--max-tokens")) {
             VALUE();
             if (arg_int(f, v, 1, 1 << 20, &a->opt.max_tokens)) return 2;
@@ -116,6 +153,29 @@ static int parse(int argc, char **argv, generate_args *a) {
             a->mtp_sample = 1;
         } else if (!strcmp(f, "--stream")) {
             a->stream = 1;
+            a->nonbeam_flag = f;
+        } else if (!strcmp(f, "--beams")) {
+            VALUE();
+            if (arg_int(f, v, 1, 4096, &a->beam.num_beams)) return 2;
+            a->beam_flag = f;
+        } else if (!strcmp(f, "--length-penalty")) {
+            VALUE();
+            if (arg_float(f, v, -100, 100, &a->beam.length_penalty)) return 2;
+            a->beam_flag = f;
+        } else if (!strcmp(f, "--early-stopping")) {
+            VALUE();
+            if (beam_early_stopping_parse(v, &a->beam.early_stopping)) {
+                fprintf(stderr,
+                        "specula: --early-stopping expects true, heuristic or never (Hugging Face's False is "
+                        "heuristic), got '%s'\n",
+                        v);
+                return 2;
+            }
+            a->beam_flag = f;
+        } else if (!strcmp(f, "--num-return")) {
+            VALUE();
+            if (arg_int(f, v, 1, 4096, &a->beam.num_return)) return 2;
+            a->beam_flag = f;
         } else if (!strcmp(f, "--json")) {
             a->json = 1;
         } else {
@@ -140,7 +200,12 @@ static int parse(int argc, char **argv, generate_args *a) {
         fprintf(stderr, "specula generate: --mtp-sample only applies to --method mtp\n");
         return 2;
     }
-    if (a->method == M_BEAM || a->method == M_MEDUSA) {
+    if (a->method == M_BEAM && beam_check(a)) return 2;
+    if (a->beam_flag && a->method != M_BEAM) {
+        fprintf(stderr, "specula generate: %s only applies to --method beam\n", a->beam_flag);
+        return 2;
+    }
+    if (a->method == M_MEDUSA) {
         fprintf(stderr, "specula generate: --method %s is not available in this build\n", method_names[a->method]);
         return 2;
     }
@@ -225,6 +290,43 @@ static int prompt_ids(const generate_args *a, const tokenizer *tok, int V, const
     return 0;
 }
 
+/* beam_print_json's hook: the decoded text of each hypothesis. */
+static void beam_text_field(FILE *f, const beam_hypothesis *h, void *user) {
+    char *text;
+    size_t len;
+    sp_error err;
+    if (tokenizer_decode(user, h->tokens, h->n, &text, &len, &err)) return;
+    fflush(f);
+    printf(", \"text\": ");
+    print_json_string((const unsigned char *)text, len);
+    free(text);
+}
+
+/* --method beam: the n-best list, as text through the tokenizer when there
+ * is one, then the ids, the accounting and the beam figures. */
+static int run_beam(const generate_args *a, model *target, const printer *pr, const int *prompt, int n_prompt) {
+    beam_output out;
+    sp_error err;
+    if (beam_run(target, prompt, n_prompt, &a->beam, &out, &err)) {
+        fprintf(stderr, "specula generate: %s\n", err.msg);
+        return 1;
+    }
+    if (a->json) {
+        beam_print_json(&out, &a->beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL,
+                        (void *)pr->tok);
+    } else {
+        if (pr->tok)
+            for (int i = 0; i < out.n_best; i++) {
+                printf("#%d ", i + 1);
+                print_tokens(pr, prompt, n_prompt, "");
+                print_tokens(pr, out.best[i].tokens, out.best[i].n, "\n");
+            }
+        beam_print(&out, &a->beam, stdout);
+    }
+    beam_output_free(&out);
+    return 0;
+}
+
 int cmd_generate(int argc, char **argv) {
     generate_args a;
     int rc = parse(argc, argv, &a);
@@ -256,6 +358,13 @@ int cmd_generate(int argc, char **argv) {
         if (have_tok) tokenizer_free(&tok);
         model_free(&target);
         return rc;
+    }
+    if (a.method == M_BEAM) {
+        int status = run_beam(&a, &target, &pr, prompt, n_prompt);
+        free(prompt);
+        if (have_tok) tokenizer_free(&tok);
+        model_free(&target);
+        return status;
     }
     proposer prop, *pp = NULL;
     int have_draft = 0, status = 0;
