@@ -454,6 +454,7 @@ START_TEST(test_gnuplot_draws_every_plot) {
     }
     /* a script that does not exist is an error, not a silent success */
     ck_assert_int_eq(plots_render(dir, "no_such_plot", "png", &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no_such_plot.gp"));
     harness_rmtree(dir);
     plots_measurements_free(&m);
     fixture_model_close(&draft);

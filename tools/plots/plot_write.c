@@ -53,7 +53,7 @@ void plot_gp_head(FILE *f, const char *name, const char *what, const char *data_
             "if (fmt eq 'dumb') {\n"
             "    set terminal dumb size 120,40\n"
             "}\n"
-            "set grid lc rgb '#dddddd'\n"
+            "if (fmt ne 'dumb') { set grid lc rgb '#dddddd' }\n"
             "set border lc rgb '#444444'\n",
             name, what, data_files, name, name, name, name, name, width, height, name, width, height, name);
 }
@@ -234,6 +234,9 @@ int plots_render(const char *dir, const char *name, const char *fmt, sp_error *e
     char script[256], setting[64];
     snprintf(script, sizeof script, "%s.gp", name);
     snprintf(setting, sizeof setting, "fmt='%s'", fmt);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%s", dir, script);
+    if (access(path, R_OK) != 0) return sp_fail(err, "no gnuplot script %s: %s", path, strerror(errno));
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
