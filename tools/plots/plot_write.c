@@ -166,9 +166,9 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
         for (int j = 0; j < i; j++) ti += m->points[j].method == p->method;
         fprintf(f,
                 "    'acceptance.dat' index %d using 1:5 with linespoints lw 2 dt %d pt %d ps 1.2 lc rgb '%s' "
-                "title '%s'%s\n",
+                "title '%s (α̂ = %.2f)'%s\n",
                 i, dash[ti % 5], plot_method_point[p->method], plot_method_colour[p->method], label,
-                i + 1 < m->n_points ? ", \\" : "");
+                accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
     }
     return plot_close(f, dir, "acceptance.gp", err);
 }
