@@ -25,7 +25,8 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-WARN := -Wall -Wextra -Werror -Wshadow -Wvla -Wno-unused-parameter
+WERROR ?= -Werror
+WARN := -Wall -Wextra $(WERROR) -Wshadow -Wvla -Wno-unused-parameter
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP -Ireference -Ioptimized -Ikernels -Itools $(PKG_CFLAGS)
 LDLIBS = $(PKG_LIBS) -lm
@@ -41,12 +42,16 @@ STAT_SRC := $(sort $(wildcard tests/stat/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
 HARNESS_SRC := tests/harness.c tests/fixtures.c
 CU_SRC := $(sort $(wildcard kernels/*.cu))
+CU_CHECK_SRC := $(sort $(wildcard kernels/check/*.cu))
+KERNEL_C_SRC := $(sort $(wildcard kernels/*.c))
+EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
+EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 
 LIB := $(BUILD)/libspecula.a
-LIB_OBJ := $(call obj,$(REF_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+LIB_OBJ := $(call obj,$(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
@@ -86,29 +91,63 @@ $(BUILD)/obj/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS)
 $(BUILD)/asan/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS) -DRUNNER_UNIT_ONLY
 $(BUILD)/obj/tests/%.o $(BUILD)/asan/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -Itests
 
-TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC))
-$(BUILD)/tests/runner: $(TEST_OBJ) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+# tests/gpu runs build/cuda/gpucheck in a child process (CUDA never starts in
+# the runner, whose tests Check forks).
+$(BUILD)/obj/tests/gpu/%.o: ALL_CFLAGS += -DGPUCHECK_BIN='"$(BUILD)/cuda/gpucheck"'
 
-SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
-$(BUILD)/tests/runner-asan: $(SAN_OBJ)
+TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC))
+$(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
+
+SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+$(BUILD)/tests/runner-asan: $(SAN_OBJ) $(EMU_SAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
 
 # ---- CUDA ------------------------------------------------------------------
-CUDA_ARCH := -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
-NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference -Ikernels -Xcompiler -Wall,-Wextra,-Werror -Werror all-warnings
+# kernels/*.cu are the kernels, kernels/check/*.cu the harness that validates
+# them against their CPU twins (kernels/twin.c) and times them; together with
+# the C sources below they link into $(BUILD)/cuda/gpucheck. The same .cu
+# sources also compile with the C++ compiler against the CPU emulator
+# (kernels/emu.h) into $(BUILD)/emu: the unit suites run every kernel there on
+# small shapes, with and without sanitizers, so CI exercises them without a GPU.
+CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
+CUDA_HOME := $(if $(NVCC),$(patsubst %/bin/,%,$(dir $(realpath $(NVCC)))))
+CUBLAS_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/targets/*/lib/libcublas.so))))
+CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
+CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
+NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+GPUCHECK_C_SRC := reference/ops.c reference/dtype.c reference/philox.c reference/sampler.c reference/accept.c reference/tree.c \
+                  reference/error.c $(KERNEL_C_SRC)
+GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
+
 cuda:
 ifneq ($(strip $(NVCC)),)
 ifneq ($(strip $(CU_SRC)),)
-	@$(MAKE) --no-print-directory $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC))
+	@$(MAKE) --no-print-directory $(BUILD)/cuda/gpucheck
 endif
 endif
 
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCC_FLAGS) -c $< -o $@
+	$(NVCC) $(NVCC_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
+	$(NVCC) $(CUDA_ARCH) -o $@ $^ $(CUBLAS_LIBS) -lm
+
+CXX_EMU ?= g++
+EMU_FLAGS = -std=c++17 -DKN_EMU -x c++ $(WARN) -Wno-unknown-pragmas -fno-exceptions -fno-rtti \
+            -fno-threadsafe-statics -Ireference -Ikernels -Ikernels/check -MMD -MP
+
+$(BUILD)/emu/%.o: %
+	@mkdir -p $(dir $@)
+	$(CXX_EMU) $(EMU_FLAGS) -O1 -g -c $< -o $@
+
+$(BUILD)/emu-asan/%.o: %
+	@mkdir -p $(dir $@)
+	$(CXX_EMU) $(EMU_FLAGS) -O1 -g $(SAN_FLAGS) -fno-sanitize=vptr -c $< -o $@
 
 # ---- entry points -----------------------------------------------------------
 deps:
@@ -128,6 +167,12 @@ PLOT_ARGS ?=
 plots: $(BUILD)/specula
 	@command -v gnuplot >/dev/null 2>&1 || { echo "make plots: gnuplot is not installed; \`make deps\` installs it (Debian package gnuplot-nox)" >&2; exit 1; }
 	$(BUILD)/specula plot --out $(BUILD)/plots $(PLOT_ARGS)
+
+# gpu-check needs only a C compiler and nvcc: it builds its own copy in
+# $(BUILD)/gpu (warnings not fatal: another machine's compiler may warn
+# differently) and never runs `deps`.
+gpu-check:
+	@tools/gpu-check.sh $(BUILD)/gpu
 
 peer: all
 	@tools/peer/run.sh $(BUILD) $(PYTHON)

@@ -1,0 +1,174 @@
+/* check_deltanet.cu — validates and times the DeltaNet conv step and gated
+ * delta rule (kn_deltanet.h) against twin_conv_step / twin_delta_step, for
+ * chains and for branching trees, comparing both the outputs and every
+ * written state slot. */
+#include "gc.cuh"
+#include "kn_deltanet.h"
+#include "twin.h"
+
+/* conv: the same products summed in the same order; only CUDA's expf in
+ * silu differs (≤ 2 ulp), so 1e-5 is a 100× margin. delta: fp32 sums of
+ * Dk = 128 products in another order, plus the l2 norms and exp/log1p of
+ * the gates, ≈1e-6 per step; 1e-4 holds that with margin, while a wrong
+ * parent state, head mapping or gate is O(1) (states of different nodes
+ * differ by the O(1) update k·uᵀ). */
+#define CONV_BOUND 1e-5
+#define DELTA_BOUND 1e-4
+#define DN_MAX_SETS 8
+
+/* parent[m] of a random tree (tree) or a chain written out (not tree). */
+static void make_parents(int *parent, int m, int tree, uint64_t seed) {
+    uint64_t x = seed | 1;
+    for (int t = 0; t < m; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        parent[t] = tree ? (int)(x % (uint64_t)(t + 1)) - 1 : t - 1;
+    }
+}
+
+static double max2(double a, double b) { return (a > b || isnan(a)) ? a : b; }
+
+static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tree) {
+    size_t st_n = (size_t)C * (K - 1), x_n = (size_t)m * C;
+    int n_sets = c->emu ? 1 : gc_rotation_sets((st_n * (m + 1) + 2 * x_n) * 4, c->l2_bytes, DN_MAX_SETS);
+    float *x[DN_MAX_SETS] = {0}, *st0[DN_MAX_SETS] = {0};
+    for (int s = 0; s < n_sets; s++) {
+        x[s] = (float *)gc_dmalloc(x_n * 4);
+        st0[s] = (float *)gc_dmalloc(st_n * 4);
+        gc_fill_f32(c, x[s], x_n, -2.0f, 2.0f, 800 + s);
+        gc_fill_f32(c, st0[s], st_n, -2.0f, 2.0f, 820 + s);
+    }
+    float *w = (float *)gc_dmalloc((size_t)C * K * 4), *out = (float *)gc_dmalloc(x_n * 4);
+    float *slots = (float *)gc_dmalloc(st_n * m * 4);
+    gc_fill_f32(c, w, (size_t)C * K, -1.0f, 1.0f, 840);
+    int *parent_h = NULL, *parent = NULL;
+    if (tree) {
+        parent_h = (int *)gc_hmalloc((size_t)m * 4);
+        make_parents(parent_h, m, 1, c->seed ^ 0xc0);
+        parent = (int *)gc_dmalloc((size_t)m * 4);
+        gc_h2d(parent, parent_h, (size_t)m * 4);
+    }
+    float *x_h = (float *)gc_hmalloc(x_n * 4), *st_h = (float *)gc_hmalloc(st_n * 4);
+    float *w_h = (float *)gc_hmalloc((size_t)C * K * 4);
+    gc_d2h(x_h, x[0], x_n * 4), gc_d2h(st_h, st0[0], st_n * 4), gc_d2h(w_h, w, (size_t)C * K * 4);
+    float *out_ref = (float *)gc_hmalloc(x_n * 4), *slots_ref = (float *)gc_hmalloc(st_n * m * 4);
+    twin_conv_step(out_ref, slots_ref, st_h, x_h, w_h, parent_h, m, C, K);
+    int nv = 0;
+    const kn_conv_version *vs = kn_conv_versions(&nv);
+    for (int vi = 0; vi < nv; vi++) {
+        char note[96] = "";
+        double err = INFINITY, us = NAN;
+        gc_poison(out, x_n * 4), gc_poison(slots, st_n * m * 4);
+        cudaError_t e = vs[vi].fn(out, slots, st0[0], x[0], w, parent, m, C, K, 0);
+        if (e != cudaSuccess) {
+            snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
+        } else {
+            gc_sync(vs[vi].name);
+            err = max2(gc_compare_f32(out, out_ref, x_n, note, sizeof note),
+                       gc_compare_f32(slots, slots_ref, st_n * m, note, sizeof note));
+            if (gc_status_for(err, CONV_BOUND) == GC_OK)
+                us = gc_time_us(c, [&](int it) {
+                    int s = it % n_sets;
+                    return vs[vi].fn(out, slots, st0[s], x[s], w, parent, m, C, K, 0);
+                });
+        }
+        double bytes = 4.0 * (st_n + 2.0 * x_n + (double)C * K + st_n * m);
+        gc_record(c, "conv", vs[vi].name, shape, m, err, CONV_BOUND, us, bytes, 0.0, note);
+    }
+    for (int s = 0; s < n_sets; s++) gc_dfree(x[s]), gc_dfree(st0[s]);
+    gc_dfree(w), gc_dfree(out), gc_dfree(slots);
+    if (parent) gc_dfree(parent);
+    free(parent_h), free(x_h), free(st_h), free(w_h), free(out_ref), free(slots_ref);
+}
+
+typedef struct {
+    float *S0, *q, *k, *v, *a, *b;
+} delta_in;
+
+static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int Dk, int Dv, int tree) {
+    size_t st_n = (size_t)Hv * Dk * Dv, qk_n = (size_t)m * Hk * Dk, v_n = (size_t)m * Hv * Dv, ab_n = (size_t)m * Hv;
+    int n_sets = c->emu ? 1 : gc_rotation_sets(st_n * 4 * (m + 1), c->l2_bytes, DN_MAX_SETS);
+    delta_in in[DN_MAX_SETS];
+    for (int s = 0; s < n_sets; s++) {
+        in[s].S0 = (float *)gc_dmalloc(st_n * 4);
+        in[s].q = (float *)gc_dmalloc(qk_n * 4), in[s].k = (float *)gc_dmalloc(qk_n * 4);
+        in[s].v = (float *)gc_dmalloc(v_n * 4);
+        in[s].a = (float *)gc_dmalloc(ab_n * 4), in[s].b = (float *)gc_dmalloc(ab_n * 4);
+        gc_fill_f32(c, in[s].S0, st_n, -0.5f, 0.5f, 900 + 10 * s);
+        gc_fill_f32(c, in[s].q, qk_n, -1.0f, 1.0f, 901 + 10 * s);
+        gc_fill_f32(c, in[s].k, qk_n, -1.0f, 1.0f, 902 + 10 * s);
+        gc_fill_f32(c, in[s].v, v_n, -1.0f, 1.0f, 903 + 10 * s);
+        gc_fill_f32(c, in[s].a, ab_n, -2.0f, 2.0f, 904 + 10 * s);
+        gc_fill_f32(c, in[s].b, ab_n, -3.0f, 3.0f, 905 + 10 * s);
+    }
+    float *A_log = (float *)gc_dmalloc((size_t)Hv * 4), *dt_bias = (float *)gc_dmalloc((size_t)Hv * 4);
+    gc_fill_f32(c, A_log, (size_t)Hv, -1.0f, 1.0f, 990);
+    gc_fill_f32(c, dt_bias, (size_t)Hv, -1.0f, 1.0f, 991);
+    float *out = (float *)gc_dmalloc(v_n * 4), *slots = (float *)gc_dmalloc(st_n * m * 4);
+    int *parent_h = NULL, *parent = NULL;
+    if (tree) {
+        parent_h = (int *)gc_hmalloc((size_t)m * 4);
+        make_parents(parent_h, m, 1, c->seed ^ 0xde);
+        parent = (int *)gc_dmalloc((size_t)m * 4);
+        gc_h2d(parent, parent_h, (size_t)m * 4);
+    }
+    float *S0_h = (float *)gc_hmalloc(st_n * 4), *q_h = (float *)gc_hmalloc(qk_n * 4), *k_h = (float *)gc_hmalloc(qk_n * 4);
+    float *v_h = (float *)gc_hmalloc(v_n * 4), *a_h = (float *)gc_hmalloc(ab_n * 4), *b_h = (float *)gc_hmalloc(ab_n * 4);
+    float *Al_h = (float *)gc_hmalloc((size_t)Hv * 4), *dt_h = (float *)gc_hmalloc((size_t)Hv * 4);
+    gc_d2h(S0_h, in[0].S0, st_n * 4), gc_d2h(q_h, in[0].q, qk_n * 4), gc_d2h(k_h, in[0].k, qk_n * 4);
+    gc_d2h(v_h, in[0].v, v_n * 4), gc_d2h(a_h, in[0].a, ab_n * 4), gc_d2h(b_h, in[0].b, ab_n * 4);
+    gc_d2h(Al_h, A_log, (size_t)Hv * 4), gc_d2h(dt_h, dt_bias, (size_t)Hv * 4);
+    float *out_ref = (float *)gc_hmalloc(v_n * 4), *slots_ref = (float *)gc_hmalloc(st_n * m * 4);
+    twin_delta_step(out_ref, slots_ref, S0_h, q_h, k_h, v_h, a_h, b_h, Al_h, dt_h, parent_h, m, Hk, Hv, Dk, Dv);
+    int nv = 0;
+    const kn_delta_version *vs = kn_delta_versions(&nv);
+    for (int vi = 0; vi < nv; vi++) {
+        char note[96] = "";
+        double err = INFINITY, us = NAN;
+        gc_poison(out, v_n * 4), gc_poison(slots, st_n * m * 4);
+        const delta_in *d = &in[0];
+        cudaError_t e = vs[vi].fn(out, slots, d->S0, d->q, d->k, d->v, d->a, d->b, A_log, dt_bias, parent, m, Hk, Hv,
+                                  Dk, Dv, 0);
+        if (e != cudaSuccess) {
+            snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
+        } else {
+            gc_sync(vs[vi].name);
+            err = max2(gc_compare_f32(out, out_ref, v_n, note, sizeof note),
+                       gc_compare_f32(slots, slots_ref, st_n * m, note, sizeof note));
+            if (gc_status_for(err, DELTA_BOUND) == GC_OK)
+                us = gc_time_us(c, [&](int it) {
+                    const delta_in *r = &in[it % n_sets];
+                    return vs[vi].fn(out, slots, r->S0, r->q, r->k, r->v, r->a, r->b, A_log, dt_bias, parent, m, Hk,
+                                     Hv, Dk, Dv, 0);
+                });
+        }
+        double bytes = 4.0 * (st_n * (1.0 + m) + 2.0 * qk_n + 2.0 * v_n + 2.0 * ab_n + 2.0 * Hv);
+        double flops = 6.0 * m * (double)st_n;
+        gc_record(c, "deltanet", vs[vi].name, shape, m, err, DELTA_BOUND, us, bytes, flops, note);
+    }
+    for (int s = 0; s < n_sets; s++) {
+        gc_dfree(in[s].S0), gc_dfree(in[s].q), gc_dfree(in[s].k), gc_dfree(in[s].v), gc_dfree(in[s].a);
+        gc_dfree(in[s].b);
+    }
+    gc_dfree(A_log), gc_dfree(dt_bias), gc_dfree(out), gc_dfree(slots);
+    if (parent) gc_dfree(parent);
+    free(parent_h), free(S0_h), free(q_h), free(k_h), free(v_h), free(a_h), free(b_h), free(Al_h), free(dt_h);
+    free(out_ref), free(slots_ref);
+}
+
+void gc_family_deltanet(gc_ctx *c) {
+    conv_case(c, "odd C=1001 K=4 chain", 3, 1001, 4, 0);
+    conv_case(c, "odd C=77 K=3 tree", 6, 77, 3, 1);
+    conv_case(c, "odd C=300 K=4 tree", 7, 300, 4, 1);
+    delta_case(c, "odd 2/6 heads 128x128 tree", 5, 2, 6, 128, 128, 1);
+    delta_case(c, "odd 3/3 heads 64x40 chain", 3, 3, 3, 64, 40, 0);
+    delta_case(c, "odd 1/2 heads 50x33 tree", 4, 1, 2, 50, 33, 1);
+    delta_case(c, "odd 1/1 heads 160x32 chain", 2, 1, 1, 160, 32, 0); /* Dk > 128: v2 falls back */
+    if (c->emu) return;
+    static const int ms[] = {1, 4};
+    for (int i = 0; i < 2; i++) {
+        conv_case(c, GC_SHAPE_CONV, ms[i], GC27_C, GC27_K, 0);
+        delta_case(c, GC_SHAPE_DELTA, ms[i], GC27_HK, GC27_HV, GC27_DK, GC27_DV, 0);
+    }
+    conv_case(c, "C=10240 K=4 tree", 16, GC27_C, GC27_K, 1);
+    delta_case(c, "48 heads 128x128 tree", 16, GC27_HK, GC27_HV, GC27_DK, GC27_DV, 1);
+}

@@ -1,0 +1,118 @@
+/* gc.cuh — the device-side toolkit of the kernel harness (gpucheck): checked
+ * memory calls, random fills, poisoning, timing with CUDA events, and result
+ * rows. Compiled by nvcc for the GPU and, under -DKN_EMU, against the CPU
+ * emulator, where memory is host memory and nothing is timed. Every CUDA call
+ * is checked with file and line; an error that poisons the context ends the
+ * process (the gpu-check script runs each family in its own process). */
+#ifndef SPECULA_GC_CUH
+#define SPECULA_GC_CUH
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+#include "kn_common.cuh"
+
+typedef struct {
+    int emu;           /* running on the CPU emulator: small shapes, no timing */
+    int validate_only; /* no timing */
+    uint64_t seed;     /* fresh per run unless given; printed for replay */
+    size_t l2_bytes;
+    gc_results *res;
+    int n_fail;
+} gc_ctx;
+
+#define GC_CUDA(call) gc_cuda_check((call), #call, __FILE__, __LINE__)
+void gc_cuda_check(cudaError_t e, const char *what, const char *file, int line);
+
+void *gc_dmalloc(size_t bytes);
+void gc_dfree(void *p);
+void gc_h2d(void *dst, const void *src, size_t bytes);
+void gc_d2h(void *dst, const void *src, size_t bytes);
+/* 0xff bytes: NaN as fp32 and as bf16, so unwritten outputs show. */
+void gc_poison(void *p, size_t bytes);
+/* Waits for the device; a failure here is a kernel fault: reported, fatal. */
+void gc_sync(const char *after);
+void *gc_hmalloc(size_t bytes); /* host, zeroed, never NULL */
+
+/* Uniform values in [lo, hi) from a hash of (seed, stream, index). */
+void gc_fill_f32(const gc_ctx *c, float *d, size_t n, float lo, float hi, uint64_t stream);
+void gc_fill_bf16(const gc_ctx *c, uint16_t *d, size_t n, float lo, float hi, uint64_t stream);
+
+/* Downloads dev[n], checks that every entry was written (no NaN) and
+ * returns ‖dev − ref‖/‖ref‖ (INFINITY with a note when entries are NaN). */
+double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, size_t note_size);
+
+/* Records one row and prints it at once (the log shows progress). Counts
+ * a GC_FAIL in c->n_fail. */
+gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err,
+                  double bound, double us, double bytes, double flops, const char *note);
+/* Status from an error and its bound: FAIL when err > bound or not finite. */
+int gc_status_for(double err, double bound);
+
+#define GC_SAMPLES 11       /* timing samples per row; the median is reported */
+#define GC_SAMPLE_US 400.0  /* each sample repeats the call for about this long */
+
+/* Median µs per call of launch(i) (i counts calls, for buffer rotation),
+ * after a warm-up; NAN when not timing (emulator, --validate-only) or when
+ * a launch fails. */
+template <class F> double gc_time_us(const gc_ctx *c, F launch) {
+#ifdef KN_EMU
+    (void)c, (void)launch;
+    return NAN;
+#else
+    if (c->validate_only) return NAN;
+    int it = 0;
+    for (int i = 0; i < 3; i++)
+        if (launch(it++) != cudaSuccess) return NAN;
+    gc_sync("warm-up launches");
+    cudaEvent_t a, b;
+    GC_CUDA(cudaEventCreate(&a));
+    GC_CUDA(cudaEventCreate(&b));
+    float ms = 0.0f;
+    GC_CUDA(cudaEventRecord(a));
+    cudaError_t e = launch(it++);
+    GC_CUDA(cudaEventRecord(b));
+    GC_CUDA(cudaEventSynchronize(b));
+    GC_CUDA(cudaEventElapsedTime(&ms, a, b));
+    int reps = gc_reps_for(ms * 1e3, GC_SAMPLE_US);
+    double samples[GC_SAMPLES];
+    for (int s = 0; s < GC_SAMPLES && e == cudaSuccess; s++) {
+        GC_CUDA(cudaEventRecord(a));
+        for (int r = 0; r < reps && e == cudaSuccess; r++) e = launch(it++);
+        GC_CUDA(cudaEventRecord(b));
+        GC_CUDA(cudaEventSynchronize(b));
+        GC_CUDA(cudaEventElapsedTime(&ms, a, b));
+        samples[s] = ms * 1e3 / reps;
+    }
+    GC_CUDA(cudaEventDestroy(a));
+    GC_CUDA(cudaEventDestroy(b));
+    if (e != cudaSuccess) return NAN;
+    return gc_median(samples, GC_SAMPLES);
+#endif
+}
+
+/* Families: each validates and times one op family's versions. */
+void gc_family_copy(gc_ctx *c);
+void gc_family_matvec(gc_ctx *c);
+void gc_family_norm(gc_ctx *c);
+void gc_family_rope_kv(gc_ctx *c);
+void gc_family_attention(gc_ctx *c);
+void gc_family_deltanet(gc_ctx *c);
+void gc_family_sample(gc_ctx *c);
+
+typedef struct {
+    const char *name;
+    void (*run)(gc_ctx *c);
+    const char *what;
+} gc_family;
+
+const gc_family *gc_families(int *count);
+
+/* Entry for the unit tests (emulator build): runs one family on its small
+ * shapes; returns the number of failed rows (−1: unknown family) and writes
+ * the failed rows (or a summary) into msg. */
+extern "C" int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *msg, size_t msg_size);
+
+#endif

@@ -1,0 +1,252 @@
+/* deltanet.cu — Gated DeltaNet's causal conv step and gated delta rule over
+ * a chain or tree of positions, one state slot per node (kn_deltanet.h). The
+ * state of one value head is a 128×128 fp32 matrix whose columns evolve
+ * independently given q and k; the fast version keeps a column slice in
+ * registers along a chain, so a verify pass reads the committed state once
+ * and only writes the m slots. */
+#include "kn_common.cuh"
+#include "kn_deltanet.h"
+
+__device__ __forceinline__ float silu(float z) { return z / (1.0f + expf(-z)); }
+__device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+/* ---- conv step ----------------------------------------------------------------- */
+
+/* v1: one thread per channel; every node reloads its parent's state from
+ * memory (the slot just written by this same thread, or state0). */
+__global__ void conv_v1(float *out, float *slots, const float *state0, const float *x, const float *w,
+                        const int *parent, int m, int C, int K) {
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= C) return;
+    const float *wc = w + (size_t)ch * K;
+    float st[KN_CONV_MAX_K];
+    for (int t = 0; t < m; t++) {
+        int p = parent ? parent[t] : t - 1;
+        const float *src = p < 0 ? state0 + (size_t)ch * (K - 1) : slots + ((size_t)p * C + ch) * (K - 1);
+        for (int j = 0; j < K - 1; j++) st[j] = src[j];
+        float xv = x[(size_t)t * C + ch];
+        float acc = wc[K - 1] * xv;
+        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
+        float *dst = slots + ((size_t)t * C + ch) * (K - 1);
+        for (int j = 0; j + 1 < K - 1; j++) dst[j] = st[j + 1];
+        if (K > 1) dst[K - 2] = xv;
+        out[(size_t)t * C + ch] = silu(acc);
+    }
+}
+
+/* v2: K fixed at compile time (the state in registers, loops unrolled) and
+ * the state carried in registers from a node to its child when the child
+ * follows it, so a chain reads state0 once. */
+template <int K>
+__global__ void conv_v2(float *out, float *slots, const float *state0, const float *x, const float *w,
+                        const int *parent, int m, int C) {
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= C) return;
+    float wc[K], st[K > 1 ? K - 1 : 1];
+#pragma unroll
+    for (int j = 0; j < K; j++) wc[j] = w[(size_t)ch * K + j];
+    int have = -2; /* the node whose state st holds */
+    for (int t = 0; t < m; t++) {
+        int p = parent ? parent[t] : t - 1;
+        if (p != have) {
+            const float *src = p < 0 ? state0 + (size_t)ch * (K - 1) : slots + ((size_t)p * C + ch) * (K - 1);
+#pragma unroll
+            for (int j = 0; j < K - 1; j++) st[j] = src[j];
+        }
+        float xv = x[(size_t)t * C + ch];
+        float acc = wc[K - 1] * xv;
+#pragma unroll
+        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
+#pragma unroll
+        for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
+        if (K > 1) st[K - 2] = xv;
+        float *dst = slots + ((size_t)t * C + ch) * (K - 1);
+#pragma unroll
+        for (int j = 0; j < K - 1; j++) dst[j] = st[j];
+        out[(size_t)t * C + ch] = silu(acc);
+        have = t;
+    }
+}
+
+static int conv_args_ok(int m, int C, int K) { return m >= 1 && C >= 1 && K >= 2 && K <= KN_CONV_MAX_K; }
+
+static cudaError_t launch_conv_v1(float *out, float *slots, const float *state0, const float *x, const float *w,
+                                  const int *parent, int m, int C, int K, cudaStream_t s) {
+    if (!conv_args_ok(m, C, K)) return cudaErrorInvalidValue;
+    return KN_LAUNCH(conv_v1, kn_ceil_div(C, 128), 128, 0, s, out, slots, state0, x, w, parent, m, C, K);
+}
+
+static cudaError_t launch_conv_v2(float *out, float *slots, const float *state0, const float *x, const float *w,
+                                  const int *parent, int m, int C, int K, cudaStream_t s) {
+    if (!conv_args_ok(m, C, K)) return cudaErrorInvalidValue;
+    if (K != 4) return launch_conv_v1(out, slots, state0, x, w, parent, m, C, K, s);
+    return KN_LAUNCH(conv_v2<4>, kn_ceil_div(C, 128), 128, 0, s, out, slots, state0, x, w, parent, m, C);
+}
+
+static const kn_conv_version conv_versions[] = {
+    {"v1", "thread per channel, parent state reloaded for every node", launch_conv_v1},
+    {"v2", "K = 4 unrolled, state carried in registers along a chain", launch_conv_v2},
+};
+
+const kn_conv_version *kn_conv_versions(int *count) {
+    *count = (int)(sizeof conv_versions / sizeof conv_versions[0]);
+    return conv_versions;
+}
+
+/* ---- gated delta rule -------------------------------------------------------------- */
+
+/* g, β and the decay of node t, head h (as the ops.h comment defines them). */
+__device__ __forceinline__ void gates(const float *a, const float *b, const float *A_log, const float *dt_bias, int t,
+                                      int h, int Hv, float *decay, float *beta) {
+    float g = -expf(A_log[h]) * softplus(a[(size_t)t * Hv + h] + dt_bias[h]);
+    *decay = expf(g);
+    *beta = sigmoid(b[(size_t)t * Hv + h]);
+}
+
+/* v1: one block per value head, one thread per state column j: the column
+ * is read from the parent's slot, decayed, corrected and written to the
+ * node's slot, with q and k normalised in shared memory. Two passes over the
+ * column (the prediction Sᵀk, then the update and Sᵀq). */
+__global__ void delta_v1(float *out, float *slots, const float *S0, const float *q, const float *k, const float *v,
+                         const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent,
+                         int m, int Hk, int Hv, int Dk, int Dv) {
+    __shared__ float scratch[32];
+    KN_DYN_SMEM(float, qk); /* [2, Dk]: normalised q then k */
+    float *qs = qk, *ks = qk + Dk;
+    int h = blockIdx.x, kh = h / (Hv / Hk), j = threadIdx.x;
+    size_t head = (size_t)Dk * Dv;
+    float qscale = 1.0f / sqrtf((float)Dk);
+    for (int t = 0; t < m; t++) {
+        int p = parent ? parent[t] : t - 1;
+        const float *src = (p < 0 ? S0 : slots + (size_t)p * Hv * head) + (size_t)h * head;
+        float *dst = slots + ((size_t)t * Hv + h) * head;
+        const float *qt = q + ((size_t)t * Hk + kh) * Dk, *kt = k + ((size_t)t * Hk + kh) * Dk;
+        float sq = 0.0f, sk = 0.0f;
+        for (int i = threadIdx.x; i < Dk; i += blockDim.x) sq += qt[i] * qt[i], sk += kt[i] * kt[i];
+        sq = kn_block_sum(sq, scratch);
+        sk = kn_block_sum(sk, scratch);
+        float rq = 1.0f / sqrtf(sq + 1e-6f), rk = 1.0f / sqrtf(sk + 1e-6f);
+        for (int i = threadIdx.x; i < Dk; i += blockDim.x) qs[i] = qt[i] * rq * qscale, ks[i] = kt[i] * rk;
+        __syncthreads();
+        float decay, beta;
+        gates(a, b, A_log, dt_bias, t, h, Hv, &decay, &beta);
+        if (j < Dv) {
+            float kv = 0.0f;
+            for (int i = 0; i < Dk; i++) kv += src[(size_t)i * Dv + j] * decay * ks[i];
+            float u = (v[((size_t)t * Hv + h) * Dv + j] - kv) * beta;
+            float o = 0.0f;
+            for (int i = 0; i < Dk; i++) {
+                float s = src[(size_t)i * Dv + j] * decay + ks[i] * u;
+                dst[(size_t)i * Dv + j] = s;
+                o += s * qs[i];
+            }
+            out[((size_t)t * Hv + h) * Dv + j] = o;
+        }
+        __syncthreads(); /* qs, ks are rewritten for the next node */
+    }
+}
+
+#define DELTA_COLS 32 /* state columns per block in v2 */
+
+/* v2: a block per (value head, 32 columns); four lanes share a column, each
+ * holding every fourth row of it in registers (RPT = Dk/4 rows), so the
+ * column's dot products are two shuffles. A child that follows its parent
+ * keeps the registers: a chain reads S0 once and writes each slot once. */
+template <int RPT>
+__global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const float *S0, const float *q,
+                                                const float *k, const float *v, const float *a, const float *b,
+                                                const float *A_log, const float *dt_bias, const int *parent, int m,
+                                                int Hk, int Hv, int Dk, int Dv) {
+    __shared__ float scratch[32];
+    __shared__ float qs[4 * RPT], ks[4 * RPT];
+    int h = blockIdx.x, kh = h / (Hv / Hk);
+    int lane = threadIdx.x % KN_WARP, warp = threadIdx.x / KN_WARP, r = lane % 4;
+    int j = blockIdx.y * DELTA_COLS + warp * 8 + lane / 4;
+    int tid = threadIdx.x;
+    size_t head = (size_t)Dk * Dv;
+    float qscale = 1.0f / sqrtf((float)Dk);
+    float S[RPT];
+    int have = -2;
+    for (int t = 0; t < m; t++) {
+        int p = parent ? parent[t] : t - 1;
+        const float *qt = q + ((size_t)t * Hk + kh) * Dk, *kt = k + ((size_t)t * Hk + kh) * Dk;
+        float qv = tid < Dk ? qt[tid] : 0.0f, kv = tid < Dk ? kt[tid] : 0.0f;
+        float sq = kn_block_sum(qv * qv, scratch);
+        float sk = kn_block_sum(kv * kv, scratch);
+        float rq = 1.0f / sqrtf(sq + 1e-6f), rk = 1.0f / sqrtf(sk + 1e-6f);
+        if (tid < Dk) qs[tid] = qv * rq * qscale, ks[tid] = kv * rk;
+        __syncthreads();
+        float decay, beta;
+        gates(a, b, A_log, dt_bias, t, h, Hv, &decay, &beta);
+        if (p != have) {
+            const float *src = (p < 0 ? S0 : slots + (size_t)p * Hv * head) + (size_t)h * head;
+#pragma unroll
+            for (int ii = 0; ii < RPT; ii++) {
+                int i = r + 4 * ii;
+                S[ii] = (j < Dv && i < Dk) ? src[(size_t)i * Dv + j] : 0.0f;
+            }
+        }
+        float part = 0.0f;
+#pragma unroll
+        for (int ii = 0; ii < RPT; ii++) {
+            int i = r + 4 * ii;
+            S[ii] *= decay;
+            if (i < Dk) part += S[ii] * ks[i];
+        }
+        part += __shfl_xor_sync(0xffffffffu, part, 1);
+        part += __shfl_xor_sync(0xffffffffu, part, 2);
+        float u = ((j < Dv ? v[((size_t)t * Hv + h) * Dv + j] : 0.0f) - part) * beta;
+        float o = 0.0f;
+        float *dst = slots + ((size_t)t * Hv + h) * head;
+#pragma unroll
+        for (int ii = 0; ii < RPT; ii++) {
+            int i = r + 4 * ii;
+            if (i < Dk) {
+                S[ii] += ks[i] * u;
+                o += S[ii] * qs[i];
+                if (j < Dv) dst[(size_t)i * Dv + j] = S[ii];
+            }
+        }
+        o += __shfl_xor_sync(0xffffffffu, o, 1);
+        o += __shfl_xor_sync(0xffffffffu, o, 2);
+        if (r == 0 && j < Dv) out[((size_t)t * Hv + h) * Dv + j] = o;
+        have = t;
+        __syncthreads(); /* qs, ks are rewritten for the next node */
+    }
+}
+
+static int delta_args_ok(int m, int Hk, int Hv, int Dk, int Dv) {
+    return m >= 1 && Hk >= 1 && Hv >= Hk && Hv % Hk == 0 && Dk >= 1 && Dk <= 1024 && Dv >= 1 && Dv <= 1024;
+}
+
+static cudaError_t launch_delta_v1(float *out, float *slots, const float *S0, const float *q, const float *k,
+                                   const float *v, const float *a, const float *b, const float *A_log,
+                                   const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv,
+                                   cudaStream_t s) {
+    if (!delta_args_ok(m, Hk, Hv, Dk, Dv)) return cudaErrorInvalidValue;
+    int threads = kn_ceil_div(Dv, 32) * 32;
+    return KN_LAUNCH(delta_v1, Hv, threads, 2 * Dk * sizeof(float), s, out, slots, S0, q, k, v, a, b, A_log, dt_bias,
+                     parent, m, Hk, Hv, Dk, Dv);
+}
+
+static cudaError_t launch_delta_v2(float *out, float *slots, const float *S0, const float *q, const float *k,
+                                   const float *v, const float *a, const float *b, const float *A_log,
+                                   const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv,
+                                   cudaStream_t s) {
+    if (!delta_args_ok(m, Hk, Hv, Dk, Dv)) return cudaErrorInvalidValue;
+    if (Dk > 128) return launch_delta_v1(out, slots, S0, q, k, v, a, b, A_log, dt_bias, parent, m, Hk, Hv, Dk, Dv, s);
+    dim3 grid(Hv, kn_ceil_div(Dv, DELTA_COLS));
+    return KN_LAUNCH(delta_v2<32>, grid, 128, 0, s, out, slots, S0, q, k, v, a, b, A_log, dt_bias, parent, m, Hk, Hv,
+                     Dk, Dv);
+}
+
+static const kn_delta_version delta_versions[] = {
+    {"v1", "block per value head, thread per state column, state read from the parent slot", launch_delta_v1},
+    {"v2", "block per (head, 32 columns), 4 lanes per column in registers, chain kept on chip", launch_delta_v2},
+};
+
+const kn_delta_version *kn_delta_versions(int *count) {
+    *count = (int)(sizeof delta_versions / sizeof delta_versions[0]);
+    return delta_versions;
+}

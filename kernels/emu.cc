@@ -1,0 +1,367 @@
+/* emu.cc — the fiber scheduler behind emu.h: one ucontext fiber per CUDA
+ * thread of the running block, a round-robin scheduler that switches only at
+ * barriers and warp collectives, and deadlock detection (a barrier that some
+ * live thread never reaches is a bug the GPU would hang or misbehave on).
+ * Annotated for AddressSanitizer's fiber support so ASan builds stay exact. */
+#include "emu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#define EMU_ASAN 1
+#else
+#define EMU_ASAN 0
+#endif
+
+/* Switching fibers is the emulator's inner loop: on x86-64 a few
+ * instructions that save the callee-saved registers and swap stacks;
+ * elsewhere ucontext (correct, but each switch is a system call). */
+#if defined(__x86_64__)
+#define EMU_FAST_SWITCH 1
+extern "C" void emu_switch(void **save_sp, void *load_sp);
+__asm__(".text\n"
+        ".globl emu_switch\n"
+        ".type emu_switch,@function\n"
+        "emu_switch:\n"
+        "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+        "  ret\n"
+        ".size emu_switch, .-emu_switch\n");
+#else
+#define EMU_FAST_SWITCH 0
+#endif
+
+#define EMU_MAX_THREADS 1024
+#define EMU_WARPS (EMU_MAX_THREADS / 32)
+#define EMU_STACK (256 * 1024)
+
+enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
+
+typedef struct {
+    ucontext_t ctx;
+    void *sp; /* saved stack pointer (fast switch) */
+    uint3 tid;
+    int lane, warp, state;
+    unsigned wait_gen;
+    void *fake_stack;
+} emu_fiber;
+
+uint3 emu_block_idx;
+dim3 emu_block_dim, emu_grid_dim;
+
+static emu_fiber fibers[EMU_MAX_THREADS];
+static char *stacks[EMU_MAX_THREADS];
+static emu_fiber *cur;
+#if EMU_FAST_SWITCH
+static void *sched_sp;
+#else
+static ucontext_t sched_ctx;
+#endif
+#if EMU_ASAN
+static const void *sched_stack_bottom;
+static size_t sched_stack_size;
+#endif
+static int n_threads, n_live;
+static int bar_count;
+static unsigned bar_gen;
+static int warp_live[EMU_WARPS], warp_count[EMU_WARPS];
+static unsigned warp_gen[EMU_WARPS];
+static uint64_t warp_slot[EMU_WARPS][32];
+static unsigned char *dyn_smem;
+static size_t dyn_smem_cap;
+static emu_body_fn body_fn;
+static void *body_arg;
+static cudaError_t last_error;
+
+const char *cudaGetErrorString(cudaError_t e) {
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: barrier deadlock)";
+    case cudaErrorNotSupported: return "operation not supported";
+    default: return "unknown error";
+    }
+}
+
+cudaError_t cudaGetLastError(void) {
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaGetDevice(int *dev) {
+    *dev = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev) {
+    (void)dev;
+    *value = attr == cudaDevAttrMultiProcessorCount ? EMU_SM_COUNT : EMU_MAX_SMEM;
+    return cudaSuccess;
+}
+
+const uint3 &emu_thread_idx(void) { return cur->tid; }
+int emu_lane(void) { return cur->lane; }
+void *emu_dyn_smem(void) { return dyn_smem; }
+
+/* Fiber → scheduler. */
+static void yield_to_scheduler(void) {
+    emu_fiber *self = cur;
+#if EMU_ASAN
+    __sanitizer_start_switch_fiber(&self->fake_stack, sched_stack_bottom, sched_stack_size);
+#endif
+#if EMU_FAST_SWITCH
+    emu_switch(&self->sp, sched_sp);
+#else
+    swapcontext(&self->ctx, &sched_ctx);
+#endif
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(self->fake_stack, &sched_stack_bottom, &sched_stack_size);
+#endif
+    cur = self;
+}
+
+static void block_arrive(void) {
+    if (++bar_count == n_live) {
+        bar_count = 0;
+        bar_gen++;
+        return;
+    }
+    cur->state = F_WAIT_BLOCK;
+    cur->wait_gen = bar_gen;
+    yield_to_scheduler();
+}
+
+static void warp_arrive(void) {
+    int w = cur->warp;
+    if (++warp_count[w] == warp_live[w]) {
+        warp_count[w] = 0;
+        warp_gen[w]++;
+        return;
+    }
+    cur->state = F_WAIT_WARP;
+    cur->wait_gen = warp_gen[w];
+    yield_to_scheduler();
+}
+
+void __syncthreads(void) { block_arrive(); }
+void __syncwarp(unsigned mask) {
+    (void)mask;
+    warp_arrive();
+}
+
+uint64_t emu_warp_exchange(uint64_t mine, int src) {
+    int w = cur->warp;
+    warp_slot[w][cur->lane] = mine;
+    warp_arrive();
+    int base = w * 32;
+    uint64_t got = (src >= 0 && src < 32 && base + src < n_threads && fibers[base + src].state != F_DONE)
+                       ? warp_slot[w][src]
+                       : mine;
+    warp_arrive(); /* nobody overwrites a slot before every lane has read */
+    return got;
+}
+
+unsigned __ballot_sync(unsigned mask, int pred) {
+    (void)mask;
+    int w = cur->warp;
+    warp_slot[w][cur->lane] = pred ? 1u : 0u;
+    warp_arrive();
+    unsigned bits = 0;
+    for (int l = 0; l < 32 && w * 32 + l < n_threads; l++)
+        if (fibers[w * 32 + l].state != F_DONE && warp_slot[w][l]) bits |= 1u << l;
+    warp_arrive();
+    return bits;
+}
+
+static float bf16_lo(uint32_t r) { return __uint_as_float(r << 16); }
+static float bf16_hi(uint32_t r) { return __uint_as_float(r & 0xffff0000u); }
+
+void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]) {
+    /* Gather every lane's fragments, rebuild A[16,16] and B[16,8], and let
+     * each lane compute its own four outputs. */
+    static uint32_t frag_a[EMU_WARPS][32][4], frag_b[EMU_WARPS][32][2];
+    int lane = cur->lane;
+    uint32_t(*fa)[4] = frag_a[cur->warp];
+    uint32_t(*fb)[2] = frag_b[cur->warp];
+    for (int i = 0; i < 4; i++) fa[lane][i] = a[i];
+    fb[lane][0] = b[0], fb[lane][1] = b[1];
+    warp_arrive();
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; l++) {
+        int g = l / 4, t = l % 4;
+        A[g][2 * t] = bf16_lo(fa[l][0]), A[g][2 * t + 1] = bf16_hi(fa[l][0]);
+        A[g + 8][2 * t] = bf16_lo(fa[l][1]), A[g + 8][2 * t + 1] = bf16_hi(fa[l][1]);
+        A[g][2 * t + 8] = bf16_lo(fa[l][2]), A[g][2 * t + 9] = bf16_hi(fa[l][2]);
+        A[g + 8][2 * t + 8] = bf16_lo(fa[l][3]), A[g + 8][2 * t + 9] = bf16_hi(fa[l][3]);
+        B[2 * t][g] = bf16_lo(fb[l][0]), B[2 * t + 1][g] = bf16_hi(fb[l][0]);
+        B[2 * t + 8][g] = bf16_lo(fb[l][1]), B[2 * t + 9][g] = bf16_hi(fb[l][1]);
+    }
+    warp_arrive();
+    int g = lane / 4, t = lane % 4;
+    int rows[4] = {g, g, g + 8, g + 8}, cols[4] = {2 * t, 2 * t + 1, 2 * t, 2 * t + 1};
+    for (int i = 0; i < 4; i++) {
+        float acc = c[i];
+        for (int k = 0; k < 16; k++) acc += A[rows[i]][k] * B[k][cols[i]];
+        d[i] = acc;
+    }
+}
+
+static void fiber_exit_bookkeeping(emu_fiber *f) {
+    f->state = F_DONE;
+    n_live--;
+    warp_live[f->warp]--;
+    /* the ones still waiting may now be complete */
+    if (bar_count > 0 && bar_count == n_live) {
+        bar_count = 0;
+        bar_gen++;
+    }
+    if (warp_count[f->warp] > 0 && warp_count[f->warp] == warp_live[f->warp]) {
+        warp_count[f->warp] = 0;
+        warp_gen[f->warp]++;
+    }
+}
+
+static void fiber_main(void) {
+#if EMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &sched_stack_bottom, &sched_stack_size);
+#endif
+    body_fn(body_arg);
+    fiber_exit_bookkeeping(cur);
+#if EMU_ASAN
+    __sanitizer_start_switch_fiber(NULL, sched_stack_bottom, sched_stack_size);
+#endif
+#if EMU_FAST_SWITCH
+    void *dead;
+    emu_switch(&dead, sched_sp); /* never resumed */
+    abort();
+#endif
+    /* returning resumes uc_link, the scheduler */
+}
+
+static int runnable(const emu_fiber *f) {
+    switch (f->state) {
+    case F_READY: return 1;
+    case F_WAIT_BLOCK: return bar_gen != f->wait_gen;
+    case F_WAIT_WARP: return warp_gen[f->warp] != f->wait_gen;
+    default: return 0;
+    }
+}
+
+static int run_block(void) {
+    for (int i = 0; i < n_threads; i++) {
+        emu_fiber *f = &fibers[i];
+        if (!stacks[i]) {
+            void *s = mmap(NULL, EMU_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (s == MAP_FAILED) {
+                fprintf(stderr, "emu: cannot map a fiber stack\n");
+                abort();
+            }
+            stacks[i] = (char *)s;
+        }
+#if EMU_ASAN
+        /* a reused stack still carries the last fiber's redzones */
+        __asan_unpoison_memory_region(stacks[i], EMU_STACK);
+#endif
+#if EMU_FAST_SWITCH
+        /* a stack that emu_switch "returns" into fiber_main from: six
+         * callee-saved registers, the entry address, an unused return slot */
+        void **top = (void **)(stacks[i] + EMU_STACK);
+        top[-1] = NULL;
+        top[-2] = (void *)fiber_main;
+        for (int r = 3; r <= 8; r++) top[-r] = NULL;
+        f->sp = (void *)&top[-8];
+#else
+        getcontext(&f->ctx);
+        f->ctx.uc_stack.ss_sp = stacks[i];
+        f->ctx.uc_stack.ss_size = EMU_STACK;
+        f->ctx.uc_link = &sched_ctx;
+        makecontext(&f->ctx, fiber_main, 0);
+#endif
+        unsigned bx = emu_block_dim.x, by = emu_block_dim.y;
+        f->tid = uint3{(unsigned)i % bx, (unsigned)i / bx % by, (unsigned)i / (bx * by)};
+        f->lane = i % 32;
+        f->warp = i / 32;
+        f->state = F_READY;
+        f->fake_stack = NULL;
+    }
+    n_live = n_threads;
+    bar_count = 0;
+    for (int w = 0; w < EMU_WARPS; w++) {
+        warp_count[w] = 0;
+        warp_live[w] = 0;
+    }
+    for (int i = 0; i < n_threads; i++) warp_live[i / 32]++;
+    int done = 0;
+    while (done < n_threads) {
+        int progress = 0;
+        done = 0;
+        for (int i = 0; i < n_threads; i++) {
+            emu_fiber *f = &fibers[i];
+            if (f->state == F_DONE) {
+                done++;
+                continue;
+            }
+            if (!runnable(f)) continue;
+            f->state = F_READY;
+            cur = f;
+            void *fake = NULL;
+#if EMU_ASAN
+            __sanitizer_start_switch_fiber(&fake, stacks[i], EMU_STACK);
+#endif
+#if EMU_FAST_SWITCH
+            emu_switch(&sched_sp, f->sp);
+#else
+            swapcontext(&sched_ctx, &f->ctx);
+#endif
+#if EMU_ASAN
+            __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
+            (void)fake;
+            progress = 1;
+            if (f->state == F_DONE) done++;
+        }
+        if (!progress && done < n_threads) return -1;
+    }
+    return 0;
+}
+
+cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg) {
+    unsigned long threads = (unsigned long)block.x * block.y * block.z;
+    if (threads == 0 || threads > EMU_MAX_THREADS || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
+        grid.y > 65535 || grid.z > 65535 || smem > EMU_MAX_SMEM)
+        return last_error = cudaErrorInvalidConfiguration;
+    if (smem > dyn_smem_cap) {
+        free(dyn_smem);
+        dyn_smem = (unsigned char *)malloc(smem);
+        dyn_smem_cap = smem;
+    }
+    body_fn = fn;
+    body_arg = arg;
+    n_threads = (int)threads;
+    emu_block_dim = block;
+    emu_grid_dim = grid;
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                emu_block_idx = uint3{x, y, z};
+                /* shared memory starts as garbage on a GPU: make reads of
+                 * unwritten words show up as NaN */
+                if (smem) memset(dyn_smem, 0xff, smem);
+                if (run_block() != 0) {
+                    fprintf(stderr, "emu: barrier deadlock in block (%u,%u,%u) of grid (%u,%u,%u)\n", x, y, z, grid.x,
+                            grid.y, grid.z);
+                    return last_error = cudaErrorLaunchFailure;
+                }
+            }
+    return cudaSuccess;
+}

@@ -1,0 +1,171 @@
+/* emu.h — a small CPU emulator of the CUDA execution model, so that the
+ * kernels (the .cu files of kernels/) run without a GPU (CI, AddressSanitizer) on small
+ * shapes. Each CUDA thread is a fiber; blocks run one after another; barriers,
+ * warp shuffles, tensor-core mma and atomics are emulated. Assumes kernels
+ * written in the vocabulary of kn_common.cuh, full warps, and blocks that do
+ * not wait on other blocks. It checks semantics, never speed. */
+#ifndef SPECULA_KN_EMU_H
+#define SPECULA_KN_EMU_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+struct dim3 {
+    unsigned x, y, z;
+    constexpr dim3(unsigned a = 1, unsigned b = 1, unsigned c = 1) : x(a), y(b), z(c) {}
+};
+struct uint3 {
+    unsigned x, y, z;
+};
+struct alignas(16) float4 {
+    float x, y, z, w;
+};
+struct alignas(8) float2 {
+    float x, y;
+};
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+struct alignas(8) uint2 {
+    unsigned x, y;
+};
+static inline float4 make_float4(float x, float y, float z, float w) { return float4{x, y, z, w}; }
+static inline float2 make_float2(float x, float y) { return float2{x, y}; }
+
+/* The subset of the runtime's error codes that the launchers use. */
+typedef int cudaError_t;
+enum {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorLaunchFailure = 719,
+    cudaErrorNotSupported = 801
+};
+typedef struct emu_stream *cudaStream_t;
+enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
+enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+const char *cudaGetErrorString(cudaError_t e);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaGetDevice(int *dev);
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev);
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+
+/* The number of multiprocessors the emulator pretends to have: small, so
+ * that grids sized by the SM count stay cheap to emulate. */
+#define EMU_SM_COUNT 4
+#define EMU_MAX_SMEM (227 * 1024)
+
+/* Coordinates of the running thread and block. */
+extern uint3 emu_block_idx;
+extern dim3 emu_block_dim, emu_grid_dim;
+const uint3 &emu_thread_idx(void);
+#define threadIdx (emu_thread_idx())
+#define blockIdx emu_block_idx
+#define blockDim emu_block_dim
+#define gridDim emu_grid_dim
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+/* Blocks run one at a time, so one static copy per kernel is the block's. */
+#define __shared__ static
+
+void __syncthreads(void);
+void __syncwarp(unsigned mask = 0xffffffffu);
+static inline void __threadfence(void) {}
+
+/* Collective among the live lanes of the caller's warp: every lane offers a
+ * 64-bit word and receives the word of lane `src` (its own when src is out of
+ * range). */
+uint64_t emu_warp_exchange(uint64_t mine, int src);
+int emu_lane(void);
+
+template <class T> static inline T emu_from_bits(uint64_t b) {
+    T v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+template <class T> static inline uint64_t emu_to_bits(T v) {
+    static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
+    uint64_t b = 0;
+    memcpy(&b, &v, sizeof v);
+    return b;
+}
+template <class T> static inline T __shfl_sync(unsigned, T v, int src, int width = 32) {
+    int lane = emu_lane();
+    int base = lane / width * width;
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), base + ((src % width) + width) % width));
+}
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+    int lane = emu_lane();
+    int src = lane ^ mask;
+    if (src / width != lane / width) src = lane;
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
+}
+template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+    int lane = emu_lane();
+    int src = lane + (int)delta;
+    if (src / width != lane / width) src = lane;
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
+}
+unsigned __ballot_sync(unsigned mask, int pred);
+
+/* Fibers never run concurrently, so a plain read-modify-write is atomic. */
+template <class T> static inline T atomicAdd(T *p, T v) {
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+template <class T> static inline T atomicMax(T *p, T v) {
+    T old = *p;
+    if (v > old) *p = v;
+    return old;
+}
+template <class T> static inline T atomicMin(T *p, T v) {
+    T old = *p;
+    if (v < old) *p = v;
+    return old;
+}
+
+static inline unsigned __float_as_uint(float f) {
+    unsigned u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float __uint_as_float(unsigned u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline int __float_as_int(float f) { return (int)__float_as_uint(f); }
+static inline long long __double_as_longlong(double d) {
+    long long u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+static inline double __longlong_as_double(long long u) {
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
+
+/* The warp-wide tensor-core product d = a·b + c of mma.m16n8k16 with bf16
+ * operands and fp32 accumulation, fragments laid out as the PTX ISA defines
+ * them (see kn_mma_bf16 in kn_common.cuh). */
+void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]);
+
+/* Runs body() once per thread of every block of the grid. */
+typedef void (*emu_body_fn)(void *);
+cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg);
+void *emu_dyn_smem(void);
+template <class F> static inline cudaError_t emu_launch(dim3 grid, dim3 block, size_t smem, F body) {
+    return emu_run(grid, block, smem, [](void *p) { (*(F *)p)(); }, &body);
+}
+
+#endif

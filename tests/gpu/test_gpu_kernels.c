@@ -1,0 +1,72 @@
+/* test_gpu_kernels.c — the kernel validations on a real CUDA device: each
+ * family of build/cuda/gpucheck (--validate-only) is one test. Without a
+ * device (or without nvcc at build time) the tests are reported as skipped
+ * with the CUDA runtime's own reason. CUDA never starts in this process —
+ * Check forks the runner — the probe and the checks are child processes. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#ifndef GPUCHECK_BIN
+#define GPUCHECK_BIN "build/cuda/gpucheck"
+#endif
+
+static const char *const families[] = {"matvec", "norm", "rope_kv", "attention", "deltanet", "sample"};
+#define N_FAMILIES (int)(sizeof families / sizeof families[0])
+
+/* Runs cmd, keeps the last part of its output in tail; returns its exit status (−1: did not run). */
+static int run_capture(const char *cmd, char *tail, size_t size) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t used = 0;
+    char line[512];
+    tail[0] = '\0';
+    while (fgets(line, sizeof line, p)) {
+        size_t n = strlen(line);
+        if (used + n >= size) { /* keep the newest lines: drop the oldest half */
+            size_t keep = used / 2;
+            memmove(tail, tail + used - keep, keep);
+            used = keep;
+            tail[used] = '\0';
+        }
+        if (n < size) {
+            memcpy(tail + used, line, n + 1);
+            used += n;
+        }
+    }
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_family) {
+    char cmd[512], tail[1800];
+    snprintf(cmd, sizeof cmd, "%s --validate-only --only %s 2>&1", GPUCHECK_BIN, families[_i]);
+    int rc = run_capture(cmd, tail, sizeof tail);
+    ck_assert_msg(rc == 0, "%s exited with %d; last output:\n%s", cmd, rc, tail);
+}
+END_TEST
+
+Suite *gpu_kernels_suite(void) {
+    Suite *s = suite_create("gpu_kernels");
+    char reason[256], out[512];
+    if (access(GPUCHECK_BIN, X_OK) != 0) {
+        harness_skip("gpu_kernels", "families",
+                     "no CUDA kernels built (" GPUCHECK_BIN " is missing: nvcc was not found at build time)");
+        return s;
+    }
+    int rc = run_capture(GPUCHECK_BIN " --probe 2>&1", out, sizeof out);
+    if (rc != 0) {
+        out[strcspn(out, "\n")] = '\0';
+        snprintf(reason, sizeof reason, "%.200s", out[0] ? out : "no CUDA device: the probe printed nothing");
+        harness_skip("gpu_kernels", "families", reason);
+        return s;
+    }
+    TCase *tc = harness_tcase("families", 600);
+    tcase_add_loop_test(tc, test_family, 0, N_FAMILIES);
+    suite_add_tcase(s, tc);
+    return s;
+}
