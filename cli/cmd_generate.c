@@ -11,6 +11,7 @@
 #include "beam.h"
 #include "commands.h"
 #include "decode.h"
+#include "medusa_cli.h"
 #include "mtp.h"
 #include "speculative.h"
 #include "tokenizer.h"
@@ -31,6 +32,7 @@ typedef struct {
     beam_options beam;
     const char *beam_flag;    /* a beam-only flag that was given, for the error when the method is not beam */
     const char *nonbeam_flag; /* a flag that beam search has no use for, for the error when it is */
+    medusa_cli medusa;
 } generate_args;
 
 static void usage(FILE *f) {
@@ -41,7 +43,7 @@ static void usage(FILE *f) {
             "  --prompt TEXT        prompt text, encoded with MODEL/tokenizer.json (default \"%s\")\n"
             "  --tokens IDS         prompt as token ids instead, e.g. 1,5,9\n"
             "  --ids                print token ids instead of text\n"
-            "  --method NAME        greedy | sample | beam | spec | mtp   (default sample)\n"
+            "  --method NAME        greedy | sample | beam | spec | medusa | mtp   (default sample)\n"
             "  --draft DIR          draft model for --method spec (default %s-draft)\n"
             "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
             "  --mtp-sample         MTP drafts sampled from its distribution (default: argmax drafts)\n"
@@ -58,6 +60,7 @@ static void usage(FILE *f) {
             "  --stream             print each burst of committed tokens as it is committed\n"
             "  --json               print the tokens and the accounting as one JSON object\n",
             default_model_dir(), DEFAULT_PROMPT_ESCAPED, default_model_dir());
+    medusa_cli_usage(f);
 }
 
 /* The combinations beam search refuses (parse has read every flag). */
@@ -88,6 +91,8 @@ static int parse(int argc, char **argv, generate_args *a) {
     a->method = M_SAMPLE;
     a->k = 4;
     a->beam = beam_defaults();
+    medusa_cli_init(&a->medusa);
+    int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
 #define VALUE() \
@@ -178,6 +183,8 @@ static int parse(int argc, char **argv, generate_args *a) {
             a->beam_flag = f;
         } else if (!strcmp(f, "--json")) {
             a->json = 1;
+        } else if (medusa_cli_flag(&a->medusa, argc, argv, &i, &rc)) {
+            if (rc) return rc;
         } else {
             fprintf(stderr, "specula generate: unknown option '%s'\n", f);
             return 2;
@@ -205,10 +212,7 @@ static int parse(int argc, char **argv, generate_args *a) {
         fprintf(stderr, "specula generate: %s only applies to --method beam\n", a->beam_flag);
         return 2;
     }
-    if (a->method == M_MEDUSA) {
-        fprintf(stderr, "specula generate: --method %s is not available in this build\n", method_names[a->method]);
-        return 2;
-    }
+    if ((rc = medusa_cli_finish(&a->medusa, a->method == M_MEDUSA, &a->opt))) return rc;
     if (a->tokens_text && a->prompt_text) {
         fprintf(stderr, "specula generate: give the prompt as --prompt TEXT or as --tokens IDS, not both\n");
         return 2;
@@ -379,6 +383,12 @@ int cmd_generate(int argc, char **argv) {
             goto done;
         }
         pp = &prop;
+    } else if (a.method == M_MEDUSA) {
+        if (medusa_cli_build(&a.medusa, &prop, &target, dir, &a.opt, &a.k)) {
+            status = 1;
+            goto done;
+        }
+        pp = &prop;
     } else if (a.method == M_MTP) {
         if (mtp_proposer_build(&prop, &target, a.k, a.mtp_sample, &a.opt.sampling, a.opt.seed, &err)) {
             fprintf(stderr, "specula generate: %s\n", err.msg);
@@ -426,6 +436,7 @@ int cmd_generate(int argc, char **argv) {
     }
     if (pp) pp->release(pp);
 done:
+    medusa_cli_release(&a.medusa);
     if (have_draft) model_free(&draft);
     free(prompt);
     if (have_tok) tokenizer_free(&tok);

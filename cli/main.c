@@ -10,13 +10,17 @@ int cmd_logits(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_medusa_train(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 
 const cli_command cli_commands[] = {
-    {"generate", "generate tokens with greedy, sampled, speculative or MTP decoding", cmd_generate},
+    {"generate", "generate text with greedy, sampled, beam, speculative, Medusa or MTP decoding", cmd_generate},
     {"bench", "median decode tokens/s and weight-read bandwidth, per method", cmd_bench},
     {"plot", "plots of tokens per pass against acceptance, measured and modelled (gnuplot)", cmd_plot},
     {"info", "config summary, parameters, bytes per token, KV and state sizes", cmd_info},
     {"logits", "print or dump the reference logits of a token sequence (and the MTP's)", cmd_logits},
+    {"medusa-train", "train Medusa heads by self-distillation against a frozen target", cmd_medusa_train},
+    {"verify", "test statistically that every method emits the target's distribution", cmd_verify},
     {NULL, NULL, NULL},
 };
 
@@ -25,7 +29,7 @@ static void usage(FILE *f) {
             "usage: specula COMMAND [options]\n"
             "Decoding methods that get more than one token out of each pass of a\n"
             "qwen3_5 model, in a readable reference and an optimized engine.\n\ncommands:\n");
-    for (const cli_command *c = cli_commands; c->name; c++) fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    for (const cli_command *c = cli_commands; c->name; c++) fprintf(f, "  %-13s %s\n", c->name, c->summary);
     fprintf(f, "\n`specula COMMAND --help` describes each command's options.\n");
 }
 

@@ -127,7 +127,12 @@ int decode_run(model *target, proposer *prop, const char *method, int k, const i
 
         accept_result r;
         accept_site site = {opt->seed, round, position};
-        if (opt->rule == RULE_GREEDY) {
+        if (opt->custom_accept) {
+            if (opt->custom_accept(opt->accept_user, &c.tree, c.p, site, c.scratch, &r, err)) {
+                rc = -1;
+                break;
+            }
+        } else if (opt->rule == RULE_GREEDY) {
             accept_greedy(&c.tree, c.p, &r);
         } else if (opt->rule == RULE_TYPICAL) {
             accept_typical(&c.tree, c.p, opt->typical_epsilon, opt->typical_delta, site, &r);

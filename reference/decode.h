@@ -45,6 +45,12 @@ struct proposer {
 /* Called with every burst of committed tokens, as it is committed. */
 typedef void (*commit_callback)(const int *tokens, int n, void *user);
 
+/* An acceptance rule supplied by the caller, with accept_exact's contract
+ * (scratch: [2·V]). Lessons plug in their own rule; the distribution tests
+ * plug in planted bugs (planted.h) to show that they would catch them. */
+typedef int (*accept_fn)(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                         accept_result *r, sp_error *err);
+
 typedef struct {
     sampler_params sampling; /* temperature 0 = greedy */
     uint64_t seed;
@@ -54,6 +60,8 @@ typedef struct {
     float typical_epsilon, typical_delta; /* Medusa's typical acceptance (0.09, 0.3) */
     commit_callback on_commit;
     void *user;
+    accept_fn custom_accept; /* not NULL: used in place of `rule` */
+    void *accept_user;
 } decode_options;
 
 decode_options decode_defaults(void);

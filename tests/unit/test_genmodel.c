@@ -413,7 +413,7 @@ START_TEST(test_refuses_what_it_cannot_write) {
     eos.eos_token_ids[0] = 32;
     ck_assert_int_eq(randmodel_write(dir, &eos, &o, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "eos_token_id 32 is outside the vocabulary"), "%s", err.msg);
-    o.medusa_heads = 2;
+    o.medusa_heads = -1;
     ck_assert_int_eq(randmodel_write(dir, &c, &o, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "Medusa"), "%s", err.msg);
     o.medusa_heads = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "genmodel/randmodel.h"
+#include "medusa.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -26,6 +27,11 @@ static void usage(FILE *f) {
             "                               model.language_model.; text: qwen3_5_text, flat config, under model.\n"
             "  --tied | --untied            lm_head shares embed_tokens, or not (default: the preset's)\n"
             "  --mtp | --no-mtp             write the MTP module (mtp.*), or not (default: the preset's)\n"
+            "  --medusa-heads N             also write N random Medusa heads (recording the checkpoint's sha256)\n"
+            "  --medusa-layers N            ResBlocks per Medusa head (default 1)\n"
+            "  --medusa-shared              the heads share the target's lm_head (default: own projections)\n"
+            "  --medusa-out FILE            the heads file (default OUTDIR-medusa/medusa_heads.safetensors,\n"
+            "                               where specula generate --method medusa looks for it)\n"
             "  --draft                      write a draft model for the configured one instead: same\n"
             "                               vocabulary and eos, half the width, 2 layers, no MTP\n"
             "  --quiet                      print nothing on success\n"
@@ -97,7 +103,7 @@ typedef struct {
 
 enum {
     O_VOCAB, O_HIDDEN, O_INTER, O_LAYERS, O_INTERVAL, O_HEADS, O_KV, O_HEAD_DIM, O_LK_HEADS, O_LV_HEADS,
-    O_LK_DIM, O_LV_DIM, O_CONV, O_MAXPOS, O_SHARDS, N_INT
+    O_LK_DIM, O_LV_DIM, O_CONV, O_MAXPOS, O_SHARDS, O_MEDUSA_HEADS, O_MEDUSA_LAYERS, N_INT
 };
 
 static const int_flag int_flags[N_INT] = {
@@ -109,6 +115,8 @@ static const int_flag int_flags[N_INT] = {
     [O_LV_HEADS] = {"--linear-v-heads", 1, 1024}, [O_LK_DIM] = {"--linear-k-dim", 1, 4096},
     [O_LV_DIM] = {"--linear-v-dim", 1, 4096},     [O_CONV] = {"--conv-kernel", 1, 64},
     [O_MAXPOS] = {"--max-position", 1, 1 << 30},  [O_SHARDS] = {"--shards", 1, 99999},
+    [O_MEDUSA_HEADS] = {"--medusa-heads", 1, MEDUSA_MAX_HEADS},
+    [O_MEDUSA_LAYERS] = {"--medusa-layers", 1, MEDUSA_MAX_LAYERS},
 };
 
 typedef struct {
@@ -145,7 +153,8 @@ static int parse_args(int argc, char **argv, args *a) {
             return -1;
         }
         if (!strcmp(flag, "--tied") || !strcmp(flag, "--untied") || !strcmp(flag, "--mtp") ||
-            !strcmp(flag, "--no-mtp") || !strcmp(flag, "--quiet") || !strcmp(flag, "--draft")) {
+            !strcmp(flag, "--no-mtp") || !strcmp(flag, "--quiet") || !strcmp(flag, "--draft") ||
+            !strcmp(flag, "--medusa-shared")) {
             if (val) return bad(flag, val, "no value");
             if (!strcmp(flag, "--tied")) a->tied = 1;
             if (!strcmp(flag, "--untied")) a->tied = 0;
@@ -153,6 +162,7 @@ static int parse_args(int argc, char **argv, args *a) {
             if (!strcmp(flag, "--no-mtp")) a->mtp = 0;
             if (!strcmp(flag, "--quiet")) a->quiet = 1;
             if (!strcmp(flag, "--draft")) a->draft = 1;
+            if (!strcmp(flag, "--medusa-shared")) a->opts.medusa_shared = 1;
             continue;
         }
         if (strncmp(flag, "--", 2) != 0) {
@@ -178,6 +188,8 @@ static int parse_args(int argc, char **argv, args *a) {
             }
         if (found) {
             if (rc) return rc;
+        } else if (!strcmp(flag, "--medusa-out")) {
+            a->opts.medusa_path = val;
         } else if (!strcmp(flag, "--preset")) {
             a->preset = val;
         } else if (!strcmp(flag, "--seed")) {
@@ -213,6 +225,10 @@ static int parse_args(int argc, char **argv, args *a) {
     }
     if (!a->out) {
         fprintf(stderr, "genmodel: no output directory given (see --help)\n");
+        return 2;
+    }
+    if (a->ints[O_MEDUSA_HEADS] < 0 && (a->ints[O_MEDUSA_LAYERS] > 0 || a->opts.medusa_shared || a->opts.medusa_path)) {
+        fprintf(stderr, "genmodel: --medusa-layers, --medusa-shared and --medusa-out need --medusa-heads N\n");
         return 2;
     }
     if (a->pattern && a->ints[O_INTERVAL] > 0) {
@@ -294,6 +310,8 @@ int main(int argc, char **argv) {
         randmodel_draft_config(&target, &c);
     }
     if (a.ints[O_SHARDS] > 0) a.opts.n_shards = a.ints[O_SHARDS];
+    if (a.ints[O_MEDUSA_HEADS] > 0) a.opts.medusa_heads = a.ints[O_MEDUSA_HEADS];
+    if (a.ints[O_MEDUSA_LAYERS] > 0) a.opts.medusa_layers = a.ints[O_MEDUSA_LAYERS];
     randmodel_report r;
     sp_error err;
     if (randmodel_write(a.out, &c, &a.opts, &r, &err)) {
@@ -311,6 +329,16 @@ int main(int argc, char **argv) {
                r.mtp_params, r.tensor_bytes);
         printf("  %d safetensors file%s, %lld bytes on disk with config.json\n", r.n_files, r.n_files > 1 ? "s" : "",
                r.file_bytes);
+        if (a.opts.medusa_heads > 0) {
+            char heads[4200];
+            if (a.opts.medusa_path)
+                snprintf(heads, sizeof heads, "%s", a.opts.medusa_path);
+            else
+                randmodel_medusa_default_path(a.out, heads, sizeof heads);
+            printf("  %d Medusa heads (%d ResBlock%s each, %s) in %s\n", a.opts.medusa_heads,
+                   a.opts.medusa_layers ? a.opts.medusa_layers : 1, a.opts.medusa_layers > 1 ? "s" : "",
+                   a.opts.medusa_shared ? "sharing the lm_head" : "own projections", heads);
+        }
     }
     return 0;
 }

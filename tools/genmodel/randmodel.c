@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "medusa.h"
 #include "philox.h"
 #include "safetensors.h"
 
@@ -259,9 +260,11 @@ static int check_opts(const randmodel_opts *o, sp_error *err) {
     if (o->layout != RANDMODEL_LAYOUT_FULL && o->layout != RANDMODEL_LAYOUT_TEXT)
         return sp_fail(err, "layout %d is neither full nor text", (int)o->layout);
     if (o->n_shards < 1) return sp_fail(err, "number of shards is %d, expected at least 1", o->n_shards);
-    if (o->medusa_heads != 0)
-        return sp_fail(err, "%d Medusa heads requested: the generator does not write Medusa heads yet",
-                       o->medusa_heads);
+    if (o->medusa_heads < 0 || o->medusa_heads > MEDUSA_MAX_HEADS)
+        return sp_fail(err, "%d Medusa heads requested: expected 0 (none) to %d", o->medusa_heads, MEDUSA_MAX_HEADS);
+    if (o->medusa_layers < 0 || o->medusa_layers > MEDUSA_MAX_LAYERS)
+        return sp_fail(err, "%d ResBlocks per Medusa head requested: expected 1 to %d", o->medusa_layers,
+                       MEDUSA_MAX_LAYERS);
     return 0;
 }
 
@@ -445,8 +448,76 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
         }
         if (rep) *rep = r;
     }
+    if (rc == 0 && opts->medusa_heads > 0) {
+        char heads[4200];
+        if (opts->medusa_path)
+            snprintf(heads, sizeof heads, "%s", opts->medusa_path);
+        else
+            randmodel_medusa_default_path(dir, heads, sizeof heads);
+        rc = randmodel_write_medusa(heads, dir, cfg, opts, err);
+    }
     free(specs);
     free(out);
     free(jobs);
+    return rc;
+}
+
+/* ---- random Medusa heads ---------------------------------------------------------- */
+
+void randmodel_medusa_default_path(const char *dir, char *out, size_t size) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--; /* "out/" and "out" name the same model */
+    snprintf(out, size, "%.*s-medusa/medusa_heads.safetensors", (int)n, dir);
+}
+
+/* The ranges of the heads' values: ResBlock weights at the activation scale
+ * (std 1/sqrt(D)), biases in ±0.35 (so a missing bias shows), projections
+ * twice the lm_head's range so that each head's distribution is peaked
+ * enough to differ from the others. */
+static void fill_medusa(uint64_t seed, const char *name, int ndim, int64_t rows, int64_t cols, tensor_kind kind,
+                        float *dst) {
+    tensor_spec t;
+    memset(&t, 0, sizeof t);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.ndim = ndim, t.shape[0] = rows, t.shape[1] = cols, t.kind = kind;
+    randmodel_fill(seed, &t, "", dst, 0, ndim == 2 ? rows * cols : rows);
+}
+
+int randmodel_write_medusa(const char *heads_path, const char *model_dir, const model_config *cfg,
+                           const randmodel_opts *opts, sp_error *err) {
+    if (check_opts(opts, err)) return -1;
+    if (opts->medusa_heads < 1) return sp_fail(err, "random Medusa heads: at least one head is needed");
+    char sha[65];
+    if (medusa_base_sha256(model_dir, sha, err)) return -1;
+    const int D = cfg->hidden_size, V = cfg->vocab_size, layers = opts->medusa_layers ? opts->medusa_layers : 1;
+    medusa_heads h;
+    if (medusa_build(&h, opts->medusa_heads, layers, D, V, !opts->medusa_shared, err)) return -1;
+    char name[96];
+    for (int i = 0; i < h.n_heads; i++) {
+        for (int j = 0; j < layers; j++) {
+            medusa_resblock *b = &h.blocks[i * layers + j];
+            snprintf(name, sizeof name, "medusa_head.%d.%d.linear.weight", i, j);
+            fill_medusa(opts->seed, name, 2, D, D, TENSOR_MATRIX, b->w);
+            snprintf(name, sizeof name, "medusa_head.%d.%d.linear.bias", i, j);
+            fill_medusa(opts->seed, name, 1, D, 0, TENSOR_NORM, b->b);
+        }
+        if (h.own_proj) {
+            snprintf(name, sizeof name, "medusa_head.%d.%d.weight", i, layers);
+            fill_medusa(opts->seed, name, 2, V, D, TENSOR_EMBEDDING, (float *)h.proj[i]);
+        }
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", heads_path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        rc = make_dirs(dir, err);
+    }
+    char seed_text[32];
+    snprintf(seed_text, sizeof seed_text, "%llu", (unsigned long long)opts->seed);
+    const char *mk[] = {"specula.generator", "specula.seed"}, *mv[] = {"randmodel (Philox4x32-10)", seed_text};
+    if (rc == 0) rc = medusa_save(&h, heads_path, opts->dtype, sha, mk, mv, 2, err);
+    medusa_free(&h);
     return rc;
 }

@@ -24,7 +24,10 @@ typedef struct {
     dtype_t dtype;           /* storage dtype of every tensor */
     int n_shards;            /* 1: model.safetensors; more: model-0000i-of-0000N + index */
     randmodel_layout layout;
-    int medusa_heads;        /* Medusa heads written beside the checkpoint; 0 (none) is all that exists yet */
+    int medusa_heads;        /* random Medusa heads written beside the checkpoint; 0: none */
+    int medusa_layers;       /* ResBlocks per head (0 means 1) */
+    int medusa_shared;       /* 1: the heads share the target's lm_head; 0: each has its own projection */
+    const char *medusa_path; /* the heads file; NULL: DIR-medusa/medusa_heads.safetensors */
 } randmodel_opts;
 
 /* What was written. */
@@ -68,6 +71,19 @@ int randmodel_config_json(const model_config *cfg, const randmodel_opts *opts, c
  * cfg's tensor_prefix is ignored: opts->layout decides it. rep may be NULL. */
 int randmodel_write(const char *dir, const model_config *cfg, const randmodel_opts *opts, randmodel_report *rep,
                     sp_error *err);
+
+/* Writes random Medusa heads for the checkpoint already in model_dir (of
+ * config cfg) to heads_path: opts->medusa_heads heads of
+ * opts->medusa_layers ResBlocks, own or shared projection, values from
+ * Philox keyed by opts->seed and the tensor name, stored as opts->dtype,
+ * with the base_sha256 of model_dir's safetensors (reference/medusa.h).
+ * The directory of heads_path is created when missing. */
+int randmodel_write_medusa(const char *heads_path, const char *model_dir, const model_config *cfg,
+                           const randmodel_opts *opts, sp_error *err);
+
+/* The default heads path for a model written to dir: DIR-medusa/medusa_heads.safetensors,
+ * the place `specula generate --method medusa` looks first. out[size]. */
+void randmodel_medusa_default_path(const char *dir, char *out, size_t size);
 
 /* Elements [offset, offset + count) of tensor t (row-major) for this seed,
  * before rounding to the storage dtype. The Philox stream is a hash of the

@@ -1,0 +1,454 @@
+/* cmd_verify.c — `specula verify`: the statistical check that every
+ * decoding method emits the target's distribution (reference/verify_cases.h),
+ * on random micro models written into a scratch directory, with one table
+ * row per case: the test, the TV upper bound and the negative control.
+ * Progress goes to stderr; --json prints the rows as one JSON object. */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "beam_law.h"
+#include "commands.h"
+#include "genmodel/randmodel.h"
+#include "stats.h"
+#include "verify_cases.h"
+
+#define DEFAULT_SAMPLES 200000
+#define DEFAULT_CONTROL_SAMPLES 20000
+
+typedef struct {
+    const char *only; /* --method: a method name or a case name */
+    int all, list, json, quiet;
+    int64_t samples, control_samples;
+    double scale;
+    uint64_t seed, model_seed;
+    float alpha, tv_max, delta;
+    int tv_max_given;
+} verify_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specula verify [options]\n"
+            "Tests that every decoding method emits exactly the target's distribution: n generations of\n"
+            "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
+            "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
+            "must reject. Runs on random micro models (vocabulary %d); takes a few minutes.\n"
+            "  --method NAME        only one method (sample | spec | mtp | typical | beam) or one case by name\n"
+            "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
+            "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
+            "  --list               list the cases and exit\n"
+            "  --samples N          draws per case (default %d)\n"
+            "  --scale F            multiply every draw count by F (e.g. 0.1 for a quick look)\n"
+            "  --control-samples N  draws per negative control (default %d; its planned size is below 6 000)\n"
+            "  --seed N             seed of the draws (default 1)\n"
+            "  --model-seed N       seed of the random micro target (the draft uses N + 1; default 1)\n"
+            "  --alpha A            family-wise level of the Holm correction (default 0.001)\n"
+            "  --tv-max D           required TV upper bound (default 0.02; 0 = report only)\n"
+            "  --delta D            the TV bound holds with probability 1 - D (default 0.001)\n"
+            "  --json               print the rows as JSON\n"
+            "  --quiet              no progress on stderr\n",
+            VERIFY_WORLD_V, DEFAULT_SAMPLES, DEFAULT_CONTROL_SAMPLES);
+}
+
+static int parse_count(const char *flag, const char *v, int64_t *out) {
+    int n;
+    if (arg_int(flag, v, 100, 1 << 30, &n)) return -1;
+    *out = n;
+    return 0;
+}
+
+static int parse(int argc, char **argv, verify_args *a) {
+    memset(a, 0, sizeof *a);
+    a->samples = DEFAULT_SAMPLES;
+    a->control_samples = DEFAULT_CONTROL_SAMPLES;
+    a->scale = 1;
+    a->seed = 1;
+    a->model_seed = 1;
+    a->alpha = 1e-3f;
+    a->tv_max = 0.02f;
+    a->delta = 1e-3f;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+        float x;
+#define VALUE()                                                                                                        \
+    if (!(v = arg_value(argc, argv, &i))) return 2
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(f, "--method")) {
+            VALUE();
+            a->only = v;
+        } else if (!strcmp(f, "--all")) {
+            a->all = 1;
+        } else if (!strcmp(f, "--list")) {
+            a->list = 1;
+        } else if (!strcmp(f, "--samples")) {
+            VALUE();
+            if (parse_count(f, v, &a->samples)) return 2;
+        } else if (!strcmp(f, "--control-samples")) {
+            VALUE();
+            if (parse_count(f, v, &a->control_samples)) return 2;
+        } else if (!strcmp(f, "--scale")) {
+            VALUE();
+            if (arg_float(f, v, 1e-3, 1e3, &x)) return 2;
+            a->scale = x;
+        } else if (!strcmp(f, "--seed")) {
+            VALUE();
+            if (arg_u64(f, v, &a->seed)) return 2;
+        } else if (!strcmp(f, "--model-seed")) {
+            VALUE();
+            if (arg_u64(f, v, &a->model_seed)) return 2;
+        } else if (!strcmp(f, "--alpha")) {
+            VALUE();
+            if (arg_float(f, v, 1e-12, 0.5, &a->alpha)) return 2;
+        } else if (!strcmp(f, "--tv-max")) {
+            VALUE();
+            if (arg_float(f, v, 0, 1, &a->tv_max)) return 2;
+            a->tv_max_given = 1;
+        } else if (!strcmp(f, "--delta")) {
+            VALUE();
+            if (arg_float(f, v, 1e-12, 0.5, &a->delta)) return 2;
+        } else if (!strcmp(f, "--json")) {
+            a->json = 1;
+        } else if (!strcmp(f, "--quiet")) {
+            a->quiet = 1;
+        } else {
+            fprintf(stderr, "specula verify: unknown option '%s'\n", f);
+            return 2;
+        }
+#undef VALUE
+    }
+    if (a->all && !a->tv_max_given) a->tv_max = 0;
+    a->samples = (int64_t)ceil((double)a->samples * a->scale);
+    a->control_samples = (int64_t)ceil((double)a->control_samples * a->scale);
+    if (a->samples < 100 || a->control_samples < 100) {
+        fprintf(stderr, "specula verify: --scale leaves fewer than 100 draws per case\n");
+        return 2;
+    }
+    return 0;
+}
+
+static int selected(const verify_case *c, const verify_args *a) {
+    if (a->only) return !strcmp(a->only, c->method) || !strcmp(a->only, c->name);
+    return a->all || c->primary;
+}
+
+/* Beam search is deterministic: it is checked against its rules on the
+ * exact law (beam_law.h), not by a distribution test. */
+static int beam_selected(const verify_args *a) { return !a->only || !strcmp(a->only, "beam"); }
+
+#define BEAM_PROMPTS 30
+#define BEAM_SETTINGS 8
+
+static int beam_ok(const beam_law_report *r) {
+    int ok = r->mismatches == 0;
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++) ok = ok && r->slip_mismatches[s] > 0;
+    return ok;
+}
+
+static void print_beam(const beam_law_report *r, FILE *f) {
+    fprintf(f,
+            "\nbeam search against its rules on the exact law: %d settings (%d prompts x %d; width 1-5, penalty,\n"
+            "early stopping, 1-3 new tokens, EOS), %d differ in hypotheses, scores or passes: %s\n",
+            r->settings, BEAM_PROMPTS, BEAM_SETTINGS, r->mismatches, beam_ok(r) ? "exact" : "FAIL");
+    if (r->mismatches) fprintf(f, "  first difference: %s\n", r->first_mismatch);
+    fprintf(f, "  negative controls (settings where a planted slip differs, must be > 0):");
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++)
+        fprintf(f, "%s %s %d", s > 1 ? "," : "", beam_slip_name((beam_slip)s), r->slip_mismatches[s]);
+    fprintf(f, "\n");
+}
+
+static void print_beam_json(const beam_law_report *r, FILE *f) {
+    fprintf(f, "\"beam\": {\"settings\": %d, \"mismatches\": %d, \"controls\": {", r->settings, r->mismatches);
+    for (int s = 1; s < BEAM_SLIP_COUNT; s++)
+        fprintf(f, "%s\"%s\": %d", s > 1 ? ", " : "", beam_slip_name((beam_slip)s), r->slip_mismatches[s]);
+    fprintf(f, "}, \"pass\": %s}", beam_ok(r) ? "true" : "false");
+}
+
+/* ---- the micro world --------------------------------------------------------- */
+
+static void remove_dir(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    char path[1200];
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int write_and_load(model *m, const char *root, const char *name, const char *preset, uint64_t seed,
+                          void (*adjust)(model_config *), sp_error *err) {
+    model_config cfg;
+    if (randmodel_preset(preset, &cfg, err)) return -1;
+    adjust(&cfg);
+    randmodel_opts o;
+    randmodel_default_opts(&o);
+    o.seed = seed;
+    o.dtype = DTYPE_F32;
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/%s", root, name);
+    int rc = randmodel_write(dir, &cfg, &o, NULL, err) || model_load(m, dir, err);
+    remove_dir(dir); /* the weights are in memory now */
+    return rc ? -1 : 0;
+}
+
+/* ---- progress ---------------------------------------------------------------- */
+
+typedef struct {
+    int index, total;
+    const char *name;
+    double last;
+    int quiet, tty;
+} progress_state;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* On a terminal one line per sample, rewritten about once a second; in a
+ * log, one line per finished sample. */
+static void on_progress(void *user, int64_t done, int64_t total) {
+    progress_state *p = user;
+    double t = now_s();
+    if (p->quiet || (done < total && (!p->tty || t - p->last < 1.0))) return;
+    p->last = t;
+    fprintf(stderr, "%s  [%d/%d] %-34s %9lld / %-9lld%s", p->tty ? "\r" : "", p->index, p->total, p->name,
+            (long long)done, (long long)total, done == total ? "\n" : "");
+    fflush(stderr);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+typedef struct {
+    const verify_case *c;
+    verify_case_outcome o;
+    double seconds;
+    int ok;
+    const char *why; /* what failed */
+} row;
+
+static const char *pair_text(const verify_case *c) {
+    return c->pair == VC_VS_SAMPLE ? "reference vs reference" : "reference vs exact";
+}
+
+/* The p-value that joins the Holm family: the method's own for an exact
+ * method; for a rule known to be biased, its control's (the exact rule on
+ * the same drafts, which must pass). */
+static double family_p(const row *r) {
+    return r->c->expect_biased ? r->o.control.test.p_value : r->o.result.test.p_value;
+}
+
+/* A lower confidence bound on the TV distance (for a biased rule: how big
+ * its bias is at least), at the same confidence as the upper bound. */
+static double tv_lower(const verify_result *x) {
+    double lo = x->tv.observed - x->tv.deviation;
+    return lo > 0 ? lo : 0;
+}
+
+static void judge(row *r, const verify_args *a) {
+    const verify_result *m = &r->o.result;
+    r->ok = 1;
+    if (r->c->expect_biased) {
+        r->why = "biased, as expected";
+        if (r->o.p_holm < a->alpha) r->ok = 0, r->why = "FAIL: the exact control differs";
+        if (m->test.p_value >= VERIFY_CONTROL_P) r->ok = 0, r->why = "FAIL: bias not detected";
+        return;
+    }
+    r->why = "exact";
+    if (r->o.control.test.p_value >= VERIFY_CONTROL_P) r->ok = 0, r->why = "FAIL: control not rejected";
+    /* a two-sample bound is about twice as wide at the same size: reported, not required */
+    if (a->tv_max > 0 && r->c->pair == VC_EXACT && m->tv.upper > a->tv_max)
+        r->ok = 0, r->why = "FAIL: TV bound too wide";
+    if (r->o.p_holm < a->alpha) r->ok = 0, r->why = "FAIL: law differs";
+}
+
+static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
+    fprintf(f, "%-30s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
+            "p-value", "p (Holm)", "TV", "negative control", "control p", "verdict");
+    for (int i = 0; i < m; i++) {
+        const row *r = &rows[i];
+        const verify_result *x = &r->o.result, *c = &r->o.control;
+        char control[64];
+        verify_case_control_text(r->c, control, sizeof control);
+        char tv[32];
+        if (r->c->expect_biased)
+            snprintf(tv, sizeof tv, ">=%.4f", tv_lower(x));
+        else
+            snprintf(tv, sizeof tv, "%.4f", x->tv.upper);
+        fprintf(f, "%-30s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
+                (long long)x->n, x->test.statistic, x->test.df, x->test.p_value, r->o.p_holm, tv, control,
+                c->test.p_value, r->why);
+    }
+    int passed = 0;
+    for (int i = 0; i < m; i++) passed += rows[i].ok;
+    fprintf(f,
+            "%d of %d cases pass. p (Holm): adjusted over the %d cases at family level %g (for a biased rule, its\n"
+            "exact control's). TV: upper confidence bound at 1 - %g%s; for a biased rule, a lower bound on its bias.\n"
+            "Controls (%lld draws, fewer where a case caps them) must be rejected below p = %g.\n",
+            passed, m, m, a->alpha, a->delta, a->tv_max > 0 ? ", required <= the --tv-max against exact laws" : "",
+            (long long)a->control_samples, VERIFY_CONTROL_P);
+}
+
+static void json_number(FILE *f, const char *key, double v, int last) {
+    if (isfinite(v))
+        fprintf(f, "\"%s\": %.6g%s", key, v, last ? "" : ", ");
+    else
+        fprintf(f, "\"%s\": %s%s", key, v > 0 ? "\"inf\"" : "null", last ? "" : ", ");
+}
+
+static void print_json(const row *rows, int m, const verify_args *a, const beam_law_report *beam, FILE *f) {
+    fprintf(f, "{\"seed\": %llu, \"model_seed\": %llu, \"alpha\": %g, \"tv_max\": %g, \"delta\": %g, \"cases\": [\n",
+            (unsigned long long)a->seed, (unsigned long long)a->model_seed, a->alpha, a->tv_max, a->delta);
+    for (int i = 0; i < m; i++) {
+        const row *r = &rows[i];
+        const verify_result *x = &r->o.result, *c = &r->o.control;
+        char control[64];
+        verify_case_control_text(r->c, control, sizeof control);
+        fprintf(f, "  {\"case\": \"%s\", \"method\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ", r->c->name,
+                r->c->method, pair_text(r->c), r->c->k, r->c->L);
+        fprintf(f, "\"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ", (long long)x->n,
+                (long long)x->cells, x->test.cells, x->test.df);
+        json_number(f, "statistic", x->test.statistic, 0);
+        json_number(f, "p_value", x->test.p_value, 0);
+        json_number(f, "p_holm", r->o.p_holm, 0);
+        json_number(f, "tv_upper", x->tv.upper, 0);
+        json_number(f, "tv_observed", x->tv.observed, 0);
+        json_number(f, "tv_lower", tv_lower(x), 0);
+        fprintf(f, "\"expect_biased\": %s, ", r->c->expect_biased ? "true" : "false");
+        fprintf(f, "\"control\": \"%s\", \"control_samples\": %lld, ", control, (long long)c->n);
+        json_number(f, "control_statistic", c->test.statistic, 0);
+        json_number(f, "control_p_value", c->test.p_value, 0);
+        json_number(f, "seconds", r->seconds, 0);
+        fprintf(f, "\"pass\": %s, \"verdict\": \"%s\"}%s\n", r->ok ? "true" : "false", r->why, i + 1 < m ? "," : "");
+    }
+    int passed = 0;
+    for (int i = 0; i < m; i++) passed += rows[i].ok;
+    fprintf(f, "], \"passed\": %d, \"cases_run\": %d", passed, m);
+    if (beam) {
+        fprintf(f, ", ");
+        print_beam_json(beam, f);
+    }
+    fprintf(f, "}\n");
+}
+
+/* ---- the command --------------------------------------------------------------- */
+
+int cmd_verify(int argc, char **argv) {
+    verify_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    const verify_case *all = verify_cases();
+    int m = 0;
+    for (const verify_case *c = all; c->name; c++) m += selected(c, &a);
+    const int want_beam = beam_selected(&a);
+    if (a.list || (m == 0 && !want_beam)) {
+        const int none = m == 0 && !want_beam;
+        if (none) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a.only);
+        FILE *f = none ? stderr : stdout;
+        for (const verify_case *c = all; c->name; c++) {
+            char control[64];
+            verify_case_control_text(c, control, sizeof control);
+            fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
+                    pair_text(c), c->L, control);
+        }
+        fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",
+                "beam vs its rules on the exact law");
+        return none ? 2 : 0;
+    }
+
+    sp_error err;
+    char root[] = "/tmp/specula-verify-XXXXXX";
+    if (!mkdtemp(root)) {
+        fprintf(stderr, "specula verify: cannot create a scratch directory under /tmp\n");
+        return 1;
+    }
+    model target, draft;
+    if (write_and_load(&target, root, "target", "micro", a.model_seed, verify_world_target_config, &err) ||
+        write_and_load(&draft, root, "draft", "micro-draft", a.model_seed + 1, verify_world_draft_config, &err)) {
+        fprintf(stderr, "specula verify: building the micro models: %s\n", err.msg);
+        remove_dir(root);
+        return 1;
+    }
+    remove_dir(root);
+    verify_world w;
+    verify_world_init(&w, &target, &draft);
+
+    row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
+    progress_state prog = {.total = m, .quiet = a.quiet, .tty = isatty(2)};
+    verify_options opt = verify_defaults();
+    opt.n = a.samples;
+    opt.seed = a.seed;
+    opt.alpha = a.alpha;
+    opt.delta = a.delta;
+    opt.tv_max = a.tv_max;
+    opt.progress = on_progress;
+    opt.progress_user = &prog;
+    if (!a.quiet && m > 0)
+        fprintf(stderr, "specula verify: %d case(s), %lld draws each, controls %lld draws\n", m, (long long)a.samples,
+                (long long)a.control_samples);
+    int status = 0, done = 0;
+    for (const verify_case *c = all; c->name && !status; c++) {
+        if (!selected(c, &a)) continue;
+        row *r = &rows[done];
+        r->c = c;
+        prog.index = done + 1;
+        prog.name = c->name;
+        prog.last = 0;
+        enum_table exact;
+        double t0 = now_s();
+        if (verify_case_exact(c, &w, &exact, &err) ||
+            (verify_case_run(c, &w, &exact, &opt, a.control_samples, &r->o, &err) && (enumerate_free(&exact), 1))) {
+            fprintf(stderr, "specula verify: %s\n", err.msg);
+            status = 1;
+            break;
+        }
+        enumerate_free(&exact);
+        r->seconds = now_s() - t0;
+        done++;
+    }
+    beam_law_report beam;
+    if (!status && want_beam) {
+        if (!a.quiet)
+            fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
+                    BEAM_PROMPTS * BEAM_SETTINGS);
+        if (beam_law_check(&target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
+            fprintf(stderr, "specula verify: beam: %s\n", err.msg);
+            status = 1;
+        }
+    }
+    if (!status) {
+        double *p = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *p, "p-values");
+        for (int i = 0; i < m; i++) p[i] = family_p(&rows[i]);
+        stats_holm(p, m, p);
+        for (int i = 0; i < m; i++) {
+            rows[i].o.p_holm = p[i];
+            judge(&rows[i], &a);
+            if (!rows[i].ok) status = 1;
+        }
+        free(p);
+        if (want_beam && !beam_ok(&beam)) status = 1;
+        if (a.json) {
+            print_json(rows, m, &a, want_beam ? &beam : NULL, stdout);
+        } else {
+            if (m > 0) print_table(rows, m, &a, stdout);
+            if (want_beam) print_beam(&beam, stdout);
+        }
+    }
+    for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
+    free(rows);
+    model_free(&draft);
+    model_free(&target);
+    return status;
+}

@@ -1,0 +1,235 @@
+/* planted.c — the planted bugs of planted.h. planted_accept follows
+ * accept_exact line for line, planted_typical follows accept_typical; each
+ * mistake is marked "PLANTED". */
+#include "planted.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler.h"
+
+static const char *const names[PLANT_COUNT] = {
+    "none",          "ratio-inverted",    "residual-is-p",        "residual-unnormalised",
+    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid"};
+static const char *const summaries[PLANT_COUNT] = {
+    "the exact rule, unchanged",
+    "accept a draft with min(1, q/p) instead of min(1, p/q)",
+    "after a rejection draw from p instead of norm(max(0, p - q))",
+    "residual max(0, p - q) left unnormalised, drawn by an inverse CDF assuming unit mass",
+    "after a rejection draw the correction from q",
+    "bonus token drawn from p of the leaf's parent (one position early)",
+    "children drawn without replacement verified as i.i.d. (q not renormalised after a rejection)",
+};
+
+const char *planted_name(planted_bug bug) { return bug >= 0 && bug < PLANT_COUNT ? names[bug] : "?"; }
+const char *planted_summary(planted_bug bug) { return bug >= 0 && bug < PLANT_COUNT ? summaries[bug] : "?"; }
+
+int planted_parse(const char *name) {
+    for (int i = 0; i < PLANT_COUNT; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+/* PLANTED (residual-unnormalised): the inverse-CDF draw of a sampler that
+ * trusts its weights to sum to 1; whatever they miss goes to the last token. */
+static int draw_assuming_unit_mass(const float *w, int V, rng_site site) {
+    double u = rng_uniform(site), cum = 0;
+    for (int i = 0; i < V; i++) {
+        cum += w[i];
+        if (u < cum) return i;
+    }
+    return V - 1;
+}
+
+static void drop_and_renormalise(float *q, int x, int V) {
+    q[x] = 0.0f;
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += q[i];
+    if (sum > 0)
+        for (int i = 0; i < V; i++) q[i] = (float)(q[i] / sum);
+}
+
+int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
+                   accept_result *r, sp_error *err) {
+    const int V = t->V;
+    if (t->kind == CHILDREN_TOP_RANKS)
+        return sp_fail(err, "the exact rule needs children drawn from q; this tree holds top-ranked tokens");
+    float *res = scratch, *q = scratch + V;
+    int children[ACCEPT_MAX_PATH];
+    r->n_accepted = 0;
+    r->path[0] = 0;
+    r->bonus = 0;
+    r->next_token = -1;
+    int u = 0;
+    for (;;) {
+        const int pos = site.base_position + t->depth[u];
+        const float *pu = p + (size_t)u * V;
+        int m = tree_children(t, u, children, ACCEPT_MAX_PATH);
+        if (m == 0) {
+            const float *bonus_row = pu;
+            if (bug == PLANT_BONUS_FROM_PARENT && u > 0) bonus_row = p + (size_t)t->parent[u] * V; /* PLANTED */
+            rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, pos, 0)};
+            r->next_token = sampler_sample(bonus_row, V, s);
+            r->bonus = 1;
+            return 0;
+        }
+        memcpy(res, pu, (size_t)V * sizeof(float));
+        memcpy(q, tree_q_const(t, u), (size_t)V * sizeof(float));
+        int next = -1;
+        for (int j = 0; j < m && next < 0; j++) {
+            int x = t->token[children[j]];
+            if (!(q[x] > 0))
+                return sp_fail(err, "node %d: drafted token %d has proposal probability 0", children[j], x);
+            rng_site s = {site.seed, RNG_ACCEPT, accept_draw_index(site.round, pos, j)};
+            float uniform = rng_uniform(s);
+            int accepted = bug == PLANT_RATIO_INVERTED ? uniform * res[x] < q[x] /* PLANTED: U < q/r */
+                                                       : uniform * q[x] < res[x];
+            if (accepted) {
+                next = children[j];
+            } else {
+                if (bug == PLANT_RESIDUAL_UNNORMALISED) { /* PLANTED: max(0, r − q) without the division */
+                    for (int i = 0; i < V; i++) res[i] = res[i] > q[i] ? res[i] - q[i] : 0.0f;
+                } else if (bug != PLANT_RESIDUAL_IS_P) { /* PLANTED (residual-is-p): r stays p */
+                    accept_residual(res, q, res, V);
+                }
+                if (t->kind == CHILDREN_NO_REPLACEMENT && bug != PLANT_NO_REPLACEMENT_AS_IID) /* PLANTED */
+                    drop_and_renormalise(q, x, V);
+            }
+        }
+        if (next < 0) {
+            rng_site s = {site.seed, RNG_RESIDUAL, accept_draw_index(site.round, pos, 0)};
+            if (bug == PLANT_RESIDUAL_UNNORMALISED)
+                r->next_token = draw_assuming_unit_mass(res, V, s);
+            else
+                r->next_token = sampler_sample(bug == PLANT_REJECT_FROM_Q ? q : res, V, s); /* PLANTED: q */
+            return 0;
+        }
+        if (r->n_accepted + 1 < ACCEPT_MAX_PATH) r->path[++r->n_accepted] = next;
+        u = next;
+    }
+}
+
+int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                      accept_result *r, sp_error *err) {
+    return planted_accept(*(const planted_bug *)user, t, p, site, scratch, r, err);
+}
+
+static double entropy(const float *p, int V) {
+    double h = 0;
+    for (int i = 0; i < V; i++)
+        if (p[i] > 0) h -= p[i] * log(p[i]);
+    return h;
+}
+
+void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                     accept_result *r) {
+    const int V = t->V, n = t->n;
+    unsigned char *ok = sp_xcalloc((size_t)n, 1, "typical acceptance flags");
+    double *threshold = sp_xcalloc((size_t)n, sizeof(double), "typical thresholds");
+    r->n_accepted = 0;
+    r->path[0] = 0;
+    r->bonus = 0;
+    int best = 0;
+    for (int i = 0; i < n; i++) {
+        const float *pi = p + (size_t)i * V;
+        double cut = delta * exp(-entropy(pi, V));
+        threshold[i] = cut < epsilon ? cut : epsilon;
+        if (i == 0) {
+            ok[0] = 1;
+            continue;
+        }
+        int u = t->parent[i];
+        ok[i] = ok[u] && p[(size_t)u * V + t->token[i]] > threshold[u];
+        if (ok[i] && t->depth[i] > t->depth[best]) best = i;
+    }
+    free(ok);
+    free(threshold);
+    int len = t->depth[best];
+    for (int x = best, d = len; d > 0; x = t->parent[x], d--) r->path[d] = x;
+    r->n_accepted = len;
+    int from = best;
+    if (bug == PLANT_BONUS_FROM_PARENT && best > 0) from = t->parent[best]; /* PLANTED */
+    rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + len, 0)};
+    r->next_token = sampler_sample(p + (size_t)from * V, V, s);
+    int children[1];
+    r->bonus = tree_children(t, best, children, 1) == 0;
+}
+
+int planted_typical_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                       accept_result *r, sp_error *err) {
+    const planted_typical_rule *rule = user;
+    (void)scratch, (void)err;
+    planted_typical(rule->bug, t, p, rule->epsilon, rule->delta, site, r);
+    return 0;
+}
+
+/* ---- the retempering proposer ------------------------------------------------- */
+
+void planted_retemper_row(const float *q, float gamma, float *out, int V) {
+    double max = 0, sum = 0;
+    for (int i = 0; i < V; i++)
+        if (q[i] > max) max = q[i];
+    for (int i = 0; i < V; i++) {
+        double w = q[i] > 0 ? pow(q[i] / max, gamma) : 0.0; /* relative to the largest: no underflow */
+        out[i] = (float)w;
+        sum += w;
+    }
+    for (int i = 0; i < V; i++) out[i] = (float)(out[i] / sum);
+}
+
+typedef struct {
+    proposer inner;
+    float gamma;
+} retemper_impl;
+
+static void sync_counters(proposer *self) {
+    retemper_impl *w = self->impl;
+    self->steps = w->inner.steps;
+}
+
+static int retemper_propose(proposer *self, token_tree *tree, int root_position, int max_depth, uint64_t round,
+                            sp_error *err) {
+    retemper_impl *w = self->impl;
+    int rc = w->inner.propose(&w->inner, tree, root_position, max_depth, round, err);
+    sync_counters(self);
+    if (rc) return rc;
+    int child[1];
+    for (int i = 0; i < tree->n; i++)
+        if (tree_children(tree, i, child, 1) > 0)
+            planted_retemper_row(tree_q(tree, i), w->gamma, tree_q(tree, i), tree->V);
+    return 0;
+}
+
+static void retemper_commit(proposer *self, const int *path, const float *hidden, int len, int next_token) {
+    retemper_impl *w = self->impl;
+    w->inner.commit(&w->inner, path, hidden, len, next_token);
+    sync_counters(self);
+}
+
+static void retemper_release(proposer *self) {
+    retemper_impl *w = self->impl;
+    w->inner.release(&w->inner);
+    free(w);
+    self->impl = NULL;
+}
+
+int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, float ratio_temperature,
+                           sp_error *err) {
+    if (!(draw_temperature > 0 && ratio_temperature > 0))
+        return sp_fail(err, "retempered proposer: temperatures must be > 0 (draw %g, ratio %g)", draw_temperature,
+                       ratio_temperature);
+    retemper_impl *w = sp_xcalloc(1, sizeof *w, "retempered proposer");
+    w->inner = *inner;
+    w->gamma = draw_temperature / ratio_temperature;
+    memset(outer, 0, sizeof *outer);
+    outer->name = inner->name;
+    outer->propose = retemper_propose;
+    outer->commit = retemper_commit;
+    outer->release = retemper_release;
+    outer->bytes_per_step = inner->bytes_per_step;
+    outer->tree_capacity = inner->tree_capacity;
+    outer->kind = inner->kind;
+    outer->impl = w;
+    return 0;
+}

@@ -1,0 +1,69 @@
+/* planted.h — deliberate bugs for the negative controls of the
+ * distribution tests: a test that passes the real sampler must reject these
+ * at the same sample size, or it proves nothing. Each is a real code path —
+ * a copy of the exact rule with one mistake, or a proposer wrapper — and
+ * none is reachable from the decoding methods themselves. Shared by
+ * tests/stat and `specula verify`. */
+#ifndef SPECULA_PLANTED_H
+#define SPECULA_PLANTED_H
+
+#include "accept.h"
+#include "decode.h"
+
+typedef enum {
+    PLANT_NONE = 0,              /* the exact rule, unchanged (a sanity check of the copy) */
+    PLANT_RATIO_INVERTED,        /* accept with min(1, q/p) instead of min(1, p/q) */
+    PLANT_RESIDUAL_IS_P,         /* after a rejection, draw from p instead of norm(max(0, p − q)) */
+    PLANT_RESIDUAL_UNNORMALISED, /* keep max(0, p − q) unnormalised: later children of a tree are
+                                  * tested against it, and the correction is drawn by an inverse CDF
+                                  * that assumes unit mass, so the missing mass lands on token V − 1 */
+    PLANT_REJECT_FROM_Q,         /* the correction after a rejection is drawn from q */
+    PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
+    PLANT_NO_REPLACEMENT_AS_IID, /* children drawn without replacement verified as if i.i.d.: q is not
+                                  * renormalised without a rejected sibling (trees only; a chain is unchanged) */
+    PLANT_COUNT
+} planted_bug;
+
+/* "ratio-inverted", "residual-is-p", … ("none" for PLANT_NONE). */
+const char *planted_name(planted_bug bug);
+/* One line: what the bug does. */
+const char *planted_summary(planted_bug bug);
+/* The bug named `name`, or −1. */
+int planted_parse(const char *name);
+
+/* accept_exact with `bug` planted (same contract, same rng sites). */
+int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
+                   accept_result *r, sp_error *err);
+
+/* An accept_fn for decode_options.custom_accept; user points at a planted_bug. */
+int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                      accept_result *r, sp_error *err);
+
+/* accept_typical (Medusa's rule) with `bug` planted; of the bugs above only
+ * PLANT_BONUS_FROM_PARENT applies: the next token is drawn from p of the
+ * last accepted node's parent. Same contract and rng sites as accept_typical. */
+void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                     accept_result *r);
+
+/* An accept_fn running planted_typical; user points at a planted_typical_rule. */
+typedef struct {
+    planted_bug bug;
+    float epsilon, delta;
+} planted_typical_rule;
+int planted_typical_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
+                       accept_result *r, sp_error *err);
+
+/* A proposer whose drafts were sampled at one temperature while the q rows
+ * it reports belong to another: `inner` (built with sampling temperature
+ * draw_temperature > 0) proposes, then every q row of a node with children
+ * becomes norm(q^γ) over its support, γ = draw_temperature /
+ * ratio_temperature — softmax(z / ratio_temperature) when no cut depends on
+ * the temperature. The wrapper owns inner: its release releases both. */
+int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, float ratio_temperature,
+                           sp_error *err);
+
+/* The same transformation on one row: out[V] = norm(q^gamma) over q > 0
+ * (out may alias q). Exposed so exact computations can follow the wrapper. */
+void planted_retemper_row(const float *q, float gamma, float *out, int V);
+
+#endif

@@ -1,0 +1,37 @@
+/* spec_law.h — the exact law of the first L tokens that chain speculative
+ * decoding emits, computed (not sampled) from the conditional distributions
+ * of the target and the proposer, for the exact rule or any planted bug of
+ * planted.h. With the exact rule the result is the target's own law, which
+ * proves exactness on that instance; with a planted bug it is the law the
+ * negative control samples from, which sizes the test that must reject it.
+ * Assumes what decode_run does: rounds of min(k, budget − 1) drafts, no EOS
+ * stop, and proposer rows that depend only on the emitted prefix and the
+ * draft's depth in its round. */
+#ifndef SPECULA_SPEC_LAW_H
+#define SPECULA_SPEC_LAW_H
+
+#include "error.h"
+#include "planted.h"
+
+/* Fills out[V] with a distribution after the emitted prefix tokens[0..len).
+ * depth (1-based) is the draft's depth in its round, so the round started
+ * after tokens[0..len − depth + 1). */
+typedef void (*law_row_fn)(void *user, const int *tokens, int len, int depth, float *out);
+typedef void (*law_target_fn)(void *user, const int *tokens, int len, float *out);
+
+typedef struct {
+    int V, L;             /* the law is over V^L sequences (enumerate.h numbering) */
+    int k;                /* drafts per round */
+    int max_tokens;       /* decode_run's budget (rounds propose min(k, budget − emitted − 1)); ≤ 0: no budget */
+    law_target_fn target; /* p after a prefix */
+    law_row_fn draw;      /* the distribution the draft is drawn from */
+    law_row_fn ratio;     /* the q the rule divides by and subtracts; NULL: the draw row */
+    void *user;
+    planted_bug bug; /* PLANT_NONE: the exact rule */
+} spec_law_spec;
+
+/* joint[V^L] ← the law. Fails when V^L is too large (enumerate.h) or a
+ * draft row puts mass where its ratio row has none (the rule would fail). */
+int spec_law(const spec_law_spec *s, double *joint, sp_error *err);
+
+#endif

@@ -1,0 +1,112 @@
+/* verify_cases.h — the catalogue of distribution checks that `specula
+ * verify` runs and tests/stat runs at test size: for each decoding method
+ * and setting, a sampler over the reference decode loop, the law it must
+ * follow, and a planted bug (planted.h) the same check must reject. The
+ * models come from the caller (a verify_world), so tests can use their
+ * fixtures and the CLI its own scratch models. Micro models only: the law is
+ * enumerated over V^L sequences (enumerate.h). */
+#ifndef SPECULA_VERIFY_CASES_H
+#define SPECULA_VERIFY_CASES_H
+
+#include "decode.h"
+#include "enumerate.h"
+#include "model.h"
+#include "planted.h"
+#include "verify_dist.h"
+
+/* The micro worlds every case runs on: the "micro" target (with its MTP
+ * module) and the "micro-draft" draft, both with this vocabulary and no EOS
+ * token, the target's width halved so a draw costs ~0.1–0.4 ms. */
+#define VERIFY_WORLD_V 8
+void verify_world_target_config(model_config *c); /* applied to randmodel's "micro" preset */
+void verify_world_draft_config(model_config *c);  /* applied to "micro-draft" */
+
+typedef struct {
+    model *target; /* [V] with an MTP module */
+    model *draft;  /* the same V */
+    int prompt[4];
+    int n_prompt; /* 2: MTP has a hidden state to draft from in the first round */
+} verify_world;
+
+/* Fills the prompt (the models are the caller's). */
+void verify_world_init(verify_world *w, model *target, model *draft);
+
+typedef enum {
+    VC_SAMPLE = 0, /* plain sampling: the baseline every method must equal */
+    VC_SPEC,       /* draft-model speculative sampling, chain of k */
+    VC_MTP         /* MTP self-speculation (argmax or sampled drafts) */
+} verify_method;
+
+typedef enum {
+    VC_EXACT = 0, /* against the enumerated law ("reference vs exact") */
+    VC_VS_SAMPLE  /* two samples: the method against plain sampling ("reference vs reference") */
+} verify_pair;
+
+typedef struct {
+    const char *name;   /* unique, e.g. "spec k=2 T=1" */
+    int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
+                         * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
+    const char *method; /* "sample", "spec", "mtp", "typical" (what --method selects) */
+    verify_method kind;
+    verify_pair pair;
+    int k;          /* drafts per round */
+    int L;          /* tokens compared */
+    int max_tokens; /* the decode budget (≥ L); above L the later tokens are drawn and ignored */
+    int mtp_sample; /* MTP: drafts sampled from its q (else argmax) */
+    sampler_params sp;
+    /* The negative control: at most one of the two is set (neither: see expect_biased). */
+    planted_bug control_bug;   /* an acceptance rule with this bug */
+    float control_temperature; /* > 0: spec/MTP: drafts drawn at this temperature while q is reported at
+                                * sp.temperature; sample: the sampler runs at this temperature */
+    accept_rule rule;          /* RULE_EXACT, or RULE_TYPICAL (Medusa's defaults 0.09, 0.3) */
+    int expect_biased;         /* 1: the rule is known not to be exact here; the check must reject it,
+                                * and its control is the exact rule on the same drafts, which must pass */
+    int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
+} verify_case;
+
+/* The catalogue, terminated by a NULL name. */
+const verify_case *verify_cases(void);
+int verify_case_count(void);
+/* "what the control plants", e.g. "drafts drawn at T=2, q at T=1". */
+void verify_case_control_text(const verify_case *c, char *out, int size);
+
+/* A sampler over the reference decode loop for case c (control = 1: with
+ * its planted bug); ctx[...] lives in *slot, which must outlive s. */
+typedef struct {
+    const verify_case *c;
+    const verify_world *w;
+    int control;
+    int plain; /* 1: plain sampling with c's parameters, the other side of a VC_VS_SAMPLE pair */
+} verify_case_sampler;
+void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const verify_case *c, const verify_world *w,
+                              int control, int plain);
+
+/* The law case c's method must follow: the target's enumerated law at c's
+ * sampling parameters over c->L tokens after the world's prompt. */
+int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err);
+
+/* The exact law of case c's method (control = 0) or of its negative
+ * control (control = 1) into law[V^L]: by enumeration for plain sampling,
+ * by spec_law (spec_law.h) from the enumerated conditionals of target and
+ * draft for draft-model speculation. Returns 1 when computed, 0 when the
+ * method has no such computation here (MTP: its drafts depend on its own
+ * chained state), −1 on error. */
+int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err);
+
+typedef struct {
+    verify_result result;  /* the method */
+    verify_result control; /* its planted bug, at the same n and seed stream */
+    double p_holm;         /* filled by the caller that corrects over many cases (else = result.test.p_value) */
+} verify_case_outcome;
+
+/* A negative control counts as rejected below this p-value. */
+#define VERIFY_CONTROL_P 1e-12
+
+/* Runs the method with opt, then its control with control_n draws (≤ 0:
+ * opt->n, the same size — what the tests do) and seed opt->seed + 1.
+ * exact: from verify_case_exact. */
+int verify_case_run(const verify_case *c, const verify_world *w, const enum_table *exact, const verify_options *opt,
+                    int64_t control_n, verify_case_outcome *out, sp_error *err);
+void verify_case_outcome_free(verify_case_outcome *o);
+
+#endif

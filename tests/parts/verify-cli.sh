@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# verify-cli.sh BUILD COUNTS — checks the `specula verify` command line on
+# small draw counts: the table, the JSON, a failing verdict's exit status,
+# the beam row, and exit status 2 with a clear message for bad usage. (The
+# statistics themselves are tested in tests/stat.) Writes "passed failed
+# skipped" to COUNTS.
+set -u
+build=${1:-build}
+counts=${2:-/dev/null}
+spec=$build/specula
+pass=0 fail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-verify-cli-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # check NAME CONDITION...
+    local name=$1
+    shift
+    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL verify-cli: $name"; fi
+}
+
+# expect_error NAME PATTERN ARGS...: exits with 2 and says PATTERN on stderr
+expect_error() {
+    local name=$1 pattern=$2
+    shift 2
+    "$spec" verify "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -q -- "$pattern" "$tmp/err"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL verify-cli: $name: exit $rc, stderr: $(cat "$tmp/err")"
+    fi
+}
+
+"$spec" verify --help >"$tmp/help"
+check "--help exits 0" test $? -eq 0
+for flag in --method --all --list --samples --scale --control-samples --seed --model-seed --alpha --tv-max --delta \
+    --json --quiet; do
+    check "--help lists $flag" grep -q -- "$flag" "$tmp/help"
+done
+"$spec" verify --list >"$tmp/list"
+check "--list shows the default rows" test "$(grep -c '^  default' "$tmp/list")" -ge 8
+check "--list shows the grid" grep -q -- '--all   spec k=4 T=1.2 top-p 0.9' "$tmp/list"
+
+# one small case: passes without the TV requirement (2 000 draws cannot bound it by 0.02)
+"$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 2500 --tv-max 0 --quiet >"$tmp/t"
+check "a passing case exits 0" test $? -eq 0
+check "the table has its header" grep -q '^case  *pair  *samples  *statistic' "$tmp/t"
+check "the row says exact" grep -q '^spec k=3 T=0.8 .*reference vs exact .* 2500 .*exact$' "$tmp/t"
+# the same case with the default TV requirement fails, and says why
+"$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 2500 --quiet >"$tmp/f"
+check "a TV bound above --tv-max exits 1" test $? -eq 1
+check "the row says why" grep -q 'FAIL: TV bound too wide' "$tmp/f"
+
+"$spec" verify --method "typical mtp k=3 T=0.8" --samples 2000 --control-samples 2000 --tv-max 0 --json --quiet \
+    >"$tmp/j"
+check "a biased rule's check exits 0" test $? -eq 0
+check "JSON: the case" grep -q '"case": "typical mtp k=3 T=0.8"' "$tmp/j"
+check "JSON: biased as expected" grep -q '"expect_biased": true, .*"verdict": "biased, as expected"' "$tmp/j"
+check "JSON: closed" test "$(tail -c 2 "$tmp/j")" = "}"
+
+"$spec" verify --method beam --quiet >"$tmp/b"
+check "beam exits 0" test $? -eq 0
+check "beam: no difference" grep -q '0 differ in hypotheses, scores or passes: exact' "$tmp/b"
+
+expect_error "unknown flag" "unknown option '--frobnicate'" --frobnicate
+expect_error "unknown method" "no case matches 'medusa-typo'" --method medusa-typo
+expect_error "bad count" "--samples expects an integer" --samples 10
+expect_error "bad scale" "--scale expects a number" --scale 0
+expect_error "bad alpha" "--alpha expects a number" --alpha 2
+expect_error "scale too small" "fewer than 100 draws" --scale 0.001
+
+echo "verify-cli: $pass passed, $fail failed"
+echo "$pass $fail 0" >"$counts"
+[ "$fail" -eq 0 ]

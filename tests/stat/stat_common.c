@@ -1,0 +1,108 @@
+/* stat_common.c — shared checks of the distribution suites (stat_common.h). */
+#include "stat_common.h"
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixtures.h"
+
+int64_t stat_planned_n(const double *exact, const double *control, int64_t cells, int two_sample, int64_t floor,
+                       int64_t cap, const char *what) {
+    stats_plan plan;
+    sp_error err;
+    int rc = two_sample ? stats_plan_two(control, exact, (int)cells, STAT_CONTROL_P, STAT_PLAN_POWER,
+                                         STATS_MIN_EXPECTED, &plan, &err)
+                        : stats_plan_gof(exact, control, (int)cells, STAT_CONTROL_P, STAT_PLAN_POWER,
+                                         STATS_MIN_EXPECTED, &plan, &err);
+    ck_assert_msg(rc == 0, "%s: %s", what, err.msg);
+    int64_t n = (int64_t)ceil(STAT_PLAN_MARGIN * (double)plan.n / 500.0) * 500;
+    if (n < floor) n = floor;
+    ck_assert_msg(n <= cap, "%s: the control needs %lld draws (planned %lld, w = %.3f), over the budget of %lld", what,
+                  (long long)n, (long long)plan.n, plan.w, (long long)cap);
+    return n;
+}
+
+void stat_assert_family_passes(const double *p, int m, const char *const *names) {
+    double *adjusted = malloc((size_t)m * sizeof *adjusted);
+    stats_holm(p, m, adjusted);
+    for (int i = 0; i < m; i++)
+        ck_assert_msg(adjusted[i] >= STAT_FAMILY_ALPHA, "%s: p = %.3g, Holm-adjusted %.3g < %g", names[i], p[i],
+                      adjusted[i], STAT_FAMILY_ALPHA);
+    free(adjusted);
+}
+
+void stat_assert_control_rejected(const verify_result *control, const char *what) {
+    ck_assert_msg(control->test.p_value < STAT_CONTROL_P,
+                  "%s: the planted bug was not rejected (statistic %.1f, df %d, p = %.3g at n = %lld)", what,
+                  control->test.statistic, control->test.df, control->test.p_value, (long long)control->n);
+}
+
+/* The generic size: power STAT_PLAN_POWER at STAT_CONTROL_P against w =
+ * STAT_GENERIC_W, with df = the cells the law can reach − 1 (pooling only
+ * lowers df, and a lower df needs a smaller n: the plan is conservative). */
+static int64_t generic_n(const double *exact, int64_t cells, int two_sample, int64_t cap, const char *what) {
+    int reachable = 0;
+    for (int64_t i = 0; i < cells; i++) reachable += exact[i] > 0;
+    if (reachable == 1) return 1000; /* a point mass: a single draw elsewhere rejects it */
+    int64_t n;
+    sp_error err;
+    int rc = two_sample ? stats_n_two(reachable - 1, STAT_CONTROL_P, STAT_PLAN_POWER, STAT_GENERIC_W, &n, &err)
+                        : stats_n_gof(reachable - 1, STAT_CONTROL_P, STAT_PLAN_POWER, STAT_GENERIC_W, &n, &err);
+    ck_assert_msg(rc == 0, "%s: %s", what, err.msg);
+    n = (int64_t)ceil(STAT_PLAN_MARGIN * (double)n / 500.0) * 500;
+    ck_assert_msg(n <= cap, "%s: the generic plan needs %lld draws, over the budget of %lld", what, (long long)n,
+                  (long long)cap);
+    return n;
+}
+
+void stat_run_catalogue(const char *method, int64_t cap) {
+    fixture_model t, d;
+    fixture_model_open(&t, "micro", 1, verify_world_target_config);
+    fixture_model_open(&d, "micro-draft", 2, verify_world_draft_config);
+    verify_world w;
+    verify_world_init(&w, &t.m, &d.m);
+    double p[64];
+    const char *names[64];
+    int m = 0, index = 0;
+    for (const verify_case *c = verify_cases(); c->name; c++, index++) {
+        if (strcmp(c->method, method)) continue;
+        sp_error err;
+        enum_table exact;
+        ck_assert_msg(verify_case_exact(c, &w, &exact, &err) == 0, "%s", err.msg);
+        double *law = malloc((size_t)exact.cells * sizeof *law);
+        int computed = verify_case_law(c, &w, 1, law, &err);
+        ck_assert_msg(computed >= 0, "%s", err.msg);
+        int64_t n = computed
+                        ? stat_planned_n(exact.joint, law, exact.cells, c->pair == VC_VS_SAMPLE, 1000, cap, c->name)
+                        : generic_n(exact.joint, exact.cells, c->pair == VC_VS_SAMPLE, cap, c->name);
+        free(law);
+        verify_options o = verify_defaults();
+        o.n = n;
+        o.seed = 1000 + (uint64_t)index * 10;
+        verify_case_outcome out;
+        ck_assert_msg(verify_case_run(c, &w, &exact, &o, 0, &out, &err) == 0, "%s", err.msg);
+        if (c->expect_biased) {
+            ck_assert_msg(out.result.test.p_value < STAT_CONTROL_P,
+                          "%s: the bias was not detected (p = %.3g at n = %lld)", c->name, out.result.test.p_value,
+                          (long long)out.result.n);
+            p[m] = out.control.test.p_value; /* the exact rule on the same drafts */
+        } else {
+            char what[160];
+            snprintf(what, sizeof what, "%s (control: %s)", c->name,
+                     computed ? "planned from its law" : "generic plan");
+            stat_assert_control_rejected(&out.control, what);
+            ck_assert_int_eq(out.result.test.impossible, 0);
+            p[m] = out.result.test.p_value;
+        }
+        names[m++] = c->name;
+        verify_case_outcome_free(&out);
+        enumerate_free(&exact);
+    }
+    ck_assert_int_gt(m, 0);
+    stat_assert_family_passes(p, m, names);
+    fixture_model_close(&d);
+    fixture_model_close(&t);
+}

@@ -1,0 +1,167 @@
+/* test_enumerate.c — the exact sequence law of reference/enumerate.c: it
+ * sums to 1, every row equals (bit for bit) what a fresh forward over the
+ * same prefix computes — so the walk's snapshot/restore leaves no trace —,
+ * cuts give probability 0, temperature 0 gives the greedy sequence, and bad
+ * requests fail with a message. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode.h"
+#include "enumerate.h"
+#include "fixtures.h"
+#include "harness.h"
+#include "verify_cases.h"
+
+static const int prompt[2] = {1, 2};
+
+/* The conditional after prompt + tokens[0..len), from a state that never
+ * saw anything else. */
+static void fresh_row(model *m, const sampler_params *sp, const int *tokens, int len, float *row) {
+    const int V = m->cfg.vocab_size;
+    model_state s;
+    state_build(&s, &m->cfg, NULL);
+    float *logits = calloc((size_t)V, sizeof(float));
+    model_forward(m, &s, prompt[0], NULL, NULL);
+    model_forward(m, &s, prompt[1], logits, NULL);
+    for (int j = 0; j < len; j++) model_forward(m, &s, tokens[j], logits, NULL);
+    sampler_probs(sp, logits, row, V);
+    free(logits);
+    state_free(&s);
+}
+
+START_TEST(test_law_sums_to_one_and_matches_fresh_forwards) {
+    fixture_model f;
+    fixture_model_open(&f, "micro", 21, verify_world_target_config);
+    const int V = f.m.cfg.vocab_size;
+    sampler_params sp = sampler_defaults();
+    sp.temperature = 0.9f;
+    sp_error err;
+    for (int L = 1; L <= 3; L++) {
+        enum_table t;
+        ck_assert_msg(enumerate_build(&t, &f.m, prompt, 2, &sp, L, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(t.cells, (int64_t)pow(V, L));
+        long expected_forwards = 1; /* the prompt's first token */
+        for (int j = 0, power = 1; j < L; j++, power *= V) expected_forwards += power;
+        ck_assert_int_eq(t.forwards, expected_forwards);
+        double sum = 0;
+        for (int64_t i = 0; i < t.cells; i++) {
+            ck_assert(t.joint[i] >= 0);
+            sum += t.joint[i];
+        }
+        /* float rows summing to 1 within ~1e-7 each, multiplied over L ≤ 3 factors */
+        ck_assert_msg(fabs(sum - 1) < 1e-6, "L=%d: the law sums to %.9f", L, sum);
+        /* every 7th sequence: each row along it, and the product, recomputed from scratch */
+        float row[VERIFY_WORLD_V];
+        for (int64_t i = 0; i < t.cells; i += 7) {
+            int tokens[3];
+            enumerate_tokens(i, L, V, tokens);
+            ck_assert_int_eq(enumerate_index(tokens, L, V), i);
+            double prob = 1;
+            for (int len = 0; len < L; len++) {
+                fresh_row(&f.m, &sp, tokens, len, row);
+                ck_assert_msg(memcmp(row, enumerate_cond(&t, tokens, len), sizeof(float) * V) == 0,
+                              "L=%d, sequence %lld: the row after %d tokens differs from a fresh forward", L,
+                              (long long)i, len);
+                prob *= row[tokens[len]];
+            }
+            ck_assert(prob == t.joint[i]); /* the same factors in the same order: equal, not just close */
+            if (L == 1) { /* the raw log-softmax: at T = 0.9 its exp is the T = 1 softmax, not row */
+                const double *lp = enumerate_raw_logprob(&t, tokens, 0);
+                double mass = 0;
+                for (int x = 0; x < V; x++) mass += exp(lp[x]);
+                ck_assert_msg(fabs(mass - 1) < 1e-12, "raw log-probabilities sum to %.15f", mass);
+            }
+        }
+        enumerate_free(&t);
+    }
+    fixture_model_close(&f);
+}
+END_TEST
+
+START_TEST(test_cuts_and_greedy) {
+    fixture_model f;
+    fixture_model_open(&f, "micro", 22, verify_world_target_config);
+    const int V = f.m.cfg.vocab_size;
+    sp_error err;
+    sampler_params sp = sampler_defaults();
+    sp.top_k = 3;
+    enum_table t;
+    ck_assert_msg(enumerate_build(&t, &f.m, prompt, 2, &sp, 2, &err) == 0, "%s", err.msg);
+    int tokens[2];
+    int64_t zero = 0;
+    for (int64_t i = 0; i < t.cells; i++) {
+        enumerate_tokens(i, 2, V, tokens);
+        const float *first = enumerate_cond(&t, tokens, 0), *second = enumerate_cond(&t, tokens, 1);
+        int kept = 0;
+        for (int x = 0; x < V; x++) kept += first[x] > 0;
+        ck_assert_int_eq(kept, 3); /* random float logits: no ties at the cut */
+        if (first[tokens[0]] == 0 || second[tokens[1]] == 0) {
+            ck_assert(t.joint[i] == 0);
+            zero++;
+        }
+    }
+    ck_assert_int_eq(zero, t.cells - 9); /* 3 × 3 sequences survive two top-3 cuts */
+    enumerate_free(&t);
+
+    /* temperature 0: all the mass on the greedy continuation */
+    sp = sampler_defaults();
+    sp.temperature = 0;
+    ck_assert_msg(enumerate_build(&t, &f.m, prompt, 2, &sp, 3, &err) == 0, "%s", err.msg);
+    decode_options o = decode_defaults();
+    o.sampling.temperature = 0;
+    o.max_tokens = 3;
+    o.stop_at_eos = 0;
+    decode_output out;
+    ck_assert_msg(decode_run(&f.m, NULL, "greedy", 0, prompt, 2, &o, &out, &err) == 0, "%s", err.msg);
+    ck_assert(t.joint[enumerate_index(out.tokens, 3, V)] == 1.0);
+    decode_output_free(&out);
+    enumerate_free(&t);
+    fixture_model_close(&f);
+}
+END_TEST
+
+START_TEST(test_prefix_ids) {
+    /* V = 3: ids 0 (empty), 1..3 (length 1), 4..12 (length 2) */
+    int tokens[2] = {0, 0};
+    ck_assert_int_eq(enumerate_prefix_id(tokens, 0, 3), 0);
+    tokens[0] = 2;
+    ck_assert_int_eq(enumerate_prefix_id(tokens, 1, 3), 3);
+    tokens[1] = 1;
+    ck_assert_int_eq(enumerate_prefix_id(tokens, 2, 3), 4 + 2 * 3 + 1);
+    ck_assert_int_eq(enumerate_cells(10, 5), 100000);
+    ck_assert_int_eq(enumerate_cells(10, 6), -1);
+}
+END_TEST
+
+START_TEST(test_bad_requests) {
+    fixture_model f;
+    fixture_model_open(&f, "micro", 23, verify_world_target_config);
+    sp_error err;
+    enum_table t;
+    sampler_params sp = sampler_defaults();
+    ck_assert_int_eq(enumerate_build(&t, &f.m, prompt, 2, &sp, 6, &err), -1); /* 8^6 > 10^5 */
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than 100000 sequences"));
+    ck_assert_int_eq(enumerate_build(&t, &f.m, prompt, 2, &sp, 0, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "L = 0"));
+    int bad[2] = {1, 8};
+    ck_assert_int_eq(enumerate_build(&t, &f.m, bad, 2, &sp, 2, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "outside the vocabulary"));
+    ck_assert_int_eq(enumerate_build(&t, &f.m, prompt, 0, &sp, 2, &err), -1);
+    sp.top_p = 0;
+    ck_assert_int_eq(enumerate_build(&t, &f.m, prompt, 2, &sp, 2, &err), -1);
+    fixture_model_close(&f);
+}
+END_TEST
+
+Suite *enumerate_suite(void) {
+    Suite *s = suite_create("enumerate");
+    TCase *tc = harness_tcase("enumerate", 60);
+    tcase_add_test(tc, test_law_sums_to_one_and_matches_fresh_forwards);
+    tcase_add_test(tc, test_cuts_and_greedy);
+    tcase_add_test(tc, test_prefix_ids);
+    tcase_add_test(tc, test_bad_requests);
+    suite_add_tcase(s, tc);
+    return s;
+}
