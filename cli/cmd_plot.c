@@ -31,7 +31,7 @@ static const char *const text_prompts[] = {
 #define N_TEXT_PROMPTS (int)(sizeof text_prompts / sizeof text_prompts[0])
 
 typedef struct {
-    const char *out, *term, *model_dir, *draft_dir, *big_dir;
+    const char *out, *term, *model_dir, *draft_dir, *big_dir, *medusa_path, *tree_path;
     int model_given, measure, prompts, k;
     double temperatures[MAX_TEMPERATURES];
     int n_temperatures;
@@ -58,6 +58,8 @@ static void usage(FILE *f) {
             "                       none (data and scripts only)\n"
             "  --model DIR          target (default %s)\n"
             "  --draft DIR          draft model (default MODEL-draft when it exists)\n"
+            "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
+            "  --tree FILE          Medusa tree as JSON paths (default: the built-in tree)\n"
             "  --no-measure         the formulas only: no generations\n"
             "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
             "  --prompts N          prompts per temperature, 1..%d (default 6)\n"
@@ -136,6 +138,12 @@ static int parse(int argc, char **argv, plot_args *a) {
         } else if (!strcmp(f, "--draft")) {
             VALUE();
             a->draft_dir = v;
+        } else if (!strcmp(f, "--medusa")) {
+            VALUE();
+            a->medusa_path = v;
+        } else if (!strcmp(f, "--tree")) {
+            VALUE();
+            a->tree_path = v;
         } else if (!strcmp(f, "--big")) {
             VALUE();
             a->big_dir = v;
@@ -249,6 +257,41 @@ static const char *base_name(const char *path, char *buf, size_t size) {
     return buf;
 }
 
+/* Medusa heads: --medusa, or MODEL-medusa/medusa_heads.safetensors when it
+ * exists (checked against the target's checkpoint); the tree from --tree.
+ * 0, or 1 after printing why. */
+static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads,
+                       medusa_tree *tree, int *have_tree) {
+    char path[4200];
+    sp_error err;
+    if (a->medusa_path) {
+        snprintf(path, sizeof path, "%s", a->medusa_path);
+    } else {
+        size_t n = strlen(a->model_dir);
+        while (n > 1 && a->model_dir[n - 1] == '/') n--;
+        snprintf(path, sizeof path, "%.*s-medusa/medusa_heads.safetensors", (int)n, a->model_dir);
+        if (access(path, R_OK) != 0) {
+            if (a->tree_path) fprintf(stderr, "specula plot: --tree given, but no Medusa heads at %s\n", path);
+            return a->tree_path ? 1 : 0;
+        }
+    }
+    if (medusa_load(heads, path, target, 0, &err)) {
+        fprintf(stderr, "specula plot: %s\n", err.msg);
+        return 1;
+    }
+    *have_heads = 1;
+    if (a->tree_path) {
+        if (medusa_tree_load(tree, a->tree_path, &err)) {
+            fprintf(stderr, "specula plot: %s\n", err.msg);
+            medusa_free(heads);
+            *have_heads = 0;
+            return 1;
+        }
+        *have_tree = 1;
+    }
+    return 0;
+}
+
 int cmd_plot(int argc, char **argv) {
     plot_args a;
     int rc = parse(argc, argv, &a);
@@ -268,7 +311,9 @@ int cmd_plot(int argc, char **argv) {
 
     /* the models: measured points and the embedded pair's bytes */
     model target, draft;
-    int have_target = 0, have_draft = 0, status = 0;
+    medusa_heads heads;
+    medusa_tree tree;
+    int have_target = 0, have_draft = 0, have_heads = 0, have_tree = 0, status = 0;
     sp_error err;
     if (model_load(&target, a.model_dir, &err) == 0) {
         have_target = 1;
@@ -289,6 +334,11 @@ int cmd_plot(int argc, char **argv) {
                 model_free(&target);
                 return 1;
             }
+        }
+        if (load_medusa(&a, &target, &heads, &have_heads, &tree, &have_tree)) {
+            if (have_draft) model_free(&draft);
+            model_free(&target);
+            return 1;
         }
         model_footprint fp;
         footprint_compute(&target.cfg, 1, target.storage_bytes, 2.0, &fp);
@@ -320,14 +370,16 @@ int cmd_plot(int argc, char **argv) {
     if (have_target && a.measure) {
         plot_prompts prompts;
         memset(&prompts, 0, sizeof prompts);
+        plot_proposers pp = {have_draft ? &draft : NULL, have_heads ? &heads : NULL, have_tree ? &tree : NULL};
         if (build_prompts(a.model_dir, target.cfg.vocab_size, a.prompts, &prompts)) {
             status = 1;
-        } else if (plots_measure(&target, have_draft ? &draft : NULL, &prompts, &a.mo, &m, &err)) {
+        } else if (plots_measure(&target, &pp, &prompts, &a.mo, &m, &err)) {
             fprintf(stderr, "specula plot: %s\n", err.msg);
             status = 1;
         }
         free_prompts(&prompts);
     }
+    if (have_heads) medusa_free(&heads);
     if (have_draft) model_free(&draft);
     if (have_target) model_free(&target);
     if (status) return status;

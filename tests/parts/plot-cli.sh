@@ -34,7 +34,7 @@ expect_error() {
 
 "$specula" plot --help >"$tmp/help"
 check "--help exits 0" test $? -eq 0
-for flag in --out --term --model --draft --no-measure --temperatures --prompts --tokens --k --seed --big --alpha \
+for flag in --out --term --model --draft --medusa --tree --no-measure --temperatures --prompts --tokens --k --seed --big --alpha \
     --context --bandwidth --tflops; do
     check "--help lists $flag" grep -q -- "$flag" "$tmp/help"
 done
@@ -47,21 +47,24 @@ expect_error "bad alpha" 2 "--alpha expects a number in \[0, 1\]" --alpha 1.5
 expect_error "missing value" 2 "--out needs a value" --out
 expect_error "missing model" 1 "cannot open" --model "$tmp/nowhere" --no-measure --term none
 
-"$build/genmodel" --quiet --preset micro --seed 3 "$tmp/m"
+"$build/genmodel" --quiet --preset micro --seed 3 --medusa-heads 2 "$tmp/m"
 "$build/genmodel" --quiet --preset micro-draft --seed 4 "$tmp/m-draft"
+expect_error "missing heads" 1 "loading Medusa heads" --model "$tmp/m" --medusa "$tmp/none.safetensors" --no-measure --term none
 run=(--model "$tmp/m" --prompts 1 --tokens 8 --temperatures 0,1 --k 2)
 
 "$specula" plot "${run[@]}" --term none --out "$tmp/p" >"$tmp/out" 2>"$tmp/err"
 check "measuring run exits 0" test $? -eq 0
 check "nothing on stdout with --term none" test ! -s "$tmp/out"
-check "progress on stderr" grep -q "measuring draft T=0 " "$tmp/err"
-check "MODEL-draft is found" grep -q "measuring MTP" "$tmp/err"
+check "progress on stderr" grep -q "measuring draft *T=0 " "$tmp/err"
+check "MODEL-draft is found" grep -q "measuring draft" "$tmp/err"
+check "MTP is measured" grep -q "measuring MTP" "$tmp/err"
+check "MODEL-medusa is found" grep -q "measuring Medusa" "$tmp/err"
 for f in tokens_per_pass.dat tokens_per_pass_mc.dat measured.dat measured_runs.dat acceptance.dat speedup_k.dat \
     speedup_k_opt.dat bytes_per_token.dat speedup_batch.dat tokens_per_pass.gp acceptance.gp speedup_k.gp \
     bytes_per_token.gp speedup_batch.gp; do
     check "writes $f" test -s "$tmp/p/$f"
 done
-check "four measured points" test "$(grep -vc '^#' "$tmp/p/measured.dat")" -eq 4
+check "six measured points" test "$(grep -vc '^#' "$tmp/p/measured.dat")" -eq 6
 
 "$specula" plot --no-measure --model "$tmp/m" --term none --out "$tmp/q" 2>"$tmp/err"
 check "--no-measure runs nothing" test "$(grep -c measuring "$tmp/err")" -eq 0

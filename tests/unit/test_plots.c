@@ -2,7 +2,7 @@
  * values at known points, monotonicity, the marked optimum of each curve,
  * the Monte-Carlo rows inside their intervals, measured points that agree
  * with the accounting of the runs that produced them (and with a rerun of
- * one), and gnuplot scripts that name only data files that exist. Images
+ * one; draft, MTP and Medusa), and gnuplot scripts that name only data files that exist. Images
  * are drawn when gnuplot is installed and only checked to exist: their
  * bytes are never compared. */
 #include <check.h>
@@ -287,24 +287,41 @@ static const double temps[2] = {0.0, 1.0};
 #define TOKENS 14
 #define K 3
 
-static void measure(fixture_model *target, fixture_model *draft, plot_measurements *m) {
+/* Zero Medusa heads on the target's lm_head: every ResBlock is the identity,
+ * so each head proposes the target's own ranking of the root's position —
+ * a valid proposer that is sometimes right. */
+static void zero_heads(medusa_heads *h, const model *m) {
+    sp_error err;
+    ck_assert_msg(medusa_build(h, 3, 1, m->cfg.hidden_size, m->cfg.vocab_size, 0, &err) == 0, "%s", err.msg);
+    medusa_share_lm_head(h, m->w.lm_head);
+}
+
+/* Draft, MTP and Medusa at temperatures 0 and 1 on two prompts. */
+static void measure(fixture_model *target, fixture_model *draft, const medusa_heads *heads, plot_measurements *m) {
     static int p0[] = {1, 2, 3}, p1[] = {5, 9, 4, 7};
     static int *ids[N_PROMPTS] = {p0, p1};
     static int len[N_PROMPTS] = {3, 4};
     plot_prompts prompts = {N_PROMPTS, ids, len};
     plot_measure_opts o = {temps, 2, TOKENS, K, 11, 0};
+    plot_proposers pp = {&draft->m, heads, NULL};
     sp_error err;
-    ck_assert_msg(plots_measure(&target->m, &draft->m, &prompts, &o, m, &err) == 0, "%s", err.msg);
+    ck_assert_msg(plots_measure(&target->m, &pp, &prompts, &o, m, &err) == 0, "%s", err.msg);
 }
 
 START_TEST(test_measured_points_match_their_runs) {
     fixture_model target, draft;
     fixture_model_open(&target, "micro", 5, NULL);
     fixture_model_open(&draft, "micro-draft", 6, NULL);
+    medusa_heads heads;
+    zero_heads(&heads, &target.m);
     plot_measurements m;
-    measure(&target, &draft, &m);
-    ck_assert_int_eq(m.n_points, 4); /* draft and MTP at two temperatures */
-    ck_assert_int_eq(m.n_runs, 4 * N_PROMPTS);
+    measure(&target, &draft, &heads, &m);
+    ck_assert_int_eq(m.n_points, 6); /* draft, MTP and Medusa at two temperatures */
+    ck_assert_int_eq(m.n_runs, 6 * N_PROMPTS);
+    ck_assert_int_eq(m.points[4].method, PLOT_MEDUSA);
+    ck_assert_int_eq(m.points[4].nodes, 63); /* the built-in tree for three heads */
+    ck_assert_str_eq(m.points[4].rule, "greedy");
+    ck_assert_str_eq(m.points[5].rule, "exact");
 
     /* a run is exactly what decode_run reports for the same method, prompt and seed */
     const plot_run *r = &m.runs[N_PROMPTS * 1 + 1]; /* draft, T = 1, second prompt */
@@ -372,7 +389,7 @@ START_TEST(test_measured_points_match_their_runs) {
         if (acc_sum + rejected > 0) {
             ck_printed(alpha, acc_sum / (acc_sum + rejected));
             ck_printed(t.v[i][11], expected_tokens_per_pass(alpha, (int)t.v[i][3]));
-            ck_printed(t.v[i][17], (target_b + t.v[i][3] * prop_b) / t.v[i][11]);
+            if (i < 4) ck_printed(t.v[i][17], (target_b + t.v[i][3] * prop_b) / t.v[i][11]);
         }
         ck_printed(t.v[i][12], (passes * target_b + steps * prop_b) / committed);
         /* measured_runs.dat adds up to this row */
@@ -385,14 +402,20 @@ START_TEST(test_measured_points_match_their_runs) {
             }
         ck_printed(r_passes, passes);
         ck_printed(r_committed, committed);
-        ck_assert_str_eq(t.word[i][1], i < 2 ? "spec" : "mtp");
+        ck_assert_str_eq(t.word[i][1], i < 2 ? "spec" : i < 4 ? "mtp" : "medusa");
+        ck_assert_int_eq((int)t.v[i][18], m.points[i].nodes);
+        ck_assert_str_eq(t.word[i][19], m.points[i].rule);
+        if (i >= 4) ck_assert(isnan(t.v[i][17])); /* no chain formula for a tree */
     }
     /* acceptance.dat: one block per point, reach = accepted/proposed, cond = reach_d / reach_{d−1} */
     read_table(dir, "acceptance.dat", &acc);
-    ck_assert_int_eq(acc.n, m.n_points * K);
+    int rows = 0;
+    for (int i = 0; i < m.n_points; i++) rows += m.points[i].k;
+    ck_assert_int_eq(acc.n, rows);
     for (int r2 = 0; r2 < acc.n; r2++) {
         int pt = acc.block[r2], d = (int)acc.v[r2][0];
-        ck_assert_int_eq(d, r2 % K + 1);
+        ck_assert_int_eq(d, r2 == 0 || acc.block[r2 - 1] != pt ? 1 : (int)acc.v[r2 - 1][0] + 1);
+        ck_assert_int_le(d, m.points[pt].k);
         ck_assert_int_eq((long)acc.v[r2][1], m.points[pt].acc.proposed[d]);
         ck_assert_int_eq((long)acc.v[r2][2], m.points[pt].acc.accepted[d]);
         if (acc.v[r2][1] > 0) ck_printed(acc.v[r2][3], acc.v[r2][2] / acc.v[r2][1]);
@@ -404,6 +427,7 @@ START_TEST(test_measured_points_match_their_runs) {
 
     harness_rmtree(dir);
     plots_measurements_free(&m);
+    medusa_free(&heads);
     fixture_model_close(&draft);
     fixture_model_close(&target);
 }
@@ -419,8 +443,9 @@ START_TEST(test_measure_without_a_proposer_fails) {
     plot_prompts prompts = {1, ids, len};
     plot_measure_opts o = {temps, 1, 4, 2, 1, 0};
     plot_measurements m;
+    plot_proposers none = {NULL, NULL, NULL};
     sp_error err;
-    ck_assert_int_eq(plots_measure(&target.m, NULL, &prompts, &o, &m, &err), -1);
+    ck_assert_int_eq(plots_measure(&target.m, &none, &prompts, &o, &m, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "nothing to measure"));
     target.m.w.has_mtp = 1;
     fixture_model_close(&target);
@@ -433,8 +458,10 @@ START_TEST(test_gnuplot_draws_every_plot) {
     fixture_model target, draft;
     fixture_model_open(&target, "micro", 5, NULL);
     fixture_model_open(&draft, "micro-draft", 6, NULL);
+    medusa_heads heads;
+    zero_heads(&heads, &target.m);
     plot_measurements m;
-    measure(&target, &draft, &m);
+    measure(&target, &draft, &heads, &m);
     char dir[512];
     harness_tmpdir(dir, sizeof dir);
     plot_theory th;
@@ -457,6 +484,7 @@ START_TEST(test_gnuplot_draws_every_plot) {
     ck_assert_ptr_nonnull(strstr(err.msg, "no_such_plot.gp"));
     harness_rmtree(dir);
     plots_measurements_free(&m);
+    medusa_free(&heads);
     fixture_model_close(&draft);
     fixture_model_close(&target);
 }

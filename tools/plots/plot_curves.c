@@ -23,10 +23,15 @@ static void gp_measured_points(FILE *f, const plot_measurements *m) {
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
         if (seen[p->method]++) continue;
+        char what[96];
+        if (p->method == PLOT_MEDUSA)
+            snprintf(what, sizeof what, "tree of %d nodes, depth %d", p->nodes, p->k);
+        else
+            snprintf(what, sizeof what, "k = %d", p->k);
         fprintf(f,
                 ", \\\n    'measured.dat' using 10:(strcol(2) eq '%s' ? $11 : 1/0) with points pt %d ps 1.6 "
-                "lc rgb '%s' title 'measured: %s, k = %d (α̂, tokens per pass)'",
-                p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label, p->k);
+                "lc rgb '%s' title 'measured: %s, %s (α̂, tokens per pass)'",
+                p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label, what);
     }
 }
 
@@ -54,7 +59,7 @@ static void gp_measured_labels(FILE *f, const plot_measurements *m) {
                 len += snprintf(text + len, sizeof text - len, ", %g", q->temperature);
         }
         fprintf(f, "set label \"%s\" at %.6f, %.6f left offset char 1,%s font ',9' tc rgb '%s' front\n", text, x, y,
-                p->method == PLOT_DRAFT ? "0.7" : "-0.7", plot_method_colour[p->method]);
+                p->method == PLOT_MTP ? "-0.7" : "0.7", plot_method_colour[p->method]);
     }
 }
 

@@ -16,8 +16,8 @@
 const char *const plots_names[PLOTS_COUNT] = {"tokens_per_pass", "acceptance", "speedup_k", "bytes_per_token",
                                               "speedup_batch"};
 
-const char *const plot_method_colour[PLOT_METHOD_COUNT] = {"#d62728", "#ff7f0e"};
-const int plot_method_point[PLOT_METHOD_COUNT] = {7, 5};
+const char *const plot_method_colour[PLOT_METHOD_COUNT] = {"#d62728", "#ff7f0e", "#2ca02c"};
+const int plot_method_point[PLOT_METHOD_COUNT] = {7, 5, 9};
 
 FILE *plot_open(const char *dir, const char *file, sp_error *err) {
     char path[4200];
@@ -79,7 +79,9 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
             "# 14 target_bytes  15 proposer_bytes  16 proposer_steps  17 accepted_sum\n"
             "# 18 model_bytes_per_token = (target_bytes + k * proposer_bytes) / E(alpha_hat,k): the bandwidth\n"
             "#    model at the measured alpha_hat (it counts k proposer steps a round; the reference's draft\n"
-            "#    also spends a catch-up step after a fully accepted round, which column 13 includes)\n");
+            "#    also spends a catch-up step after a fully accepted round, which column 13 includes);\n"
+            "#    nan for Medusa, whose tree the chain formula does not describe\n"
+            "# 19 nodes (proposed per round: k for a chain, the tree's size for Medusa)  20 rule\n");
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
         const run_accounting *a = &p->acc;
@@ -88,13 +90,16 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
         double alpha = accounting_alpha(a);
         char label[64];
         point_label(p, label, sizeof label);
-        fprintf(f, "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g\n", label,
+        int chain = p->method != PLOT_MEDUSA;
+        fprintf(f, "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g %d %s\n", label,
                 a->method, p->temperature, p->k, p->runs, a->target_passes, a->committed, a->accepted_total,
                 a->rejected_rounds, alpha, accounting_tokens_per_pass(a),
                 isnan(alpha) ? NAN : expected_tokens_per_pass(alpha, p->k), accounting_bytes_per_token(a),
                 a->target_bytes_per_pass, a->proposer_bytes_per_step, a->proposer_steps, acc_sum,
-                isnan(alpha) ? NAN
-                             : spec_bytes_per_token(a->target_bytes_per_pass, a->proposer_bytes_per_step, alpha, p->k));
+                isnan(alpha) || !chain
+                    ? NAN
+                    : spec_bytes_per_token(a->target_bytes_per_pass, a->proposer_bytes_per_step, alpha, p->k),
+                p->nodes, p->rule ? p->rule : "exact");
     }
     if (plot_close(f, dir, "measured.dat", err)) return -1;
 

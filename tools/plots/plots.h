@@ -10,6 +10,7 @@
 
 #include "accounting.h"
 #include "decode.h"
+#include "medusa.h"
 #include "roofline.h"
 
 /* The plots, in the order of the documentation: (a) … (e). */
@@ -25,13 +26,23 @@ typedef struct {
 } plot_prompts;
 
 /* The proposers a measurement can run. */
-typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_METHOD_COUNT } plot_method;
+typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_MEDUSA, PLOT_METHOD_COUNT } plot_method;
+
+/* What the target is measured with; NULL leaves a method out (MTP runs
+ * whenever the target has an MTP module). */
+typedef struct {
+    model *draft;               /* a draft model sharing the target's vocabulary */
+    const medusa_heads *medusa; /* Medusa heads checked against the target */
+    const medusa_tree *tree;    /* their tree; NULL: the built-in one for the heads */
+} plot_proposers;
 
 typedef struct {
     plot_method method;
-    const char *label;  /* "draft", "MTP" */
+    const char *label;  /* "draft", "MTP", "Medusa" */
     double temperature;
-    int k;
+    int k;              /* chain depth, or the Medusa tree's depth */
+    int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa */
+    const char *rule;   /* the acceptance rule of the runs: "exact", "greedy" */
     int runs;           /* generations summed into acc */
     run_accounting acc; /* the counters of those runs, added up */
 } plot_point;
@@ -54,15 +65,18 @@ typedef struct {
     const double *temperatures; /* [n_temperatures] 0 = greedy */
     int n_temperatures;
     int tokens;                 /* tokens per generation (EOS does not stop it) */
-    int k;                      /* proposal depth */
+    int k;                      /* proposal depth of the chains (Medusa: its tree's) */
     uint64_t seed;              /* run r of a (method, temperature) uses seed + r */
     int progress;               /* 1: a line per generation on stderr */
 } plot_measure_opts;
 
-/* Runs every method the models allow (draft when draft != NULL, MTP when
- * the target has an MTP module) at every temperature on every prompt, and
- * keeps each run's accounting and the sums per (method, temperature). */
-int plots_measure(model *target, model *draft, const plot_prompts *prompts, const plot_measure_opts *o,
+/* Runs every method the models allow (draft and Medusa when given, MTP
+ * when the target has an MTP module) at every temperature on every prompt,
+ * and keeps each run's accounting and the sums per (method, temperature).
+ * Rules as `specula generate` picks them: exact for the chains (at
+ * temperature 0 it accepts exactly the greedy agreement); Medusa greedy over
+ * top-ranked children at temperature 0, exact without replacement above. */
+int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *prompts, const plot_measure_opts *o,
                   plot_measurements *m, sp_error *err);
 void plots_measurements_free(plot_measurements *m);
 
