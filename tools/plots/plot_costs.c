@@ -98,16 +98,18 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
         for (int i = 0; m && i < m->n_points; i++) {
             const plot_point *p = &m->points[i];
             if (seen[p->method]++) continue;
+            /* methods measured at the same k sit side by side, not on top of each other */
+            double dx = 0.12 * (p->method - 1);
             fprintf(f,
-                    ", \\\n    'measured.dat' using 4:(strcol(2) eq '%s' ? $13/1e6 : 1/0) with points pt %d ps 1.5 "
-                    "lc rgb '%s' title 'measured %s, %s = %d'",
-                    p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label,
+                    ", \\\n    'measured.dat' using ($4%+.2f):(strcol(2) eq '%s' ? $13/1e6 : 1/0) with points pt %d "
+                    "ps 1.5 lc rgb '%s' title 'measured %s, %s = %d'",
+                    dx, p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label,
                     p->method == PLOT_MEDUSA ? "tree depth" : "k", p->k);
             if (p->method != PLOT_MEDUSA) /* the chain formula at the run's own α̂ */
                 fprintf(f,
-                        ", \\\n    'measured.dat' using 4:(strcol(2) eq '%s' ? $18/1e6 : 1/0) with points pt %d "
-                        "ps 1.8 lw 1.5 lc rgb '%s' title '  formula at its α̂'",
-                        p->acc.method, plot_method_point[p->method] - 1, plot_method_colour[p->method]);
+                        ", \\\n    'measured.dat' using ($4%+.2f):(strcol(2) eq '%s' ? $18/1e6 : 1/0) with points "
+                        "pt %d ps 1.8 lw 1.5 lc rgb '%s' title '  formula at its α̂'",
+                        dx, p->acc.method, plot_method_point[p->method] - 1, plot_method_colour[p->method]);
         }
         fputc('\n', f);
     }
