@@ -421,6 +421,10 @@ START_TEST(test_measured_points_match_their_runs) {
         if (acc.v[r2][1] > 0) ck_printed(acc.v[r2][3], acc.v[r2][2] / acc.v[r2][1]);
         double prev = d == 1 ? 1.0 : acc.v[r2 - 1][3];
         if (prev > 0 && !isnan(acc.v[r2][3])) ck_printed(acc.v[r2][4], acc.v[r2][3] / prev);
+        long trials = d == 1 ? m.points[pt].acc.proposed[1] : m.points[pt].acc.accepted[d - 1];
+        ck_assert_int_eq((long)acc.v[r2][5], trials);
+        double c = acc.v[r2][4];
+        if (trials > 0 && !isnan(c)) ck_printed(acc.v[r2][6], 1.96 * sqrt(c * (1 - c) / trials));
     }
     for (int i = 0; i < PLOTS_COUNT; i++)
         if (written[i]) check_script_references(dir, plots_names[i]);

@@ -132,7 +132,9 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
             "# (gnuplot: index i). From the run accounting's counters:\n"
             "#   reach = accepted / proposed            P(the accepted path reaches depth d); alpha^d if i.i.d.\n"
             "#   conditional = reach(d) / reach(d-1)    P(d accepted | 1..d-1 accepted); alpha if i.i.d.\n"
-            "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional\n");
+            "#   trials = the rounds that tested position d: accepted(d-1), proposed(1) for d = 1\n"
+            "#   half_width = 1.96 * sqrt(conditional (1 - conditional) / trials), a 95 %% normal interval\n"
+            "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional  6 trials  7 half_width\n");
     int k_max = 1;
     for (int i = 0; i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
@@ -144,7 +146,10 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
         for (int d = 1; d <= p->k && d <= ACC_MAX_DEPTH; d++) {
             double reach, cond;
             plots_acceptance(&p->acc, d, &reach, &cond);
-            fprintf(f, "%d %ld %ld %.10g %.10g\n", d, p->acc.proposed[d], p->acc.accepted[d], reach, cond);
+            long trials = d == 1 ? p->acc.proposed[1] : p->acc.accepted[d - 1];
+            double half = trials > 0 && !isnan(cond) ? 1.96 * sqrt(cond * (1 - cond) / trials) : NAN;
+            fprintf(f, "%d %ld %ld %.10g %.10g %ld %.10g\n", d, p->acc.proposed[d], p->acc.accepted[d], reach, cond,
+                    trials, half);
         }
     }
     if (plot_close(f, dir, "acceptance.dat", err)) return -1;
@@ -153,7 +158,7 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
     plot_gp_head(f, "acceptance", "(b) measured acceptance per draft position, per method and temperature.",
                  "acceptance.dat", 1000, 640);
     fprintf(f,
-            "set title \"Acceptance per draft position (measured; flat = the i.i.d. model's constant α)\"\n"
+            "set title \"Acceptance per draft position, measured (bars: 95 %% intervals; the i.i.d. model: flat at α)\"\n"
             "set xlabel \"draft position d (1 = the first proposed token)\"\n"
             "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
             "set xrange [0.7:%g]\n"
@@ -170,10 +175,10 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
         int ti = 0; /* the temperature's rank within its method gives the dash pattern */
         for (int j = 0; j < i; j++) ti += m->points[j].method == p->method;
         fprintf(f,
-                "    'acceptance.dat' index %d using 1:5 with linespoints lw 2 dt %d pt %d ps 1.2 lc rgb '%s' "
-                "title '%s (α̂ = %.2f)'%s\n",
-                i, dash[ti % 5], plot_method_point[p->method], plot_method_colour[p->method], label,
-                accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
+                "    'acceptance.dat' index %d using ($1%+.3f):5:7 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
+                "lc rgb '%s' title '%s (α̂ = %.2f)'%s\n",
+                i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
+                plot_method_colour[p->method], label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
     }
     return plot_close(f, dir, "acceptance.gp", err);
 }
