@@ -99,7 +99,7 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
             const plot_point *p = &m->points[i];
             if (seen[p->method]++) continue;
             /* methods measured at the same k sit side by side, not on top of each other */
-            double dx = 0.12 * (p->method - 1);
+            double dx = 0.12 * ((int)p->method - 1);
             fprintf(f,
                     ", \\\n    'measured.dat' using ($4%+.2f):(strcol(2) eq '%s' ? $13/1e6 : 1/0) with points pt %d "
                     "ps 1.5 lc rgb '%s' title 'measured %s, %s = %d'",
