@@ -38,7 +38,7 @@ static void usage(FILE *f) {
             "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
             "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
             "must reject. Runs on random micro models (vocabulary %d); takes a few minutes.\n"
-            "  --method NAME        only one method (sample | spec | mtp | typical | beam) or one case by name\n"
+            "  --method NAME        only one method (sample | spec | mtp | medusa | typical | beam) or one case\n"
             "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
             "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
             "  --list               list the cases and exit\n"
@@ -46,7 +46,8 @@ static void usage(FILE *f) {
             "  --scale F            multiply every draw count by F (e.g. 0.1 for a quick look)\n"
             "  --control-samples N  draws per negative control (default %d; its planned size is below 6 000)\n"
             "  --seed N             seed of the draws (default 1)\n"
-            "  --model-seed N       seed of the random micro target (the draft uses N + 1; default 1)\n"
+            "  --model-seed N       seed of the random micro target (the draft uses N + 1, the Medusa heads\n"
+            "                       N + 2; default 1)\n"
             "  --alpha A            family-wise level of the Holm correction (default 0.001)\n"
             "  --tv-max D           required TV upper bound (default 0.02; 0 = report only)\n"
             "  --delta D            the TV bound holds with probability 1 - D (default 0.001)\n"
@@ -275,7 +276,7 @@ static void judge(row *r, const verify_args *a) {
 }
 
 static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
-    fprintf(f, "%-30s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
+    fprintf(f, "%-32s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
             "p-value", "p (Holm)", "TV", "negative control", "control p", "verdict");
     for (int i = 0; i < m; i++) {
         const row *r = &rows[i];
@@ -287,7 +288,7 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
             snprintf(tv, sizeof tv, ">=%.4f", tv_lower(x));
         else
             snprintf(tv, sizeof tv, "%.4f", x->tv.upper);
-        fprintf(f, "%-30s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
+        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
                 (long long)x->n, x->test.statistic, x->test.df, x->test.p_value, r->o.p_holm, tv, control,
                 c->test.p_value, r->why);
     }
@@ -382,8 +383,15 @@ int cmd_verify(int argc, char **argv) {
         return 1;
     }
     remove_dir(root);
+    medusa_heads heads;
+    if (verify_world_heads(&heads, &target, a.model_seed + 2, &err)) {
+        fprintf(stderr, "specula verify: building the Medusa heads: %s\n", err.msg);
+        model_free(&draft);
+        model_free(&target);
+        return 1;
+    }
     verify_world w;
-    verify_world_init(&w, &target, &draft);
+    verify_world_init(&w, &target, &draft, &heads);
 
     row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
     progress_state prog = {.total = m, .quiet = a.quiet, .tty = isatty(2)};
@@ -448,6 +456,7 @@ int cmd_verify(int argc, char **argv) {
     }
     for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
     free(rows);
+    medusa_free(&heads);
     model_free(&draft);
     model_free(&target);
     return status;

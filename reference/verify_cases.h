@@ -10,6 +10,7 @@
 
 #include "decode.h"
 #include "enumerate.h"
+#include "medusa.h"
 #include "model.h"
 #include "planted.h"
 #include "verify_dist.h"
@@ -22,19 +23,32 @@ void verify_world_target_config(model_config *c); /* applied to randmodel's "mic
 void verify_world_draft_config(model_config *c);  /* applied to "micro-draft" */
 
 typedef struct {
-    model *target; /* [V] with an MTP module */
-    model *draft;  /* the same V */
+    model *target;             /* [V] with an MTP module */
+    model *draft;              /* the same V */
+    const medusa_heads *heads; /* VERIFY_WORLD_HEADS heads on the target */
+    medusa_tree tree;          /* VERIFY_WORLD_TREE */
     int prompt[4];
-    int n_prompt; /* 2: MTP has a hidden state to draft from in the first round */
+    int n_prompt; /* 2: MTP and Medusa have a hidden state to draft from in the first round */
 } verify_world;
 
-/* Fills the prompt (the models are the caller's). */
-void verify_world_init(verify_world *w, model *target, model *draft);
+/* The Medusa heads of the world: 3 heads of one ResBlock with their own
+ * projections, every weight uniform in ±0.5 from Philox stream `seed`. */
+#define VERIFY_WORLD_HEADS 3
+int verify_world_heads(medusa_heads *h, const model *target, uint64_t seed, sp_error *err);
+/* The tree: every rank under the root (so the exact rule runs up to eight
+ * rounds of rejection among siblings, and at temperature 0 the target's
+ * choice is always among the top-ranked candidates), two grandchildren
+ * under the first, one under the second, and one node at depth 3. */
+#define VERIFY_WORLD_TREE "[[0], [1], [2], [3], [4], [5], [6], [7], [0, 0], [0, 1], [1, 0], [0, 0, 0]]"
+
+/* Fills the prompt and the tree (the models and heads are the caller's). */
+void verify_world_init(verify_world *w, model *target, model *draft, const medusa_heads *heads);
 
 typedef enum {
     VC_SAMPLE = 0, /* plain sampling: the baseline every method must equal */
     VC_SPEC,       /* draft-model speculative sampling, chain of k */
-    VC_MTP         /* MTP self-speculation (argmax or sampled drafts) */
+    VC_MTP,        /* MTP self-speculation (argmax or sampled drafts) */
+    VC_MEDUSA      /* Medusa heads over the world's tree */
 } verify_method;
 
 typedef enum {
@@ -46,7 +60,7 @@ typedef struct {
     const char *name;   /* unique, e.g. "spec k=2 T=1" */
     int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
                          * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
-    const char *method; /* "sample", "spec", "mtp", "typical" (what --method selects) */
+    const char *method; /* "sample", "spec", "mtp", "medusa", "typical" (what --method selects) */
     verify_method kind;
     verify_pair pair;
     int k;          /* drafts per round */
@@ -62,6 +76,8 @@ typedef struct {
     int expect_biased;         /* 1: the rule is known not to be exact here; the check must reject it,
                                 * and its control is the exact rule on the same drafts, which must pass */
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
+    children_kind children;    /* Medusa: drawn i.i.d. or without replacement (exact rule), or top ranks
+                                * (typical); the exact control of a biased top-ranks row draws i.i.d. */
 } verify_case;
 
 /* The catalogue, terminated by a NULL name. */

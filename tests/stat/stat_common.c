@@ -62,8 +62,11 @@ void stat_run_catalogue(const char *method, int64_t cap) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 1, verify_world_target_config);
     fixture_model_open(&d, "micro-draft", 2, verify_world_draft_config);
+    medusa_heads heads;
+    sp_error herr;
+    ck_assert_msg(verify_world_heads(&heads, &t.m, 3, &herr) == 0, "%s", herr.msg);
     verify_world w;
-    verify_world_init(&w, &t.m, &d.m);
+    verify_world_init(&w, &t.m, &d.m, &heads);
     double p[64];
     const char *names[64];
     int m = 0, index = 0;
@@ -103,6 +106,7 @@ void stat_run_catalogue(const char *method, int64_t cap) {
     }
     ck_assert_int_gt(m, 0);
     stat_assert_family_passes(p, m, names);
+    medusa_free(&heads);
     fixture_model_close(&d);
     fixture_model_close(&t);
 }

@@ -246,7 +246,8 @@ typedef struct {
 
 static const tree_case tree_cases[] = {
     {"i.i.d. tree, zeros in either", 2, CHILDREN_IID,
-     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) | BIT(PLANT_REJECT_FROM_Q)},
+     BIT(PLANT_RATIO_INVERTED) | BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) |
+         BIT(PLANT_REJECT_FROM_Q)},
     {"i.i.d. tree, flat p, peaked q", 4, CHILDREN_IID,
      BIT(PLANT_RESIDUAL_IS_P) | BIT(PLANT_RESIDUAL_UNNORMALISED) | BIT(PLANT_REJECT_FROM_Q)},
     {"without replacement, zeros in either", 2, CHILDREN_NO_REPLACEMENT,

@@ -156,7 +156,7 @@ START_TEST(test_exact_rule_law_is_target) {
     fixture_model_open(&t, "micro", 1, verify_world_target_config);
     fixture_model_open(&d, "micro-draft", 2, verify_world_draft_config);
     verify_world w;
-    verify_world_init(&w, &t.m, &d.m);
+    verify_world_init(&w, &t.m, &d.m, NULL); /* no Medusa case is computed here */
     int checked = 0;
     for (const verify_case *c = verify_cases(); c->name; c++) {
         if (c->kind != VC_SPEC || c->rule != RULE_EXACT) continue;
