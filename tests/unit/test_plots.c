@@ -424,7 +424,13 @@ START_TEST(test_measured_points_match_their_runs) {
         long trials = d == 1 ? m.points[pt].acc.proposed[1] : m.points[pt].acc.accepted[d - 1];
         ck_assert_int_eq((long)acc.v[r2][5], trials);
         double c = acc.v[r2][4];
-        if (trials > 0 && !isnan(c)) ck_printed(acc.v[r2][6], 1.96 * sqrt(c * (1 - c) / trials));
+        if (trials > 0 && !isnan(c)) {
+            double low, high;
+            plots_wilson(c, trials, &low, &high);
+            ck_printed(acc.v[r2][6], low);
+            ck_printed(acc.v[r2][7], high);
+            ck_assert(low <= c + PRINTED && c <= high + PRINTED && low >= -PRINTED && high <= 1 + PRINTED);
+        }
     }
     for (int i = 0; i < PLOTS_COUNT; i++)
         if (written[i]) check_script_references(dir, plots_names[i]);
@@ -434,6 +440,19 @@ START_TEST(test_measured_points_match_their_runs) {
     medusa_free(&heads);
     fixture_model_close(&draft);
     fixture_model_close(&target);
+}
+END_TEST
+
+START_TEST(test_wilson_interval) {
+    double low, high;
+    /* p = 0.5, n = 100: centre 0.5, half = 1.96·√(0.0025 + 0.00009604)/1.0384 = 0.0960 */
+    plots_wilson(0.5, 100, &low, &high);
+    ck_assert(fabs(low - 0.40383) < 1e-5 && fabs(high - 0.59617) < 1e-5);
+    /* p = 0, n = 10: [0, z²/(n + z²)] = [0, 0.27753] */
+    plots_wilson(0.0, 10, &low, &high);
+    ck_assert(fabs(low) < 1e-12 && fabs(high - 3.8416 / 13.8416) < 1e-12);
+    plots_wilson(0.3, 0, &low, &high);
+    ck_assert(isnan(low) && isnan(high));
 }
 END_TEST
 
@@ -505,6 +524,7 @@ Suite *plots_suite(void) {
     tc = harness_tcase("measured", 60);
     tcase_add_test(tc, test_measured_points_match_their_runs);
     tcase_add_test(tc, test_measure_without_a_proposer_fails);
+    tcase_add_test(tc, test_wilson_interval);
     suite_add_tcase(s, tc);
     if (plots_have_gnuplot()) {
         tc = harness_tcase("images", 60);

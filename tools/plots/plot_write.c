@@ -124,6 +124,18 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
     return plot_close(f, dir, "measured_runs.dat", err);
 }
 
+void plots_wilson(double p, long n, double *low, double *high) {
+    const double z = 1.96; /* two-sided 95 % */
+    if (n <= 0 || isnan(p)) {
+        *low = *high = NAN;
+        return;
+    }
+    double z2n = z * z / n, centre = (p + z2n / 2) / (1 + z2n);
+    double half = z * sqrt(p * (1 - p) / n + z2n / (4.0 * n)) / (1 + z2n);
+    *low = centre - half;
+    *high = centre + half;
+}
+
 int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error *err) {
     FILE *f = plot_open(dir, "acceptance.dat", err);
     if (!f) return -1;
@@ -133,8 +145,9 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
             "#   reach = accepted / proposed            P(the accepted path reaches depth d); alpha^d if i.i.d.\n"
             "#   conditional = reach(d) / reach(d-1)    P(d accepted | 1..d-1 accepted); alpha if i.i.d.\n"
             "#   trials = the rounds that tested position d: accepted(d-1), proposed(1) for d = 1\n"
-            "#   half_width = 1.96 * sqrt(conditional (1 - conditional) / trials), a 95 %% normal interval\n"
-            "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional  6 trials  7 half_width\n");
+            "#   low, high: the 95 %% Wilson score interval of conditional over `trials` trials, z = 1.96:\n"
+            "#     (c + z^2/2n -+ z sqrt(c(1-c)/n + z^2/4n^2)) / (1 + z^2/n)\n"
+            "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional  6 trials  7 low  8 high\n");
     int k_max = 1;
     for (int i = 0; i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
@@ -147,9 +160,10 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
             double reach, cond;
             plots_acceptance(&p->acc, d, &reach, &cond);
             long trials = d == 1 ? p->acc.proposed[1] : p->acc.accepted[d - 1];
-            double half = trials > 0 && !isnan(cond) ? 1.96 * sqrt(cond * (1 - cond) / trials) : NAN;
-            fprintf(f, "%d %ld %ld %.10g %.10g %ld %.10g\n", d, p->acc.proposed[d], p->acc.accepted[d], reach, cond,
-                    trials, half);
+            double low = NAN, high = NAN;
+            plots_wilson(cond, trials, &low, &high);
+            fprintf(f, "%d %ld %ld %.10g %.10g %ld %.10g %.10g\n", d, p->acc.proposed[d], p->acc.accepted[d], reach,
+                    cond, trials, low, high);
         }
     }
     if (plot_close(f, dir, "acceptance.dat", err)) return -1;
@@ -175,7 +189,7 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
         int ti = 0; /* the temperature's rank within its method gives the dash pattern */
         for (int j = 0; j < i; j++) ti += m->points[j].method == p->method;
         fprintf(f,
-                "    'acceptance.dat' index %d using ($1%+.3f):5:7 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
+                "    'acceptance.dat' index %d using ($1%+.3f):5:7:8 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
                 "lc rgb '%s' title '%s (α̂ = %.2f)'%s\n",
                 i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
                 plot_method_colour[p->method], label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");

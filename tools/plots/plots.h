@@ -91,6 +91,10 @@ void plots_accounting_add(run_accounting *dst, const run_accounting *src);
  *              positions 1..d−1 were), α under i.i.d.). NAN where undefined. */
 void plots_acceptance(const run_accounting *a, int d, double *reach, double *cond);
 
+/* The 95 % Wilson score interval [low, high] of a proportion p observed in
+ * n trials (inside [0, 1] even at p = 0 or 1); NAN for n = 0. */
+void plots_wilson(double p, long n, double *low, double *high);
+
 /* ---- the analytic side ------------------------------------------------------ */
 
 typedef struct {
