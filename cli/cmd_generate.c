@@ -27,7 +27,7 @@ static const char *const method_names[M_COUNT] = {"greedy", "sample", "beam", "s
 typedef struct {
     const char *model_dir, *draft_dir, *tokens_text, *prompt_text;
     method_id method;
-    int k, json, stream, mtp_sample, temperature_given, print_ids;
+    int k, json, stream, mtp_sample, temperature_given, print_ids, k_given;
     decode_options opt;
     beam_options beam;
     const char *beam_flag;    /* a beam-only flag that was given, for the error when the method is not beam */
@@ -128,6 +128,7 @@ static int parse(int argc, char **argv, generate_args *a) {
             VALUE();
             if (arg_int(f, v, 1, 32, &a->k)) return 2;
             a->nonbeam_flag = f;
+            a->k_given = 1;
         } else if (!strcmp(f, "--temperature")) {
             VALUE();
             if (arg_float(f, v, 0, 100, &a->opt.sampling.temperature)) return 2;
@@ -201,6 +202,11 @@ static int parse(int argc, char **argv, generate_args *a) {
     }
     if (a->draft_dir && a->method != M_SPEC) {
         fprintf(stderr, "specula generate: --draft only applies to --method spec\n");
+        return 2;
+    }
+    if (a->k_given && (a->method == M_GREEDY || a->method == M_SAMPLE || a->method == M_MEDUSA)) {
+        fprintf(stderr, "specula generate: --k applies to --method spec and mtp%s\n",
+                a->method == M_MEDUSA ? " (Medusa's depth is the tree's: see --tree)" : "");
         return 2;
     }
     if (a->mtp_sample && a->method != M_MTP) {

@@ -320,8 +320,12 @@ static int write_manifest(const train_args *a, const char *command, const char *
         return -1;
     }
     fprintf(f, "medusa.file %s sha256 %s bytes %lld\n", name, sha, bytes);
-    fprintf(f, "medusa.base %s safetensors sha256 %s (the files concatenated, as recorded in base_sha256)\n", base_dir,
-            base_sha);
+    size_t bl = strlen(base_dir);
+    while (bl > 1 && base_dir[bl - 1] == '/') bl--;
+    const char *base_name = base_dir + bl;
+    while (base_name > base_dir && base_name[-1] != '/') base_name--;
+    fprintf(f, "medusa.base %.*s safetensors sha256 %s (the files concatenated, as recorded in base_sha256)\n",
+            (int)(base_dir + bl - base_name), base_name, base_sha);
     fprintf(f, "medusa.heads %d heads, %d ResBlock%s each, %s, %zu parameters, %s\n", h->n_heads, h->n_layers,
             h->n_layers > 1 ? "s" : "", h->own_proj ? "own projections" : "the target's lm_head shared",
             h->arena_floats, a->dtype == DTYPE_BF16 ? "bf16" : "f32");
