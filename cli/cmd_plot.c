@@ -258,8 +258,8 @@ static const char *base_name(const char *path, char *buf, size_t size) {
 }
 
 /* Medusa heads: --medusa, or MODEL-medusa/medusa_heads.safetensors when it
- * exists (checked against the target's checkpoint); the tree from --tree.
- * 0, or 1 after printing why. */
+ * exists and was trained on this checkpoint (checked by its sha256); the
+ * tree from --tree. 0 (with or without heads), or 1 after printing why. */
 static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads,
                        medusa_tree *tree, int *have_tree) {
     char path[4200];
@@ -276,8 +276,10 @@ static int load_medusa(const plot_args *a, const model *target, medusa_heads *he
         }
     }
     if (medusa_load(heads, path, target, 0, &err)) {
-        fprintf(stderr, "specula plot: %s\n", err.msg);
-        return 1;
+        /* heads found beside the model but not made for it (another training
+         * of the target, say) leave Medusa out; heads asked for by name must load */
+        fprintf(stderr, "specula plot: %s%s\n", a->medusa_path ? "" : "no Medusa points: ", err.msg);
+        return a->medusa_path || a->tree_path ? 1 : 0;
     }
     *have_heads = 1;
     if (a->tree_path) {
