@@ -35,6 +35,13 @@ static void gp_measured_points(FILE *f, const plot_measurements *m) {
     }
 }
 
+/* Points of one method close enough on plot (a) that two labels would
+ * overprint (about 45 pixels across, 15 up at the default size). */
+static int close_points(const plot_point *q, double x, double y, plot_method method) {
+    return q->method == method && fabs(accounting_alpha(&q->acc) - x) < 0.05 &&
+           fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.2;
+}
+
 /* A label beside each measured point; points of one method that fall on
  * the same spot share one label ("MTP T=0, 0.7") instead of overprinting. */
 static void gp_measured_labels(FILE *f, const plot_measurements *m) {
@@ -46,20 +53,22 @@ static void gp_measured_labels(FILE *f, const plot_measurements *m) {
         int first = 1; /* only the first point of a spot writes the label */
         for (int j = 0; j < i && first; j++) {
             const plot_point *q = &m->points[j];
-            first = !(q->method == p->method && fabs(accounting_alpha(&q->acc) - x) < 0.015 &&
-                      fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.08);
+            first = !close_points(q, x, y, p->method);
         }
         if (!first) continue;
         char text[256];
         int len = snprintf(text, sizeof text, "%s T=%g", p->label, p->temperature);
         for (int j = i + 1; j < n && len < (int)sizeof text - 16; j++) {
             const plot_point *q = &m->points[j];
-            if (q->method == p->method && fabs(accounting_alpha(&q->acc) - x) < 0.015 &&
-                fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.08)
+            if (close_points(q, x, y, p->method))
                 len += snprintf(text + len, sizeof text - len, ", %g", q->temperature);
         }
-        fprintf(f, "set label \"%s\" at %.6f, %.6f left offset char 1,%s font ',9' tc rgb '%s' front\n", text, x, y,
-                p->method == PLOT_MTP ? "-0.7" : "0.7", plot_method_colour[p->method]);
+        /* draft labels up and right of their points, MTP down and right, Medusa up and left */
+        fprintf(f, "set label \"%s\" at %.6f, %.6f %s font ',9' tc rgb '%s' front\n", text, x, y,
+                p->method == PLOT_DRAFT ? "left offset char 1,0.7"
+                : p->method == PLOT_MTP ? "left offset char 1,-0.7"
+                                        : "right offset char -1,0.7",
+                plot_method_colour[p->method]);
     }
 }
 
