@@ -23,6 +23,7 @@ transformers.utils.logging.disable_progress_bar()
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import peer_models  # noqa: E402
+import peer_trained  # noqa: E402
 from mtp_reference import MtpReference  # noqa: E402
 
 # Per position, ‖logits_C − logits_ref‖₂ / ‖logits_ref‖₂ must not exceed
@@ -68,14 +69,17 @@ class SpeculaError(RuntimeError):
     pass
 
 
-def run_specula(binary, model_dir, tokens, vocab, scratch, chain_from=None):
-    """Runs `specula logits` and returns (logits [T, V], mtp logits [T-1, V])."""
+def run_specula(binary, model_dir, tokens, vocab, scratch, chain_from=None, with_mtp=True):
+    """Runs `specula logits` and returns (logits [T, V], mtp logits [T-1, V]);
+    with_mtp=False (a model without MTP module): (logits, None)."""
     out = os.path.join(scratch, "logits.f32")
     mtp = os.path.join(scratch, "mtp.f32")
     for f in (out, mtp):
         if os.path.exists(f):
             os.remove(f)
-    cmd = [binary, "logits", model_dir, "--tokens", ",".join(map(str, tokens)), "--out", out, "--mtp-out", mtp]
+    cmd = [binary, "logits", model_dir, "--tokens", ",".join(map(str, tokens)), "--out", out]
+    if with_mtp:
+        cmd += ["--mtp-out", mtp]
     if chain_from is not None:
         cmd += ["--mtp-chain-from", str(chain_from)]
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -84,14 +88,14 @@ def run_specula(binary, model_dir, tokens, vocab, scratch, chain_from=None):
         raise SpeculaError(f"exit {r.returncode}: {msg[-1] if msg else '(no message)'}")
     T = len(tokens)
     arrays = []
-    for f, rows in ((out, T), (mtp, T - 1)):
+    for f, rows in ((out, T), (mtp, T - 1))[:2 if with_mtp else 1]:
         if not os.path.exists(f):
             raise SpeculaError(f"{os.path.basename(f)} was not written")
         a = np.fromfile(f, dtype="<f4")
         if a.size != rows * vocab:
             raise SpeculaError(f"{os.path.basename(f)} holds {a.size} floats, expected {rows}×{vocab}")
         arrays.append(a.reshape(rows, vocab))
-    return arrays[0], arrays[1]
+    return arrays[0], (arrays[1] if with_mtp else None)
 
 
 def specula_has_logits(binary):
@@ -211,7 +215,7 @@ def check_config(spec, work, binary, table, controls):
         negative_controls(spec, model_dir, binary, table, refs, tcfg, scratch)
 
 
-def negative_controls(spec, model_dir, binary, table, refs, tcfg, scratch):
+def negative_controls(spec, model_dir, binary, table, refs, tcfg, scratch, seq="rand40", planted_dir=None):
     """Planted bugs the check must reject at the same tolerance: the C
     reference runs on an edited copy of the checkpoint, the references keep
     the original. (1) A DeltaNet output-norm weight shifted by +1 is what a
@@ -233,18 +237,18 @@ def negative_controls(spec, model_dir, binary, table, refs, tcfg, scratch):
         t["mtp.fc.weight"] = torch.cat([w[:, D:], w[:, :D]], dim=1)
         return ["mtp.fc.weight"]
 
-    tokens, logits, mtp_ref = refs["rand40"]
+    tokens, logits, mtp_ref = refs[seq]
     for label, edit, outputs in ((f"planted: layers.{lin} norm w+1", shift_norm, {"logits": True}),
                                  ("planted: mtp concat swapped", swap_fc, {"logits": False, "mtp": True})):
-        planted = peer_models.plant(model_dir, model_dir + "-planted", edit)
+        planted = peer_models.plant(model_dir, planted_dir or model_dir + "-planted", edit)
         try:
             c_logits, c_mtp = run_specula(binary, planted, tokens, tcfg.vocab_size, scratch)
         except SpeculaError as e:
-            table.add(spec["name"], spec["layout"], "rand40", label, len(tokens), "-", f"FAIL: {e}", True)
+            table.add(spec["name"], spec["layout"], seq, label, len(tokens), "-", f"FAIL: {e}", True)
             continue
         for out, must_fail in outputs.items():
             c, ref = (c_logits, logits) if out == "logits" else (c_mtp, mtp_ref)
-            compare(table, spec, "rand40", f"{out} [{label}]", c, ref, expect_fail=must_fail)
+            compare(table, spec, seq, f"{out} [{label}]", c, ref, expect_fail=must_fail)
 
 
 def main():
@@ -252,6 +256,9 @@ def main():
     ap.add_argument("--specula", required=True, help="path of the built specula binary")
     ap.add_argument("--work", required=True, help="folder for the generated checkpoints")
     ap.add_argument("--only", action="append", help="run only this configuration (repeatable)")
+    ap.add_argument("--trained", action="append", default=[], metavar="DIR",
+                    help="also check this trained checkpoint, e.g. models/tiny-shakespeare (repeatable)")
+    ap.add_argument("--no-random", action="store_true", help="skip the random configurations")
     args = ap.parse_args()
 
     torch.set_grad_enabled(False)
@@ -261,17 +268,23 @@ def main():
         return 1
     os.makedirs(args.work, exist_ok=True)
     specs = [s for s in peer_models.CONFIGS if not args.only or s["name"] in args.only]
-    if not specs:
+    if args.no_random:
+        specs = []
+    if not specs and not args.trained:
         print(f"peer: no configuration named {args.only}", file=sys.stderr)
         return 2
     t0 = time.time()
     table = Table()
-    controls = {specs[0]["name"], specs[1]["name"] if len(specs) > 1 else specs[0]["name"]}
+    controls = {s["name"] for s in specs[:2]}
     for spec in specs:
         check_config(spec, args.work, args.specula, table, controls)
+    trained = [(d, peer_trained.check_trained(d, args.work, args.specula, table, sys.modules[__name__]))
+               for d in args.trained]
     print(f"peer check: C reference vs Hugging Face transformers (trunk) and the vLLM-equation MTP "
           f"reference, float32 on the CPU; bound: max over positions of ‖Δ‖₂/‖ref‖₂ ≤ {REL_TOL:g}")
     describe(specs)
+    for d, tcfg in trained:
+        peer_trained.describe(d, tcfg)
     table.print()
     bad = sum(1 for r in table.rows if r[-1].startswith(("FAIL", "NOT")))
     print(f"{len(table.rows)} rows, {bad} failed ({time.time() - t0:.0f} s)")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # run.sh BUILD PYTHON — the body of `make peer`: makes sure PYTHON can import
 # torch, transformers and safetensors (installing them from PyPI with pip
-# only when an import fails), then runs the peer check against BUILD/specula.
+# only when an import fails), then runs the peer check against BUILD/specula
+# (BUILD relative to the repository root) on random configurations and on
+# the trained models in models/.
 # Works offline where the packages are already installed (pip is not called).
 set -u
 build=${1:-build}
@@ -35,4 +37,16 @@ if [ -n "$missing" ]; then
     }
 fi
 
-exec "$python" "$here/peer_check.py" --specula "$build/specula" --work "$build/peer"
+# The trained embedded models are checked too, where they have been trained
+# (tools/train/train_models.py writes them; absent, the check says so).
+trained=()
+for m in tiny-shakespeare tiny-shakespeare-draft; do
+    dir="$here/../../models/$m"
+    if [ -f "$dir/model.safetensors" ]; then
+        trained+=(--trained "models/$m")
+    else
+        echo "peer: models/$m has no model.safetensors: trained-model rows skipped"
+    fi
+done
+
+cd "$here/../.." && exec "$python" tools/peer/peer_check.py --specula "$build/specula" --work "$build/peer" "${trained[@]}"
