@@ -27,10 +27,11 @@ run() {
 "$specula" info "$model" | sed -n '1,12p'
 run "greedy (temperature 0)" --method greedy
 run "sampled (temperature 0.8, top-p 0.95)" --method sample --temperature 0.8 --top-p 0.95 --seed 7
-for method in spec mtp; do
-    run "$method, greedy (temperature 0): the output must equal plain greedy" --method "$method" --temperature 0
-    run "$method, sampled (temperature 0.8)" --method "$method" --temperature 0.8 --seed 7
-done
+run "spec, greedy (temperature 0): the output must equal plain greedy" --method spec --temperature 0
+run "spec, sampled (temperature 0.8)" --method spec --temperature 0.8 --seed 7
+run "mtp, greedy (temperature 0): the output must equal plain greedy" --method mtp --k 3 --temperature 0
+# argmax drafts suit greedy decoding; when sampling, drafts sampled from the MTP's own distribution match p better
+run "mtp, sampled drafts (temperature 0.8)" --method mtp --k 3 --mtp-sample --temperature 0.8 --seed 7
 if "$specula" generate --help | grep -q -- "--medusa"; then
     run "medusa, typical acceptance (temperature 0.8)" --method medusa --rule typical --temperature 0.8 --seed 7
     run "medusa, exact acceptance (temperature 0.8)" --method medusa --rule exact --temperature 0.8 --seed 7
