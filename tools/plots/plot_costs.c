@@ -192,21 +192,21 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
             "set xrange [1:%d]\n"
             "set yrange [0:*]\n"
             "set key bottom left box opaque font ',10'\n"
-            "set offsets 0, 0, graph 0.1, 0\n"
+            "set offsets 0, 0, graph 0.5, 0\n"
             "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
             t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9,
             t->batch_alpha, w->context, BATCH_MAX, BATCH_MAX);
     if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
         fprintf(f,
                 "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'plain decoding fills the %.0f GB at b = %d' at %d, graph 0.03 left rotate by 90 "
-                "offset char -1.5,0 font ',9' tc rgb '#555555'\n",
+                "set label 'plain: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
+                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
                 fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
     if (fit_spec >= 1 && fit_spec <= BATCH_MAX)
         fprintf(f,
                 "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'k = %d (%d state slots) fills the %.0f GB at b = %d' at %d, graph 0.03 left rotate by 90 "
-                "offset char -1.5,0 font ',9' tc rgb '#555555'\n",
+                "set label 'k = %d, %d slots: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
+                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
                 fit_spec, fit_spec, k_fit, k_fit + 1, d->memory / 1e9, fit_spec, fit_spec);
     fprintf(f, "plot \\\n");
     for (int j = 0; j < N_BATCH_KS; j++)

@@ -16,59 +16,25 @@
 static const double mc_alphas[] = {0.2, 0.4, 0.6, 0.8, 0.9, 0.95};
 static const int mc_ks[] = {2, 4, 8};
 
-/* The measured points of plot (a), one series per method, read from
- * measured.dat (x = α̂, y = tokens per pass). */
+/* The measured points of plot (a), one legend entry each, read from row i
+ * of measured.dat (x = α̂, y = tokens per pass): the marker is the method's,
+ * the shade darker for a colder temperature. A legend rather than text
+ * beside the points, which overprint where methods agree. */
 static void gp_measured_points(FILE *f, const plot_measurements *m) {
-    int seen[PLOT_METHOD_COUNT] = {0};
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
-        if (seen[p->method]++) continue;
+        if (isnan(accounting_alpha(&p->acc))) continue;
+        int rank = 0; /* this temperature's place among its method's points */
+        for (int j = 0; j < i; j++) rank += m->points[j].method == p->method;
         char what[96];
         if (p->method == PLOT_MEDUSA)
-            snprintf(what, sizeof what, "tree of %d nodes, depth %d", p->nodes, p->k);
+            snprintf(what, sizeof what, "%d-node tree", p->nodes);
         else
             snprintf(what, sizeof what, "k = %d", p->k);
         fprintf(f,
-                ", \\\n    'measured.dat' using 10:(strcol(2) eq '%s' ? $11 : 1/0) with points pt %d ps 1.6 "
-                "lc rgb '%s' title 'measured: %s, %s (α̂, tokens per pass)'",
-                p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label, what);
-    }
-}
-
-/* Points of one method close enough on plot (a) that two labels would
- * overprint (about 45 pixels across, 15 up at the default size). */
-static int close_points(const plot_point *q, double x, double y, plot_method method) {
-    return q->method == method && fabs(accounting_alpha(&q->acc) - x) < 0.05 &&
-           fabs(accounting_tokens_per_pass(&q->acc) - y) < 0.2;
-}
-
-/* A label beside each measured point; points of one method that fall on
- * the same spot share one label ("MTP T=0, 0.7") instead of overprinting. */
-static void gp_measured_labels(FILE *f, const plot_measurements *m) {
-    int n = m ? m->n_points : 0;
-    for (int i = 0; i < n; i++) {
-        const plot_point *p = &m->points[i];
-        double x = accounting_alpha(&p->acc), y = accounting_tokens_per_pass(&p->acc);
-        if (isnan(x)) continue;
-        int first = 1; /* only the first point of a spot writes the label */
-        for (int j = 0; j < i && first; j++) {
-            const plot_point *q = &m->points[j];
-            first = !close_points(q, x, y, p->method);
-        }
-        if (!first) continue;
-        char text[256];
-        int len = snprintf(text, sizeof text, "%s T=%g", p->label, p->temperature);
-        for (int j = i + 1; j < n && len < (int)sizeof text - 16; j++) {
-            const plot_point *q = &m->points[j];
-            if (close_points(q, x, y, p->method))
-                len += snprintf(text + len, sizeof text - len, ", %g", q->temperature);
-        }
-        /* draft labels up and right of their points, MTP down and right, Medusa up and left */
-        fprintf(f, "set label \"%s\" at %.6f, %.6f %s font ',9' tc rgb '%s' front\n", text, x, y,
-                p->method == PLOT_DRAFT ? "left offset char 1,0.7"
-                : p->method == PLOT_MTP ? "left offset char 1,-0.7"
-                                        : "right offset char -1,0.7",
-                plot_method_colour[p->method]);
+                ", \\\n    'measured.dat' every ::%d::%d using 10:11 with points pt %d ps 1.7 lc rgb '%s' "
+                "title 'measured %s T=%g (%s)'",
+                i, i, plot_method_point[p->method], plot_shade(p->method, rank), p->label, p->temperature, what);
     }
 }
 
@@ -123,13 +89,12 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
             "set xtics 0.1\n"
             "set ytics 1\n"
             "set rmargin 9\n"
-            "set key top left box opaque spacing 1.2 font ',10'\n"
+            "set key top left box opaque spacing 1.1 font ',10'\n"
             "# the curves: light (k = 1) to dark (k = %d), each named at its right end, E(1,k) = k + 1\n"
             "set palette defined (0 '#9ecae1', 1 '#08306b')\n"
             "unset colorbox\n"
             "do for [k=1:%d] { set label sprintf('k = %%d', k) at 1.01, k + 1 left font ',10' }\n",
             E_K_MAX, E_K_MAX);
-    gp_measured_labels(f, m);
     fprintf(f,
             "plot for [k=1:%d] 'tokens_per_pass.dat' using 1:(column(k+1)) with lines lw 2 "
             "lc palette frac (k - 1) / %d.0 notitle, \\\n"

@@ -20,6 +20,9 @@ void plot_gp_head(FILE *f, const char *name, const char *what, const char *data_
 /* Colours shared by the plots, so a method looks the same everywhere. */
 extern const char *const plot_method_colour[PLOT_METHOD_COUNT];
 extern const int plot_method_point[PLOT_METHOD_COUNT];
+/* A shade of the method's colour for its rank-th temperature, darkest
+ * (coldest) first; cycles after three. */
+const char *plot_shade(plot_method method, int rank);
 
 /* One writer per plot (plot_write.c, plot_curves.c, plot_costs.c). */
 int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *err);

@@ -49,8 +49,8 @@ void plots_measurements_free(plot_measurements *m) {
 static int build_proposer(plot_method method, proposer *p, model *target, const plot_proposers *pp,
                           const medusa_tree *tree, int k, decode_options *o, sp_error *err) {
     if (method == PLOT_DRAFT) return spec_proposer_build(p, pp->draft, target, k, &o->sampling, o->seed, err);
-    if (method == PLOT_MTP) /* argmax drafts, as generate's default */
-        return mtp_proposer_build(p, target, k, 0, &o->sampling, o->seed, err);
+    if (method == PLOT_MTP) /* argmax drafts for greedy decoding; sampled from its q when sampling, as p is */
+        return mtp_proposer_build(p, target, k, o->sampling.temperature > 0, &o->sampling, o->seed, err);
     children_kind kind = o->sampling.temperature == 0 ? CHILDREN_TOP_RANKS : CHILDREN_NO_REPLACEMENT;
     o->rule = o->sampling.temperature == 0 ? RULE_GREEDY : RULE_EXACT;
     return medusa_proposer_build(p, pp->medusa, target, tree, kind, &o->sampling, o->seed, err);

@@ -19,6 +19,12 @@ const char *const plots_names[PLOTS_COUNT] = {"tokens_per_pass", "acceptance", "
 const char *const plot_method_colour[PLOT_METHOD_COUNT] = {"#d62728", "#ff7f0e", "#2ca02c"};
 const int plot_method_point[PLOT_METHOD_COUNT] = {7, 5, 9};
 
+const char *plot_shade(plot_method method, int rank) {
+    static const char *const shades[PLOT_METHOD_COUNT][3] = {
+        {"#8b0000", "#d62728", "#ff9896"}, {"#a64b00", "#ff7f0e", "#ffbb78"}, {"#145a14", "#2ca02c", "#98df8a"}};
+    return shades[method][rank % 3];
+}
+
 FILE *plot_open(const char *dir, const char *file, sp_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -192,7 +198,7 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
                 "    'acceptance.dat' index %d using ($1%+.3f):5:7:8 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
                 "lc rgb '%s' title '%s (α̂ = %.2f)'%s\n",
                 i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
-                plot_method_colour[p->method], label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
+                plot_shade(p->method, ti), label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
     }
     return plot_close(f, dir, "acceptance.gp", err);
 }

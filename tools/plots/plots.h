@@ -75,7 +75,10 @@ typedef struct {
  * and keeps each run's accounting and the sums per (method, temperature).
  * Rules as `specula generate` picks them: exact for the chains (at
  * temperature 0 it accepts exactly the greedy agreement); Medusa greedy over
- * top-ranked children at temperature 0, exact without replacement above. */
+ * top-ranked children at temperature 0, exact without replacement above.
+ * MTP drafts its argmax at temperature 0 and samples its drafts from its
+ * own processed distribution above (`generate --mtp-sample`), which matches
+ * a sampled p far better than a one-hot q. */
 int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *prompts, const plot_measure_opts *o,
                   plot_measurements *m, sp_error *err);
 void plots_measurements_free(plot_measurements *m);
