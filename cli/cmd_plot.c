@@ -294,6 +294,40 @@ static int load_medusa(const plot_args *a, const model *target, medusa_heads *he
     return 0;
 }
 
+/* The images of the written plots in the format asked for; 0, or 1 after
+ * printing why. */
+static int draw(const plot_args *a, const int *written) {
+    sp_error err;
+    if (!strcmp(a->term, "none")) return 0;
+    if (!plots_have_gnuplot()) {
+        fprintf(stderr,
+                "specula plot: gnuplot is not installed, so no images were drawn; the .dat and .gp files are in "
+                "%s/ (Debian: apt-get install gnuplot-nox, or `make deps`)\n",
+                a->out);
+        return 1;
+    }
+    if (!strcmp(a->term, "dumb")) {
+        if (plots_render(a->out, plots_names[0], "dumb", &err)) {
+            fprintf(stderr, "specula plot: %s\n", err.msg);
+            return 1;
+        }
+        return 0;
+    }
+    static const char *const fmts[2] = {"png", "svg"};
+    for (int i = 0; i < PLOTS_COUNT; i++) {
+        if (!written[i]) continue;
+        for (int j = 0; j < 2; j++) {
+            if (strcmp(a->term, "both") && strcmp(a->term, fmts[j])) continue;
+            if (plots_render(a->out, plots_names[i], fmts[j], &err)) {
+                fprintf(stderr, "specula plot: %s\n", err.msg);
+                return 1;
+            }
+            printf("%s/%s.%s\n", a->out, plots_names[i], fmts[j]);
+        }
+    }
+    return 0;
+}
+
 int cmd_plot(int argc, char **argv) {
     plot_args a;
     int rc = parse(argc, argv, &a);
@@ -395,32 +429,5 @@ int cmd_plot(int argc, char **argv) {
     plots_measurements_free(&m);
     fprintf(stderr, "specula plot: data and scripts written to %s/\n", a.out);
 
-    if (!strcmp(a.term, "none")) return 0;
-    if (!plots_have_gnuplot()) {
-        fprintf(stderr,
-                "specula plot: gnuplot is not installed, so no images were drawn; the .dat and .gp files are in "
-                "%s/ (Debian: apt-get install gnuplot-nox, or `make deps`)\n",
-                a.out);
-        return 1;
-    }
-    if (!strcmp(a.term, "dumb")) {
-        if (plots_render(a.out, plots_names[0], "dumb", &err)) {
-            fprintf(stderr, "specula plot: %s\n", err.msg);
-            return 1;
-        }
-        return 0;
-    }
-    for (int i = 0; i < PLOTS_COUNT; i++) {
-        if (!written[i]) continue;
-        const char *fmts[2] = {"png", "svg"};
-        for (int j = 0; j < 2; j++) {
-            if (strcmp(a.term, "both") && strcmp(a.term, fmts[j])) continue;
-            if (plots_render(a.out, plots_names[i], fmts[j], &err)) {
-                fprintf(stderr, "specula plot: %s\n", err.msg);
-                return 1;
-            }
-            printf("%s/%s.%s\n", a.out, plots_names[i], fmts[j]);
-        }
-    }
-    return 0;
+    return draw(&a, written);
 }
