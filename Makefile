@@ -4,6 +4,8 @@
 #   make test       every test: unit and distribution suites, the sanitizer run,
 #                   CUDA compilation (GPU suites skip without a device)
 #   make deps       install missing Debian packages (as root) or print the command
+#   make plots      tokens per pass against α and the cost plots: PNG, SVG, .dat and .gp
+#                   in build/plots/ (gnuplot; PLOT_ARGS="--no-measure" skips the generations)
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
 #   make gpu-check  validate and time the CUDA kernels on a GPU
 #   make format     clang-format every C/CUDA file
@@ -36,7 +38,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fr
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 
 REF_SRC := $(sort $(wildcard reference/*.c))
-TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c))
+TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c tools/plots/*.c))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
@@ -54,7 +56,7 @@ sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 LIB := $(BUILD)/libspecula.a
 LIB_OBJ := $(call obj,$(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools notebooks notebooks-update exercise
+.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))"
 
@@ -181,6 +183,11 @@ test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BU
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh $(BUILD)
+
+PLOT_ARGS ?=
+plots: $(BUILD)/specula
+	@command -v gnuplot >/dev/null 2>&1 || { echo "make plots: gnuplot is not installed; \`make deps\` installs it (Debian package gnuplot-nox)" >&2; exit 1; }
+	$(BUILD)/specula plot --out $(BUILD)/plots $(PLOT_ARGS)
 
 # gpu-check needs only a C compiler and nvcc: it builds its own copy in
 # $(BUILD)/gpu (warnings not fatal: another machine's compiler may warn

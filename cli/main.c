@@ -9,12 +9,14 @@ int cmd_info(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 int cmd_medusa_train(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 
 const cli_command cli_commands[] = {
     {"generate", "generate text with greedy, sampled, beam, speculative, Medusa or MTP decoding", cmd_generate},
     {"bench", "median decode tokens/s and weight-read bandwidth, per method", cmd_bench},
+    {"plot", "plots of tokens per pass against acceptance, measured and modelled (gnuplot)", cmd_plot},
     {"info", "config summary, parameters, bytes per token, KV and state sizes", cmd_info},
     {"logits", "print or dump the reference logits of a token sequence (and the MTP's)", cmd_logits},
     {"medusa-train", "train Medusa heads by self-distillation against a frozen target", cmd_medusa_train},

@@ -1,0 +1,433 @@
+/* cmd_plot.c — `specula plot`: measures the speculative methods on the
+ * embedded models (or the ones given), writes every plot's data file and
+ * gnuplot script, and draws them through gnuplot when it is installed. The
+ * large model's figures come from its config alone. */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "commands.h"
+#include "footprint.h"
+#include "plots/plots.h"
+#include "tokenizer.h"
+
+#define MAX_TEMPERATURES 8
+
+/* Prompts in the embedded corpus's style; token prompts stand in when the
+ * model has no tokenizer.json. */
+static const char *const text_prompts[] = {
+    "ROMEO:\n",
+    "JULIET:\nO Romeo, Romeo! wherefore art thou",
+    "First Citizen:\nBefore we proceed any further, hear me speak.\n",
+    "KING RICHARD III:\nNow is the winter of our discontent\n",
+    "MENENIUS:\nWhat work's, my countrymen, in hand?",
+    "DUKE VINCENTIO:\n",
+    "LADY MACBETH:\nOut, damned spot!",
+    "HAMLET:\nTo be, or not to be, that is the question:\n",
+};
+#define N_TEXT_PROMPTS (int)(sizeof text_prompts / sizeof text_prompts[0])
+
+typedef struct {
+    const char *out, *term, *model_dir, *draft_dir, *big_dir, *medusa_path, *tree_path;
+    int model_given, measure, prompts, k;
+    double temperatures[MAX_TEMPERATURES];
+    int n_temperatures;
+    plot_measure_opts mo;
+    roofline_device device;
+    double alpha;
+    int context;
+} plot_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specula plot [options]\n"
+            "Writes the plots of expected tokens per target pass against the acceptance rate, with\n"
+            "points measured on real models: every plot as NAME.dat (data, columns described in its\n"
+            "header) + NAME.gp (gnuplot script) + NAME.png and NAME.svg.\n"
+            "  (a) tokens_per_pass  E(α,k) for k = 1…8, its Monte-Carlo check, the measured runs\n"
+            "  (b) acceptance       measured acceptance per draft position, per method and temperature\n"
+            "  (c) speedup_k        expected speed-up against k for a few (α, c), best k marked\n"
+            "  (d) bytes_per_token  weight bytes per committed token against k (embedded pair, large model)\n"
+            "  (e) speedup_batch    a roofline model of the speed-up against batch size\n"
+            "options:\n"
+            "  --out DIR            output folder (default build/plots)\n"
+            "  --term T             png | svg | both (default) | dumb (draws (a) in this terminal) |\n"
+            "                       none (data and scripts only)\n"
+            "  --model DIR          target (default %s)\n"
+            "  --draft DIR          draft model (default MODEL-draft when it exists)\n"
+            "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
+            "  --tree FILE          Medusa tree as JSON paths (default: the built-in tree)\n"
+            "  --no-measure         the formulas only: no generations\n"
+            "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
+            "  --prompts N          prompts per temperature, 1..%d (default 6)\n"
+            "  --tokens N           tokens per generation (default 96)\n"
+            "  --k N                tokens proposed per round in the measured runs (default 4)\n"
+            "  --seed N             seed of the runs (run i uses seed + i) and of the simulation (default 1)\n"
+            "  --big DIR            config of the large model for (d) and (e) (default models/qwen3.8-27b)\n"
+            "  --alpha A            acceptance rate assumed by the batch model (default 0.8)\n"
+            "  --context N          context length assumed by the batch model (default 4096)\n"
+            "  --bandwidth TBPS     memory bandwidth assumed, TB/s (default 4.8, H200 datasheet)\n"
+            "  --tflops T           dense bf16 peak assumed, TFLOP/s (default 989, H200 datasheet)\n"
+            "Progress of the measured runs goes to stderr. gnuplot (Debian: gnuplot-nox) draws the\n"
+            "images; without it the data and scripts are still written.\n",
+            default_model_dir(), N_TEXT_PROMPTS);
+}
+
+/* "0,0.7,1" → temperatures. */
+static int parse_temperatures(const char *text, plot_args *a) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    a->n_temperatures = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        float t;
+        if (a->n_temperatures == MAX_TEMPERATURES) {
+            fprintf(stderr, "specula plot: --temperatures takes at most %d values\n", MAX_TEMPERATURES);
+            return -1;
+        }
+        if (arg_float("--temperatures", tok, 0, 100, &t)) return -1;
+        a->temperatures[a->n_temperatures++] = t;
+    }
+    if (!a->n_temperatures) {
+        fprintf(stderr, "specula plot: --temperatures needs at least one value\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int parse(int argc, char **argv, plot_args *a) {
+    memset(a, 0, sizeof *a);
+    a->out = "build/plots";
+    a->term = "both";
+    a->measure = 1;
+    a->prompts = 6;
+    a->k = 4;
+    a->mo.tokens = 96;
+    a->mo.seed = 1;
+    a->device = roofline_h200();
+    a->alpha = 0.8;
+    a->context = 4096;
+    a->temperatures[0] = 0, a->temperatures[1] = 0.7, a->temperatures[2] = 1.0;
+    a->n_temperatures = 3;
+    int custom_device = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+        float x;
+#define VALUE() \
+    if (!(v = arg_value(argc, argv, &i))) return 2
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(f, "--out")) {
+            VALUE();
+            a->out = v;
+        } else if (!strcmp(f, "--term")) {
+            VALUE();
+            if (!strcmp(v, "pngcairo")) v = "png";
+            if (strcmp(v, "png") && strcmp(v, "svg") && strcmp(v, "both") && strcmp(v, "dumb") && strcmp(v, "none")) {
+                fprintf(stderr, "specula plot: --term expects png, svg, both, dumb or none, got '%s'\n", v);
+                return 2;
+            }
+            a->term = v;
+        } else if (!strcmp(f, "--model")) {
+            VALUE();
+            a->model_dir = v;
+            a->model_given = 1;
+        } else if (!strcmp(f, "--draft")) {
+            VALUE();
+            a->draft_dir = v;
+        } else if (!strcmp(f, "--medusa")) {
+            VALUE();
+            a->medusa_path = v;
+        } else if (!strcmp(f, "--tree")) {
+            VALUE();
+            a->tree_path = v;
+        } else if (!strcmp(f, "--big")) {
+            VALUE();
+            a->big_dir = v;
+        } else if (!strcmp(f, "--no-measure")) {
+            a->measure = 0;
+        } else if (!strcmp(f, "--temperatures")) {
+            VALUE();
+            if (parse_temperatures(v, a)) return 2;
+        } else if (!strcmp(f, "--prompts")) {
+            VALUE();
+            if (arg_int(f, v, 1, N_TEXT_PROMPTS, &a->prompts)) return 2;
+        } else if (!strcmp(f, "--tokens")) {
+            VALUE();
+            if (arg_int(f, v, 2, 1 << 16, &a->mo.tokens)) return 2;
+        } else if (!strcmp(f, "--k")) {
+            VALUE();
+            if (arg_int(f, v, 1, 32, &a->k)) return 2;
+        } else if (!strcmp(f, "--seed")) {
+            VALUE();
+            if (arg_u64(f, v, &a->mo.seed)) return 2;
+        } else if (!strcmp(f, "--alpha")) {
+            VALUE();
+            if (arg_float(f, v, 0, 1, &x)) return 2;
+            a->alpha = x;
+        } else if (!strcmp(f, "--context")) {
+            VALUE();
+            if (arg_int(f, v, 0, 1 << 24, &a->context)) return 2;
+        } else if (!strcmp(f, "--bandwidth")) {
+            VALUE();
+            if (arg_float(f, v, 1e-3, 1e3, &x)) return 2;
+            a->device.bandwidth = x * 1e12;
+            custom_device = 1;
+        } else if (!strcmp(f, "--tflops")) {
+            VALUE();
+            if (arg_float(f, v, 1e-3, 1e6, &x)) return 2;
+            a->device.peak_flops = x * 1e12;
+            custom_device = 1;
+        } else {
+            fprintf(stderr, "specula plot: unknown option '%s'\n", f);
+            usage(stderr);
+            return 2;
+        }
+#undef VALUE
+    }
+    if (custom_device) a->device.name = "custom device (--bandwidth/--tflops)";
+    a->mo.temperatures = a->temperatures;
+    a->mo.n_temperatures = a->n_temperatures;
+    a->mo.k = a->k;
+    a->mo.progress = 1;
+    return 0;
+}
+
+/* The prompts as ids: text through MODEL/tokenizer.json when it is there
+ * (the ids must fit the model's vocabulary), else fixed token sequences. */
+static int build_prompts(const char *dir, int V, int n, plot_prompts *p) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    p->n = n;
+    p->ids = calloc((size_t)n, sizeof *p->ids);
+    p->len = calloc((size_t)n, sizeof *p->len);
+    if (!p->ids || !p->len) return -1;
+    tokenizer tok;
+    sp_error err;
+    int have_tok = access(path, R_OK) == 0 && tokenizer_load(&tok, path, &err) == 0;
+    for (int i = 0; i < n; i++) {
+        if (have_tok) {
+            if (tokenizer_encode(&tok, text_prompts[i], strlen(text_prompts[i]), &p->ids[i], &p->len[i], &err)) {
+                fprintf(stderr, "specula plot: prompt %d: %s\n", i, err.msg);
+                tokenizer_free(&tok);
+                return -1;
+            }
+            for (int t = 0; t < p->len[i]; t++)
+                if (p->ids[i][t] >= V) {
+                    fprintf(stderr, "specula plot: %s gives token %d, outside the model's vocabulary of %d\n", path,
+                            p->ids[i][t], V);
+                    tokenizer_free(&tok);
+                    return -1;
+                }
+        } else {
+            /* 3..6 tokens: at least two, so the MTP module has a hidden state to start from */
+            p->len[i] = 3 + i % 4;
+            p->ids[i] = calloc((size_t)p->len[i], sizeof(int));
+            if (!p->ids[i]) return -1;
+            for (int t = 0; t < p->len[i]; t++) p->ids[i][t] = (i * 7 + t * 3 + 1) % V;
+        }
+    }
+    if (have_tok) tokenizer_free(&tok);
+    fprintf(stderr, "specula plot: %d %s prompts\n", n, have_tok ? "text" : "token");
+    return 0;
+}
+
+static void free_prompts(plot_prompts *p) {
+    for (int i = 0; p->ids && i < p->n; i++) free(p->ids[i]);
+    free(p->ids);
+    free(p->len);
+}
+
+/* The folder that holds the default model (the models/ of the source tree). */
+static void models_root(char *buf, size_t size) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", default_model_dir());
+    snprintf(buf, size, "%s", dirname(tmp));
+}
+
+static const char *base_name(const char *path, char *buf, size_t size) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    size_t n = strlen(tmp);
+    while (n > 1 && tmp[n - 1] == '/') tmp[--n] = '\0';
+    snprintf(buf, size, "%s", basename(tmp));
+    return buf;
+}
+
+/* Medusa heads: --medusa, or MODEL-medusa/medusa_heads.safetensors when it
+ * exists and was trained on this checkpoint (checked by its sha256); the
+ * tree from --tree. 0 (with or without heads), or 1 after printing why. */
+static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads,
+                       medusa_tree *tree, int *have_tree) {
+    char path[4200];
+    sp_error err;
+    if (a->medusa_path) {
+        snprintf(path, sizeof path, "%s", a->medusa_path);
+    } else {
+        size_t n = strlen(a->model_dir);
+        while (n > 1 && a->model_dir[n - 1] == '/') n--;
+        snprintf(path, sizeof path, "%.*s-medusa/medusa_heads.safetensors", (int)n, a->model_dir);
+        if (access(path, R_OK) != 0) {
+            if (a->tree_path) fprintf(stderr, "specula plot: --tree given, but no Medusa heads at %s\n", path);
+            return a->tree_path ? 1 : 0;
+        }
+    }
+    if (medusa_load(heads, path, target, 0, &err)) {
+        /* heads found beside the model but not made for it (another training
+         * of the target, say) leave Medusa out; heads asked for by name must load */
+        fprintf(stderr, "specula plot: %s%s\n", a->medusa_path ? "" : "no Medusa points: ", err.msg);
+        return a->medusa_path || a->tree_path ? 1 : 0;
+    }
+    *have_heads = 1;
+    if (a->tree_path) {
+        if (medusa_tree_load(tree, a->tree_path, &err)) {
+            fprintf(stderr, "specula plot: %s\n", err.msg);
+            medusa_free(heads);
+            *have_heads = 0;
+            return 1;
+        }
+        *have_tree = 1;
+    }
+    return 0;
+}
+
+/* The images of the written plots in the format asked for; 0, or 1 after
+ * printing why. */
+static int draw(const plot_args *a, const int *written) {
+    sp_error err;
+    if (!strcmp(a->term, "none")) return 0;
+    if (!plots_have_gnuplot()) {
+        fprintf(stderr,
+                "specula plot: gnuplot is not installed, so no images were drawn; the .dat and .gp files are in "
+                "%s/ (Debian: apt-get install gnuplot-nox, or `make deps`)\n",
+                a->out);
+        return 1;
+    }
+    if (!strcmp(a->term, "dumb")) {
+        if (plots_render(a->out, plots_names[0], "dumb", &err)) {
+            fprintf(stderr, "specula plot: %s\n", err.msg);
+            return 1;
+        }
+        return 0;
+    }
+    static const char *const fmts[2] = {"png", "svg"};
+    for (int i = 0; i < PLOTS_COUNT; i++) {
+        if (!written[i]) continue;
+        for (int j = 0; j < 2; j++) {
+            if (strcmp(a->term, "both") && strcmp(a->term, fmts[j])) continue;
+            if (plots_render(a->out, plots_names[i], fmts[j], &err)) {
+                fprintf(stderr, "specula plot: %s\n", err.msg);
+                return 1;
+            }
+            printf("%s/%s.%s\n", a->out, plots_names[i], fmts[j]);
+        }
+    }
+    return 0;
+}
+
+int cmd_plot(int argc, char **argv) {
+    plot_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    if (!a.model_dir) a.model_dir = default_model_dir();
+    char root[4096], big_default[4200], beside[4200], name[256], pair_name[600], big_name[600];
+    models_root(root, sizeof root);
+    snprintf(big_default, sizeof big_default, "%s/qwen3.8-27b", root);
+    if (!a.big_dir) a.big_dir = big_default;
+
+    plot_theory t;
+    memset(&t, 0, sizeof t);
+    t.device = a.device;
+    t.batch_alpha = a.alpha;
+    t.mc_rounds = 20000;
+    t.mc_seed = a.mo.seed;
+
+    /* the models: measured points and the embedded pair's bytes */
+    model target, draft;
+    medusa_heads heads;
+    medusa_tree tree;
+    int have_target = 0, have_draft = 0, have_heads = 0, have_tree = 0, status = 0;
+    sp_error err;
+    if (model_load(&target, a.model_dir, &err) == 0) {
+        have_target = 1;
+    } else if (a.model_given) {
+        fprintf(stderr, "specula plot: %s\n", err.msg);
+        return 1;
+    } else {
+        fprintf(stderr, "specula plot: no measured points or embedded-pair curves: %s\n", err.msg);
+    }
+    if (have_target) {
+        snprintf(beside, sizeof beside, "%s-draft", a.model_dir);
+        const char *ddir = a.draft_dir ? a.draft_dir : (access(beside, R_OK) == 0 ? beside : NULL);
+        if (ddir) {
+            if (model_load(&draft, ddir, &err) == 0) {
+                have_draft = 1;
+            } else {
+                fprintf(stderr, "specula plot: %s\n", err.msg);
+                model_free(&target);
+                return 1;
+            }
+        }
+        if (load_medusa(&a, &target, &heads, &have_heads, &tree, &have_tree)) {
+            if (have_draft) model_free(&draft);
+            model_free(&target);
+            return 1;
+        }
+        model_footprint fp;
+        footprint_compute(&target.cfg, 1, target.storage_bytes, 2.0, &fp);
+        t.pair_target_bytes = target.weight_bytes_per_step;
+        t.pair_draft_bytes = have_draft ? draft.weight_bytes_per_step : 0;
+        t.pair_mtp_bytes = target.w.has_mtp ? fp.mtp_bytes_per_step : 0;
+        snprintf(pair_name, sizeof pair_name, "%s%s (%s)", base_name(a.model_dir, name, sizeof name),
+                 have_draft ? " + its draft" : "", target.storage_bytes == 2 ? "16-bit weights" : "float32 weights");
+        t.pair_name = pair_name;
+    }
+
+    /* the large model, from its config alone, in bf16 */
+    model_config big;
+    if (config_load(a.big_dir, &big, &err) == 0) {
+        model_footprint fp;
+        footprint_compute(&big, big.mtp_num_layers > 0, 2.0, 2.0, &fp);
+        t.big_target_bytes = fp.weight_bytes_per_step;
+        t.big_mtp_bytes = fp.mtp_bytes_per_step;
+        snprintf(big_name, sizeof big_name, "%s, bf16 weights", base_name(a.big_dir, name, sizeof name));
+        if (!strcmp(name, "qwen3.8-27b")) snprintf(big_name, sizeof big_name, "Qwen3.8-27B + MTP layer, bf16 weights");
+        t.big_name = big_name;
+        roofline_workload_build(&big, 2.0, 2.0, a.context, &t.big_workload);
+    } else {
+        fprintf(stderr, "specula plot: no large-model curves: %s\n", err.msg);
+    }
+
+    plot_measurements m;
+    memset(&m, 0, sizeof m);
+    if (have_target && a.measure) {
+        plot_prompts prompts;
+        memset(&prompts, 0, sizeof prompts);
+        plot_proposers pp = {have_draft ? &draft : NULL, have_heads ? &heads : NULL, have_tree ? &tree : NULL};
+        if (build_prompts(a.model_dir, target.cfg.vocab_size, a.prompts, &prompts)) {
+            status = 1;
+        } else if (plots_measure(&target, &pp, &prompts, &a.mo, &m, &err)) {
+            fprintf(stderr, "specula plot: %s\n", err.msg);
+            status = 1;
+        }
+        free_prompts(&prompts);
+    }
+    if (have_heads) medusa_free(&heads);
+    if (have_draft) model_free(&draft);
+    if (have_target) model_free(&target);
+    if (status) return status;
+
+    int written[PLOTS_COUNT];
+    if (plots_write(a.out, &t, &m, written, &err)) {
+        fprintf(stderr, "specula plot: %s\n", err.msg);
+        plots_measurements_free(&m);
+        return 1;
+    }
+    plots_measurements_free(&m);
+    fprintf(stderr, "specula plot: data and scripts written to %s/\n", a.out);
+
+    return draw(&a, written);
+}

@@ -1,0 +1,135 @@
+/* plots.h — the plots of `specula plot` / `make plots`: measured points
+ * from decoding runs on real models, the analytic curves (spec_model.h,
+ * roofline.h) beside them, each plot written as a data file (.dat, a
+ * commented whitespace table) and a gnuplot script (.gp) that draws it, so
+ * a user can restyle any plot; gnuplot is only needed for the images. */
+#ifndef SPECULA_PLOTS_H
+#define SPECULA_PLOTS_H
+
+#include <stdint.h>
+
+#include "accounting.h"
+#include "decode.h"
+#include "medusa.h"
+#include "roofline.h"
+
+/* The plots, in the order of the documentation: (a) … (e). */
+#define PLOTS_COUNT 5
+extern const char *const plots_names[PLOTS_COUNT];
+
+/* ---- measured points ------------------------------------------------------ */
+
+typedef struct {
+    int n;
+    int **ids; /* [n] → [len[i]] token ids */
+    int *len;  /* [n] */
+} plot_prompts;
+
+/* The proposers a measurement can run. */
+typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_MEDUSA, PLOT_METHOD_COUNT } plot_method;
+
+/* What the target is measured with; NULL leaves a method out (MTP runs
+ * whenever the target has an MTP module). */
+typedef struct {
+    model *draft;               /* a draft model sharing the target's vocabulary */
+    const medusa_heads *medusa; /* Medusa heads checked against the target */
+    const medusa_tree *tree;    /* their tree; NULL: the built-in one for the heads */
+} plot_proposers;
+
+typedef struct {
+    plot_method method;
+    const char *label;  /* "draft", "MTP", "Medusa" */
+    double temperature;
+    int k;              /* chain depth, or the Medusa tree's depth */
+    int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa */
+    const char *rule;   /* the acceptance rule of the runs: "exact", "greedy" */
+    int runs;           /* generations summed into acc */
+    run_accounting acc; /* the counters of those runs, added up */
+} plot_point;
+
+typedef struct {
+    int point;          /* index into plot_measurements.points */
+    int prompt;         /* index into the prompts */
+    uint64_t seed;
+    run_accounting acc; /* this generation's own accounting */
+} plot_run;
+
+typedef struct {
+    plot_point *points;
+    int n_points;
+    plot_run *runs;
+    int n_runs;
+} plot_measurements;
+
+typedef struct {
+    const double *temperatures; /* [n_temperatures] 0 = greedy */
+    int n_temperatures;
+    int tokens;                 /* tokens per generation (EOS does not stop it) */
+    int k;                      /* proposal depth of the chains (Medusa: its tree's) */
+    uint64_t seed;              /* run r of a (method, temperature) uses seed + r */
+    int progress;               /* 1: a line per generation on stderr */
+} plot_measure_opts;
+
+/* Runs every method the models allow (draft and Medusa when given, MTP
+ * when the target has an MTP module) at every temperature on every prompt,
+ * and keeps each run's accounting and the sums per (method, temperature).
+ * Rules as `specula generate` picks them: exact for the chains (at
+ * temperature 0 it accepts exactly the greedy agreement); Medusa greedy over
+ * top-ranked children at temperature 0, exact without replacement above.
+ * MTP drafts its argmax at temperature 0 and samples its drafts from its
+ * own processed distribution above (`generate --mtp-sample`), which matches
+ * a sampled p far better than a one-hot q. */
+int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *prompts, const plot_measure_opts *o,
+                  plot_measurements *m, sp_error *err);
+void plots_measurements_free(plot_measurements *m);
+
+/* Adds the counters of src into dst (method, k and the byte figures of dst
+ * are kept; dst must have been initialised). */
+void plots_accounting_add(run_accounting *dst, const run_accounting *src);
+
+/* Per-position acceptance of an accounting, d = 1..k:
+ *   reach[d] = accepted[d] / proposed[d]  (what accounting_print reports:
+ *              P(the accepted path reaches depth d), α^d under i.i.d.);
+ *   cond[d]  = reach[d] / reach[d−1], reach[0] = 1 (P(position d accepted |
+ *              positions 1..d−1 were), α under i.i.d.). NAN where undefined. */
+void plots_acceptance(const run_accounting *a, int d, double *reach, double *cond);
+
+/* The 95 % Wilson score interval [low, high] of a proportion p observed in
+ * n trials (inside [0, 1] even at p = 0 or 1); NAN for n = 0. */
+void plots_wilson(double p, long n, double *low, double *high);
+
+/* ---- the analytic side ------------------------------------------------------ */
+
+typedef struct {
+    /* the embedded pair, for the bandwidth plot (0 bytes: absent) */
+    const char *pair_name;
+    double pair_target_bytes, pair_draft_bytes, pair_mtp_bytes;
+    /* the large model with its MTP layer (0 bytes: absent) */
+    const char *big_name;
+    double big_target_bytes, big_mtp_bytes;
+    /* the batch model */
+    roofline_device device;
+    roofline_workload big_workload;
+    double batch_alpha; /* α assumed for the batch plot */
+    /* Monte-Carlo beside E(α,k) */
+    long mc_rounds;
+    uint64_t mc_seed;
+} plot_theory;
+
+/* Writes every .dat and .gp into dir (created when missing). m may be NULL
+ * or empty: then the measured layers are left out and the acceptance plot,
+ * which has nothing else to show, is not written (*written says which plots
+ * were). written[PLOTS_COUNT] may be NULL. */
+int plots_write(const char *dir, const plot_theory *t, const plot_measurements *m, int *written, sp_error *err);
+
+/* ---- drawing ------------------------------------------------------------------ */
+
+/* 1 when a `gnuplot` executable is on PATH. */
+int plots_have_gnuplot(void);
+
+/* Runs `gnuplot -e "fmt='FMT'" NAME.gp` inside dir: fmt "png" (pngcairo),
+ * "svg", or "dumb" (to this process's stdout). Fails with gnuplot's exit
+ * status in the message. */
+int plots_render(const char *dir, const char *name, const char *fmt, sp_error *err);
+
+#endif
