@@ -118,8 +118,7 @@ static double entropy(const float *p, int V) {
     return h;
 }
 
-void accept_typical(const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
-                    accept_result *r) {
+int accept_typical_walk(const token_tree *t, const float *p, float epsilon, float delta, accept_result *r) {
     const int V = t->V, n = t->n;
     /* ok[i]: node i and all its ancestors are acceptable */
     unsigned char *ok = sp_xcalloc((size_t)n, 1, "typical acceptance flags");
@@ -143,8 +142,14 @@ void accept_typical(const token_tree *t, const float *p, float epsilon, float de
     int len = t->depth[best];
     for (int x = best, d = len; d > 0; x = t->parent[x], d--) r->path[d] = x;
     r->n_accepted = len;
-    rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + len, 0)};
-    r->next_token = sampler_sample(p + (size_t)best * V, V, s);
+    return best;
+}
+
+void accept_typical(const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
+                    accept_result *r) {
+    int best = accept_typical_walk(t, p, epsilon, delta, r);
+    rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + r->n_accepted, 0)};
+    r->next_token = sampler_sample(p + (size_t)best * t->V, t->V, s);
     int children[1];
     r->bonus = tree_children(t, best, children, 1) == 0;
 }

@@ -53,6 +53,10 @@ void accept_greedy(const token_tree *t, const float *p, accept_result *r);
 void accept_typical(const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
                     accept_result *r);
 
+/* The walk of accept_typical without the final draw: fills r's path and
+ * n_accepted and returns the last accepted node. */
+int accept_typical_walk(const token_tree *t, const float *p, float epsilon, float delta, accept_result *r);
+
 /* The pieces of the exact rule, exposed for tests and lessons:
  * residual[V] = norm(max(0, p − q)); returns its mass before normalising
  * (0 when p ≤ q everywhere, in which case residual is left as p). */

@@ -1,6 +1,6 @@
 /* planted.c — the planted bugs of planted.h. planted_accept follows
- * accept_exact line for line, planted_typical follows accept_typical; each
- * mistake is marked "PLANTED". */
+ * accept_exact line for line; planted_typical shares accept_typical's walk
+ * and changes only its final draw. Each mistake is marked "PLANTED". */
 #include "planted.h"
 
 #include <math.h>
@@ -115,43 +115,13 @@ int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_si
     return planted_accept(*(const planted_bug *)user, t, p, site, scratch, r, err);
 }
 
-static double entropy(const float *p, int V) {
-    double h = 0;
-    for (int i = 0; i < V; i++)
-        if (p[i] > 0) h -= p[i] * log(p[i]);
-    return h;
-}
-
 void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,
                      accept_result *r) {
-    const int V = t->V, n = t->n;
-    unsigned char *ok = sp_xcalloc((size_t)n, 1, "typical acceptance flags");
-    double *threshold = sp_xcalloc((size_t)n, sizeof(double), "typical thresholds");
-    r->n_accepted = 0;
-    r->path[0] = 0;
-    r->bonus = 0;
-    int best = 0;
-    for (int i = 0; i < n; i++) {
-        const float *pi = p + (size_t)i * V;
-        double cut = delta * exp(-entropy(pi, V));
-        threshold[i] = cut < epsilon ? cut : epsilon;
-        if (i == 0) {
-            ok[0] = 1;
-            continue;
-        }
-        int u = t->parent[i];
-        ok[i] = ok[u] && p[(size_t)u * V + t->token[i]] > threshold[u];
-        if (ok[i] && t->depth[i] > t->depth[best]) best = i;
-    }
-    free(ok);
-    free(threshold);
-    int len = t->depth[best];
-    for (int x = best, d = len; d > 0; x = t->parent[x], d--) r->path[d] = x;
-    r->n_accepted = len;
+    int best = accept_typical_walk(t, p, epsilon, delta, r);
     int from = best;
     if (bug == PLANT_BONUS_FROM_PARENT && best > 0) from = t->parent[best]; /* PLANTED */
-    rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + len, 0)};
-    r->next_token = sampler_sample(p + (size_t)from * V, V, s);
+    rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + r->n_accepted, 0)};
+    r->next_token = sampler_sample(p + (size_t)from * t->V, t->V, s);
     int children[1];
     r->bonus = tree_children(t, best, children, 1) == 0;
 }
