@@ -162,6 +162,38 @@ static void pair_law(pair_case *c, planted_bug bug, double *joint) {
 #define PAIR_N_FLOOR 1000
 #define PAIR_N_CAP 60000 /* the time budget: 60 000 context-free draws take ~0.3 s */
 
+/* One case of the family: the exact rule's draws against the target (its
+ * p-value is returned for the family's correction), then each control bug in
+ * `controls` at the same size, each of which must be rejected. `bug` is the
+ * sampler's field that selects the rule. */
+static double test_case_and_controls(dist_sampler s, planted_bug *bug, unsigned controls, const double *exact,
+                                     int64_t n, uint64_t seed, uint64_t control_seed) {
+    verify_options o = verify_defaults();
+    o.n = n;
+    o.seed = seed;
+    sp_error err;
+    verify_result r;
+    const char *name = s.name;
+    *bug = PLANT_NONE;
+    ck_assert_msg(verify_against_exact(&s, exact, &o, &r, &err) == 0, "%s", err.msg);
+    double p_value = r.test.p_value;
+    ck_assert_int_eq(r.test.impossible, 0);
+    verify_result_free(&r);
+    for (int b = 1; b < PLANT_COUNT; b++) {
+        if (!(controls & BIT(b))) continue;
+        *bug = (planted_bug)b;
+        s.name = planted_name(b);
+        o.seed = control_seed + (uint64_t)b;
+        ck_assert_msg(verify_against_exact(&s, exact, &o, &r, &err) == 0, "%s", err.msg);
+        char what[128];
+        snprintf(what, sizeof what, "%s, control %s", name, planted_name(b));
+        stat_assert_control_rejected(&r, what);
+        verify_result_free(&r);
+    }
+    *bug = PLANT_NONE;
+    return p_value;
+}
+
 START_TEST(test_pairs_follow_the_target) {
     truncate_rows(&cases[N_CASES - 1]);
     double p_values[N_CASES];
@@ -198,28 +230,10 @@ START_TEST(test_pairs_follow_the_target) {
             if (nb > n) n = nb;
         }
 
-        verify_options o = verify_defaults();
-        o.n = n;
-        o.seed = SEED + (uint64_t)ci;
-        sp_error err;
-        verify_result r;
-        pair_sampler good = {c, PLANT_NONE};
-        dist_sampler s = {c->name, PV, PL, pair_draw, &good};
-        ck_assert_msg(verify_against_exact(&s, exact, &o, &r, &err) == 0, "%s", err.msg);
-        p_values[ci] = r.test.p_value;
-        ck_assert_int_eq(r.test.impossible, 0);
-        verify_result_free(&r);
-        for (int b = 1; b < PLANT_COUNT; b++) {
-            if (!(c->visible & BIT(b))) continue;
-            pair_sampler bad = {c, (planted_bug)b};
-            dist_sampler sb = {planted_name(b), PV, PL, pair_draw, &bad};
-            o.seed = SEED + 100 + (uint64_t)(ci * PLANT_COUNT + b);
-            ck_assert_msg(verify_against_exact(&sb, exact, &o, &r, &err) == 0, "%s", err.msg);
-            char what[128];
-            snprintf(what, sizeof what, "%s, control %s", c->name, planted_name(b));
-            stat_assert_control_rejected(&r, what);
-            verify_result_free(&r);
-        }
+        pair_sampler sampler = {c, PLANT_NONE};
+        dist_sampler s = {c->name, PV, PL, pair_draw, &sampler};
+        p_values[ci] = test_case_and_controls(s, &sampler.bug, c->visible, exact, n, SEED + (uint64_t)ci,
+                                              SEED + 100 + (uint64_t)(ci * PLANT_COUNT));
     }
     stat_assert_family_passes(p_values, N_CASES, names);
 }
@@ -334,27 +348,10 @@ START_TEST(test_trees_follow_the_target) {
         sp_error err;
         ck_assert(stats_n_gof(reachable - 1, STAT_CONTROL_P, STAT_PLAN_POWER, STAT_GENERIC_W, &n, &err) == 0);
         n = (int64_t)ceil(STAT_PLAN_MARGIN * (double)n / 500.0) * 500;
-        verify_options o = verify_defaults();
-        o.n = n;
-        o.seed = SEED + 500 + (uint64_t)ci;
-        verify_result r;
-        tree_sampler good = {c, PLANT_NONE};
-        dist_sampler s = {c->name, PV, PL, tree_draw, &good};
-        ck_assert_msg(verify_against_exact(&s, exact, &o, &r, &err) == 0, "%s", err.msg);
-        p_values[ci] = r.test.p_value;
-        ck_assert_int_eq(r.test.impossible, 0);
-        verify_result_free(&r);
-        for (int b = 1; b < PLANT_COUNT; b++) {
-            if (!(c->must_catch & BIT(b))) continue;
-            tree_sampler bad = {c, (planted_bug)b};
-            dist_sampler sb = {planted_name(b), PV, PL, tree_draw, &bad};
-            o.seed = SEED + 600 + (uint64_t)(ci * PLANT_COUNT + b);
-            ck_assert_msg(verify_against_exact(&sb, exact, &o, &r, &err) == 0, "%s", err.msg);
-            char what[128];
-            snprintf(what, sizeof what, "%s, control %s", c->name, planted_name(b));
-            stat_assert_control_rejected(&r, what);
-            verify_result_free(&r);
-        }
+        tree_sampler sampler = {c, PLANT_NONE};
+        dist_sampler s = {c->name, PV, PL, tree_draw, &sampler};
+        p_values[ci] = test_case_and_controls(s, &sampler.bug, c->must_catch, exact, n, SEED + 500 + (uint64_t)ci,
+                                              SEED + 600 + (uint64_t)(ci * PLANT_COUNT));
     }
     stat_assert_family_passes(p_values, N_TREE_CASES, names);
 }
