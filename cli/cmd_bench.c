@@ -3,6 +3,7 @@
  * read and the bandwidth that implies, for plain decoding and for each
  * speculative method the model supports, with ratios to plain decoding
  * measured in the same run. A benchmark, not a test: it asserts nothing. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,17 +14,22 @@
 #include "commands.h"
 #include "decode.h"
 #include "footprint.h"
+#include "medusa.h"
 #include "mtp.h"
 #include "speculative.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: specula bench [MODEL] [--draft DIR] [--runs N] [--tokens N] [--k N] [--temperature T]\n"
+            "usage: specula bench [MODEL] [--draft DIR] [--medusa FILE] [--runs N] [--tokens N] [--k N]\n"
+            "                     [--temperature T]\n"
             "Times the reference decoding MODEL (default %s): plain decoding, MTP when the\n"
             "model has an MTP module, draft-model speculation when a draft is given or sits beside\n"
-            "the model as MODEL-draft. Prints the median tokens/s of N runs (default 5) of N tokens\n"
-            "(default 64), the weight bytes read per token and the implied bandwidth. The reference\n"
-            "holds float32 weights, so its bandwidth counts 4 bytes per parameter.\n",
+            "the model as MODEL-draft, Medusa when heads are given or sit beside it as\n"
+            "MODEL-medusa/medusa_heads.safetensors (built-in tree; greedy rule at temperature 0,\n"
+            "exact without replacement above). Prints the median tokens/s of N runs (default 5) of\n"
+            "N tokens (default 64), the weight bytes read per token and the implied bandwidth. The\n"
+            "reference holds float32 weights, so its bandwidth counts 4 bytes per parameter. k is\n"
+            "the draft length of MTP and draft-model speculation; Medusa's is its tree's depth.\n",
             default_model_dir());
 }
 
@@ -45,10 +51,43 @@ typedef struct {
     double ref_bytes_per_token;    /* what the reference reads: one float32 weight read per position */
 } bench_row;
 
+/* What one row of the table runs: plain decoding, or one proposer. */
+typedef enum { BENCH_PLAIN, BENCH_MTP, BENCH_SPEC, BENCH_MEDUSA } bench_kind;
+
+typedef struct {
+    const char *name;
+    bench_kind kind;
+    int k;
+    model *draft;              /* BENCH_SPEC */
+    const medusa_heads *heads; /* BENCH_MEDUSA, with its tree */
+    const medusa_tree *tree;
+} bench_method;
+
+static int build_proposer(const bench_method *m, model *target, decode_options *o, proposer *p, sp_error *err) {
+    switch (m->kind) {
+    case BENCH_MTP:
+        return mtp_proposer_build(p, target, m->k, 0, &o->sampling, o->seed, err);
+    case BENCH_SPEC:
+        return spec_proposer_build(p, m->draft, target, m->k, &o->sampling, o->seed, err);
+    case BENCH_MEDUSA: {
+        /* generate's default: top-ranked children verified greedily at
+         * temperature 0, children drawn without replacement and the exact
+         * rule above it */
+        int greedy = o->sampling.temperature == 0;
+        o->rule = greedy ? RULE_GREEDY : RULE_EXACT;
+        return medusa_proposer_build(p, m->heads, target, m->tree,
+                                     greedy ? CHILDREN_TOP_RANKS : CHILDREN_NO_REPLACEMENT, &o->sampling, o->seed, err);
+    }
+    case BENCH_PLAIN:
+        break;
+    }
+    return 0;
+}
+
 /* Runs `runs` generations; returns 0 and fills row, or -1 with a message. */
-static int bench_method(model *target, model *draft, const char *name, int k, int runs, int tokens, float temp,
-                        bench_row *row) {
+static int bench_run(model *target, const bench_method *m, int runs, int tokens, float temp, bench_row *row) {
     double tps[64];
+    const char *name = m->name;
     decode_options o = decode_defaults();
     o.max_tokens = tokens;
     o.stop_at_eos = 0;
@@ -57,14 +96,12 @@ static int bench_method(model *target, model *draft, const char *name, int k, in
     for (int i = 0; i < 4; i++) prompt[i] %= target->cfg.vocab_size;
     sp_error err;
     for (int r = 0; r < runs; r++) {
-        proposer p, *pp = NULL;
+        proposer p, *pp = m->kind == BENCH_PLAIN ? NULL : &p;
         o.seed = (uint64_t)r + 1;
-        if (draft && spec_proposer_build(&p, draft, target, k, &o.sampling, o.seed, &err)) goto fail;
-        if (!draft && k && mtp_proposer_build(&p, target, k, 0, &o.sampling, o.seed, &err)) goto fail;
-        if (draft || k) pp = &p;
+        if (pp && build_proposer(m, target, &o, pp, &err)) goto fail;
         decode_output out;
         double t0 = now_s();
-        int rc = decode_run(target, pp, name, k, prompt, 4, &o, &out, &err);
+        int rc = decode_run(target, pp, name, pp ? m->k : 0, prompt, 4, &o, &out, &err);
         double dt = now_s() - t0;
         if (pp) pp->release(pp);
         if (rc) goto fail;
@@ -89,8 +126,33 @@ fail:
     return -1;
 }
 
+/* Loads an optional companion that was named on the command line or sits
+ * beside the model: absent beside the model is no error, present but
+ * unloadable is. Returns 1 loaded, 0 absent, -1 error (printed). */
+static int load_draft(model *draft, const char *given, const char *beside) {
+    char config[4300];
+    snprintf(config, sizeof config, "%s/config.json", beside);
+    if (!given && access(config, F_OK)) return 0;
+    sp_error err;
+    if (model_load(draft, given ? given : beside, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        return -1;
+    }
+    return 1;
+}
+
+static int load_heads(medusa_heads *heads, const char *given, const char *beside, const model *target) {
+    if (!given && access(beside, F_OK)) return 0;
+    sp_error err;
+    if (medusa_load(heads, given ? given : beside, target, 0, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        return -1;
+    }
+    return 1;
+}
+
 int cmd_bench(int argc, char **argv) {
-    const char *dir = NULL, *draft_dir = NULL;
+    const char *dir = NULL, *draft_dir = NULL, *heads_path = NULL;
     int runs = 5, tokens = 64, k = 4;
     float temp = 0.0f;
     for (int i = 1; i < argc; i++) {
@@ -100,6 +162,8 @@ int cmd_bench(int argc, char **argv) {
             return 0;
         } else if (!strcmp(f, "--draft")) {
             if (!(draft_dir = arg_value(argc, argv, &i))) return 2;
+        } else if (!strcmp(f, "--medusa")) {
+            if (!(heads_path = arg_value(argc, argv, &i))) return 2;
         } else if (!strcmp(f, "--runs")) {
             if (!(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 64, &runs)) return 2;
         } else if (!strcmp(f, "--tokens")) {
@@ -118,39 +182,50 @@ int cmd_bench(int argc, char **argv) {
     }
     if (!dir) dir = default_model_dir();
     model target, draft;
+    medusa_heads heads;
+    medusa_tree tree;
     sp_error err;
     if (model_load(&target, dir, &err)) {
         fprintf(stderr, "specula bench: %s\n", err.msg);
         return 1;
     }
-    char beside[4200];
-    snprintf(beside, sizeof beside, "%s-draft", dir);
-    int have_draft = 0;
-    if (draft_dir) {
-        if (model_load(&draft, draft_dir, &err)) {
-            fprintf(stderr, "specula bench: %s\n", err.msg);
-            model_free(&target);
-            return 1;
-        }
-        have_draft = 1;
-    } else {
-        have_draft = model_load(&draft, beside, &err) == 0;
+    size_t n_dir = strlen(dir);
+    while (n_dir > 1 && dir[n_dir - 1] == '/') n_dir--;
+    char beside_draft[4200], beside_heads[4300];
+    snprintf(beside_draft, sizeof beside_draft, "%.*s-draft", (int)n_dir, dir);
+    snprintf(beside_heads, sizeof beside_heads, "%.*s-medusa/medusa_heads.safetensors", (int)n_dir, dir);
+    int have_draft = load_draft(&draft, draft_dir, beside_draft);
+    int have_heads = have_draft < 0 ? 0 : load_heads(&heads, heads_path, beside_heads, &target);
+    if (have_draft < 0 || have_heads < 0) {
+        if (have_draft > 0) model_free(&draft);
+        model_free(&target);
+        return 1;
     }
-    bench_row rows[3];
-    int n = 0, status = 0;
-    if (bench_method(&target, NULL, "greedy", 0, runs, tokens, temp, &rows[n]) == 0) n++;
-    else status = 1;
-    if (target.w.has_mtp && bench_method(&target, NULL, "mtp", k, runs, tokens, temp, &rows[n]) == 0) n++;
-    if (have_draft && bench_method(&target, &draft, "spec", k, runs, tokens, temp, &rows[n]) == 0) n++;
+    if (have_heads) medusa_tree_default(&tree, heads.n_heads);
+
+    bench_method methods[4];
+    int n_methods = 0;
+    methods[n_methods++] = (bench_method){"greedy", BENCH_PLAIN, 0, NULL, NULL, NULL};
+    if (target.w.has_mtp) methods[n_methods++] = (bench_method){"mtp", BENCH_MTP, k, NULL, NULL, NULL};
+    if (have_draft) methods[n_methods++] = (bench_method){"spec", BENCH_SPEC, k, &draft, NULL, NULL};
+    if (have_heads) methods[n_methods++] = (bench_method){"medusa", BENCH_MEDUSA, tree.max_depth, NULL, &heads, &tree};
+    bench_row rows[4];
+    int ok[4], status = 0;
+    for (int i = 0; i < n_methods; i++)
+        if (!(ok[i] = bench_run(&target, &methods[i], runs, tokens, temp, &rows[i]) == 0)) status = 1;
+    /* ratios only against a plain-decoding time measured in this run */
+    double greedy_tps = ok[0] ? rows[0].median_tps : NAN;
     printf("reference decode, %s: %d runs x %d tokens, temperature %g, k %d\n", dir, runs, tokens, temp, k);
-    printf("%-8s %10s %9s %16s %16s %9s %10s\n", "method", "tokens/s", "tok/pass", "engine B/token",
-           "reference B/tok", "ref GB/s", "vs greedy");
-    for (int i = 0; i < n; i++)
-        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx\n", rows[i].name, rows[i].median_tps,
-               rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].ref_bytes_per_token,
-               rows[i].median_tps * rows[i].ref_bytes_per_token / 1e9, rows[i].median_tps / rows[0].median_tps);
+    printf("%-8s %10s %9s %16s %16s %9s %10s\n", "method", "tokens/s", "tok/pass", "engine B/token", "reference B/tok",
+           "ref GB/s", "vs greedy");
+    for (int i = 0; i < n_methods; i++)
+        if (ok[i])
+            printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx\n", rows[i].name, rows[i].median_tps,
+                   rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].ref_bytes_per_token,
+                   rows[i].median_tps * rows[i].ref_bytes_per_token / 1e9, rows[i].median_tps / greedy_tps);
     printf("engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
            "reference B/tok: what this single-position float32 reference actually reads.\n");
+    if (have_heads) medusa_free(&heads);
     if (have_draft) model_free(&draft);
     model_free(&target);
     return status;

@@ -32,6 +32,8 @@ typedef struct {
 /* The micro models share vocabulary 32, so any of them can draft for any
  * other; they differ in head dims, layer pattern, rotary fraction and tying
  * so that one bug cannot hide behind one shape. */
+/* one preset per two lines, in preset_def's field order */
+/* clang-format off */
 static const preset_def presets[] = {
     {"micro", "vocab 32, D 32, 4 layers LLLF, H 4 / Hkv 2 / Dh 16, rotary 1/4, untied, MTP", 32, 32, 64, 4, "LLLF",
      4, 2, 16, 4, 1e4, 2, 4, 8, 8, 4, 0, 1, 1024},
@@ -46,6 +48,7 @@ static const preset_def presets[] = {
     {"small-draft", "the draft for small: vocab 2048, D 128, 4 layers LLLF, no MTP", 2048, 128, 384, 4, "LLLF", 2, 1,
      64, 16, 1e7, 1, 2, 64, 64, 4, 0, 0, 4096},
 };
+/* clang-format on */
 #define N_PRESETS ((int)(sizeof presets / sizeof presets[0]))
 
 const randmodel_preset_info *randmodel_presets(void) {
