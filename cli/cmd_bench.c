@@ -65,10 +65,8 @@ typedef struct {
 
 static int build_proposer(const bench_method *m, model *target, decode_options *o, proposer *p, sp_error *err) {
     switch (m->kind) {
-    case BENCH_MTP:
-        return mtp_proposer_build(p, target, m->k, 0, &o->sampling, o->seed, err);
-    case BENCH_SPEC:
-        return spec_proposer_build(p, m->draft, target, m->k, &o->sampling, o->seed, err);
+    case BENCH_MTP: return mtp_proposer_build(p, target, m->k, 0, &o->sampling, o->seed, err);
+    case BENCH_SPEC: return spec_proposer_build(p, m->draft, target, m->k, &o->sampling, o->seed, err);
     case BENCH_MEDUSA: {
         /* generate's default: top-ranked children verified greedily at
          * temperature 0, children drawn without replacement and the exact
@@ -78,8 +76,7 @@ static int build_proposer(const bench_method *m, model *target, decode_options *
         return medusa_proposer_build(p, m->heads, target, m->tree,
                                      greedy ? CHILDREN_TOP_RANKS : CHILDREN_NO_REPLACEMENT, &o->sampling, o->seed, err);
     }
-    case BENCH_PLAIN:
-        break;
+    case BENCH_PLAIN: break;
     }
     return 0;
 }

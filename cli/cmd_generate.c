@@ -66,11 +66,12 @@ static void usage(FILE *f) {
 /* The combinations beam search refuses (parse has read every flag). */
 static int beam_check(generate_args *a) {
     if (a->nonbeam_flag) {
-        const char *f = a->nonbeam_flag, *why =
-            !strcmp(f, "--seed")     ? "it draws nothing at random"
-            : !strcmp(f, "--k")      ? "it proposes no draft tokens"
-            : !strcmp(f, "--stream") ? "its result is known only when the search stops"
-                                     : "it scores raw log-probabilities (temperature and cuts apply only to sampling)";
+        const char *f = a->nonbeam_flag,
+                   *why = !strcmp(f, "--seed") ? "it draws nothing at random"
+                          : !strcmp(f, "--k")  ? "it proposes no draft tokens"
+                          : !strcmp(f, "--stream")
+                              ? "its result is known only when the search stops"
+                              : "it scores raw log-probabilities (temperature and cuts apply only to sampling)";
         fprintf(stderr, "specula generate: %s does not apply to --method beam: %s\n", f, why);
         return -1;
     }
@@ -95,7 +96,7 @@ static int parse(int argc, char **argv, generate_args *a) {
     int rc = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
-#define VALUE() \
+#define VALUE()                                                                                                        \
     if (!(v = arg_value(argc, argv, &i))) return 2
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
             usage(stdout);
@@ -322,8 +323,7 @@ static int run_beam(const generate_args *a, model *target, const printer *pr, co
         return 1;
     }
     if (a->json) {
-        beam_print_json(&out, &a->beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL,
-                        (void *)pr->tok);
+        beam_print_json(&out, &a->beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL, (void *)pr->tok);
     } else {
         if (pr->tok)
             for (int i = 0; i < out.n_best; i++) {

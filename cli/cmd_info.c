@@ -80,9 +80,9 @@ int cmd_info(int argc, char **argv) {
                "\"weight_dtype\": \"%s\", \"weight_dtype_assumed\": %s, \"weight_bytes_per_step\": %.0f, "
                "\"mtp_bytes_per_step\": %.0f, \"kv_bytes_per_position_bf16\": %.0f, "
                "\"deltanet_state_bytes\": %.0f}\n",
-               dir, c.vocab_size, c.hidden_size, c.num_layers, nl, nf, fp.params_total, fp.params_mtp,
-               dtype_name(dt), assumed ? "true" : "false", fp.weight_bytes_per_step, fp.mtp_bytes_per_step,
-               fp.kv_bytes_per_position, fp.deltanet_bytes);
+               dir, c.vocab_size, c.hidden_size, c.num_layers, nl, nf, fp.params_total, fp.params_mtp, dtype_name(dt),
+               assumed ? "true" : "false", fp.weight_bytes_per_step, fp.mtp_bytes_per_step, fp.kv_bytes_per_position,
+               fp.deltanet_bytes);
         return 0;
     }
     char b1[32], b2[32], b3[32], b4[32];
@@ -96,12 +96,13 @@ int cmd_info(int argc, char **argv) {
     printf("hidden size        %d, SwiGLU %d\n", c.hidden_size, c.intermediate_size);
     printf("layers             %d: %d Gated DeltaNet (D) + %d gated attention (A)\n", c.num_layers, nl, nf);
     printf("pattern            %s\n", pattern);
-    printf("attention          %d query / %d KV heads x %d, RoPE on %d dims, theta %g\n", c.num_heads,
-           c.num_kv_heads, c.head_dim, c.rotary_dim, c.rope_theta);
+    printf("attention          %d query / %d KV heads x %d, RoPE on %d dims, theta %g\n", c.num_heads, c.num_kv_heads,
+           c.head_dim, c.rotary_dim, c.rope_theta);
     printf("DeltaNet           %d key / %d value heads x %d/%d, conv width %d\n", c.lin_k_heads, c.lin_v_heads,
            c.lin_k_dim, c.lin_v_dim, c.conv_kernel);
     printf("lm_head            %s\n", c.tie_word_embeddings ? "tied to the embedding" : "untied");
-    printf("MTP                %s\n", with_mtp ? "1 layer" : (c.mtp_num_layers ? "declared, not in the checkpoint" : "none"));
+    printf("MTP                %s\n",
+           with_mtp ? "1 layer" : (c.mtp_num_layers ? "declared, not in the checkpoint" : "none"));
     printf("parameters         %.4g (embedding %.4g, lm_head %.4g), MTP %.4g\n", (double)fp.params_total,
            (double)fp.params_embedding, (double)fp.params_lm_head, (double)fp.params_mtp);
     printf("weights            %s%s\n", dtype_name(dt), assumed ? " (assumed: no safetensors here)" : "");

@@ -71,12 +71,12 @@ static int parse(int argc, char **argv, train_args *a) {
     a->train = medusa_train_defaults();
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
-#define VALUE() \
+#define VALUE()                                                                                                        \
     if (!(v = arg_value(argc, argv, &i))) return 2
-#define INT(field, lo, hi)                         \
-    do {                                           \
-        VALUE();                                   \
-        if (arg_int(f, v, lo, hi, &(field))) return 2; \
+#define INT(field, lo, hi)                                                                                             \
+    do {                                                                                                               \
+        VALUE();                                                                                                       \
+        if (arg_int(f, v, lo, hi, &(field))) return 2;                                                                 \
     } while (0)
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
             usage(stdout);
@@ -163,7 +163,8 @@ static int parse(int argc, char **argv, train_args *a) {
         return 2;
     }
     if (a->data.gen_len <= a->n_heads) {
-        fprintf(stderr, "specula medusa-train: --gen-len %d must exceed --heads %d (each example needs a label per head)\n",
+        fprintf(stderr,
+                "specula medusa-train: --gen-len %d must exceed --heads %d (each example needs a label per head)\n",
                 a->data.gen_len, a->n_heads);
         return 2;
     }
@@ -251,8 +252,7 @@ static int encode_corpus(const char *path, const char *model_dir, int V, int **i
     }
     const char *blank = strstr(text + (size_t)((double)len * 0.9), "\n\n");
     if (!blank) {
-        fprintf(stderr, "specula medusa-train: %s: no blank line in its last 10%% to cut the held-out part at\n",
-                path);
+        fprintf(stderr, "specula medusa-train: %s: no blank line in its last 10%% to cut the held-out part at\n", path);
         goto done;
     }
     const size_t cut = (size_t)(blank - text) + 2;
@@ -340,12 +340,14 @@ static int write_manifest(const train_args *a, const char *command, const char *
     } else {
         fprintf(f, "medusa.corpus none: random prompts (seed %llu)\n", (unsigned long long)a->data.seed);
     }
-    fprintf(f, "medusa.data %d continuations of %d + %d tokens (%s): %d examples; held out %d greedy "
-               "continuations: %d examples\n",
-            a->data.n_sequences, a->data.prompt_len, a->data.gen_len,
-            a->data.temperature == 0 ? "greedy" : "sampled", train->n, a->eval_sequences, held->n);
-    fprintf(f, "medusa.training %d steps x %d examples, Adam lr %g (warm-up %d, cosine to a tenth), head weights "
-               "%g^i, seed %llu, %.1f min\n",
+    fprintf(f,
+            "medusa.data %d continuations of %d + %d tokens (%s): %d examples; held out %d greedy "
+            "continuations: %d examples\n",
+            a->data.n_sequences, a->data.prompt_len, a->data.gen_len, a->data.temperature == 0 ? "greedy" : "sampled",
+            train->n, a->eval_sequences, held->n);
+    fprintf(f,
+            "medusa.training %d steps x %d examples, Adam lr %g (warm-up %d, cosine to a tenth), head weights "
+            "%g^i, seed %llu, %.1f min\n",
             a->train.steps, a->train.batch, a->train.lr, a->train.warmup, a->train.decay,
             (unsigned long long)a->data.seed, minutes);
     fprintf(f, "medusa.train_ce ");
@@ -358,8 +360,9 @@ static int write_manifest(const train_args *a, const char *command, const char *
     per_head(f, ev->top1, h->n_heads);
     fprintf(f, " (agreement with the target's greedy token)\nmedusa.heldout_top%d ", MEDUSA_EVAL_RANKS);
     per_head(f, ev->topk, h->n_heads);
-    fprintf(f, "\nmedusa.expected_accepted built-in tree %.3f, suggested tree %.3f (tokens per greedy round, "
-               "held out)\n",
+    fprintf(f,
+            "\nmedusa.expected_accepted built-in tree %.3f, suggested tree %.3f (tokens per greedy round, "
+            "held out)\n",
             gain_default, gain_suggested);
     if (fclose(f) != 0) return -1;
     printf("wrote %s\n", a->manifest);
@@ -431,8 +434,8 @@ int cmd_medusa_train(int argc, char **argv) {
     medusa_share_lm_head(&heads, target.w.lm_head);
     medusa_train_init(&heads, &target);
     printf("training %d heads (%d ResBlock%s, %s) on %d examples: %d steps of %d, lr %g, head weights %g^i\n",
-           a.n_heads, a.n_layers, a.n_layers > 1 ? "s" : "", a.shared ? "shared lm_head" : "own projections",
-           train.n, a.train.steps, a.train.batch, a.train.lr, a.train.decay);
+           a.n_heads, a.n_layers, a.n_layers > 1 ? "s" : "", a.shared ? "shared lm_head" : "own projections", train.n,
+           a.train.steps, a.train.batch, a.train.lr, a.train.decay);
     fflush(stdout);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -498,9 +501,9 @@ int cmd_medusa_train(int argc, char **argv) {
         }
         printf("wrote the suggested tree to %s\n", a.tree_out);
     }
-    if (a.manifest && write_manifest(&a, command, dir, sha, &heads, &train, &held, &on_train, &ev,
-                                     medusa_eval_tree_gain(&ev, &def), medusa_eval_tree_gain(&ev, &suggested), split,
-                                     n_corpus - split, minutes))
+    if (a.manifest &&
+        write_manifest(&a, command, dir, sha, &heads, &train, &held, &on_train, &ev, medusa_eval_tree_gain(&ev, &def),
+                       medusa_eval_tree_gain(&ev, &suggested), split, n_corpus - split, minutes))
         goto done;
     status = 0;
 done:

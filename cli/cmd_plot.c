@@ -115,7 +115,7 @@ static int parse(int argc, char **argv, plot_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
         float x;
-#define VALUE() \
+#define VALUE()                                                                                                        \
     if (!(v = arg_value(argc, argv, &i))) return 2
         if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
             usage(stdout);
@@ -260,8 +260,8 @@ static const char *base_name(const char *path, char *buf, size_t size) {
 /* Medusa heads: --medusa, or MODEL-medusa/medusa_heads.safetensors when it
  * exists and was trained on this checkpoint (checked by its sha256); the
  * tree from --tree. 0 (with or without heads), or 1 after printing why. */
-static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads,
-                       medusa_tree *tree, int *have_tree) {
+static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads, medusa_tree *tree,
+                       int *have_tree) {
     char path[4200];
     sp_error err;
     if (a->medusa_path) {

@@ -25,10 +25,9 @@ const cli_command cli_commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: specula COMMAND [options]\n"
-            "Decoding methods that get more than one token out of each pass of a\n"
-            "qwen3_5 model, in a readable reference and an optimized engine.\n\ncommands:\n");
+    fprintf(f, "usage: specula COMMAND [options]\n"
+               "Decoding methods that get more than one token out of each pass of a\n"
+               "qwen3_5 model, in a readable reference and an optimized engine.\n\ncommands:\n");
     for (const cli_command *c = cli_commands; c->name; c++) fprintf(f, "  %-13s %s\n", c->name, c->summary);
     fprintf(f, "\n`specula COMMAND --help` describes each command's options.\n");
 }

@@ -14,23 +14,22 @@ void medusa_cli_init(medusa_cli *m) {
 }
 
 void medusa_cli_usage(FILE *f) {
-    fprintf(f,
-            "Medusa (--method medusa):\n"
-            "  --medusa FILE        heads file (default MODEL-medusa/medusa_heads.safetensors)\n"
-            "  --tree FILE          candidate tree as JSON rank paths, e.g. [[0],[1],[0,0]] (default: built-in,\n"
-            "                       63 nodes over 4 heads)\n"
-            "  --rule NAME          exact | exact-norepl | typical | greedy (default: greedy at temperature 0,\n"
-            "                       else exact-norepl). exact: children drawn i.i.d. from each head's q;\n"
-            "                       exact-norepl: drawn without replacement; typical/greedy: top-ranked tokens\n"
-            "  --typical-epsilon E  typical rule: p(x) > min(E, D·exp(-H(p))) (default 0.09)\n"
-            "  --typical-delta D    (default 0.3)\n"
-            "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n");
+    fprintf(f, "Medusa (--method medusa):\n"
+               "  --medusa FILE        heads file (default MODEL-medusa/medusa_heads.safetensors)\n"
+               "  --tree FILE          candidate tree as JSON rank paths, e.g. [[0],[1],[0,0]] (default: built-in,\n"
+               "                       63 nodes over 4 heads)\n"
+               "  --rule NAME          exact | exact-norepl | typical | greedy (default: greedy at temperature 0,\n"
+               "                       else exact-norepl). exact: children drawn i.i.d. from each head's q;\n"
+               "                       exact-norepl: drawn without replacement; typical/greedy: top-ranked tokens\n"
+               "  --typical-epsilon E  typical rule: p(x) > min(E, D·exp(-H(p))) (default 0.09)\n"
+               "  --typical-delta D    (default 0.3)\n"
+               "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n");
 }
 
 int medusa_cli_flag(medusa_cli *m, int argc, char **argv, int *i, int *status) {
     const char *f = argv[*i], *v;
-    static const char *const flags[] = {"--medusa", "--tree", "--rule", "--typical-epsilon", "--typical-delta",
-                                        "--medusa-ignore-base"};
+    static const char *const flags[] = {"--medusa",          "--tree",          "--rule",
+                                        "--typical-epsilon", "--typical-delta", "--medusa-ignore-base"};
     int which = -1;
     for (int k = 0; k < 6; k++)
         if (!strcmp(f, flags[k])) which = k;
@@ -72,8 +71,10 @@ int medusa_cli_finish(medusa_cli *m, int method_is_medusa, decode_options *opt) 
     const float t = opt->sampling.temperature;
     if (m->rule < 0) m->rule = t == 0 ? R_GREEDY : R_EXACT_NOREPL;
     if (m->rule == R_GREEDY && t != 0) {
-        fprintf(stderr, "specula generate: --rule greedy decodes at temperature 0 (give --temperature 0), or use "
-                        "--rule exact, exact-norepl or typical to sample at temperature %g\n", t);
+        fprintf(stderr,
+                "specula generate: --rule greedy decodes at temperature 0 (give --temperature 0), or use "
+                "--rule exact, exact-norepl or typical to sample at temperature %g\n",
+                t);
         return 2;
     }
     if ((m->epsilon_given || m->delta_given) && m->rule != R_TYPICAL) {
@@ -81,15 +82,16 @@ int medusa_cli_finish(medusa_cli *m, int method_is_medusa, decode_options *opt) 
         return 2;
     }
     opt->rule = m->rule == R_TYPICAL ? RULE_TYPICAL : m->rule == R_GREEDY ? RULE_GREEDY : RULE_EXACT;
-    m->kind = m->rule == R_EXACT ? CHILDREN_IID : m->rule == R_EXACT_NOREPL ? CHILDREN_NO_REPLACEMENT
-                                                                             : CHILDREN_TOP_RANKS;
+    m->kind = m->rule == R_EXACT          ? CHILDREN_IID
+              : m->rule == R_EXACT_NOREPL ? CHILDREN_NO_REPLACEMENT
+                                          : CHILDREN_TOP_RANKS;
     if (m->epsilon_given) opt->typical_epsilon = m->epsilon;
     if (m->delta_given) opt->typical_delta = m->delta;
     return 0;
 }
 
-int medusa_cli_build(medusa_cli *m, proposer *p, const model *target, const char *model_dir,
-                     const decode_options *opt, int *depth) {
+int medusa_cli_build(medusa_cli *m, proposer *p, const model *target, const char *model_dir, const decode_options *opt,
+                     int *depth) {
     sp_error err;
     char path[4200];
     if (m->heads_path) {

@@ -34,8 +34,8 @@ int medusa_cli_flag(medusa_cli *m, int argc, char **argv, int *i, int *status);
 int medusa_cli_finish(medusa_cli *m, int method_is_medusa, decode_options *opt);
 /* Loads the heads (checked against the target's checkpoint) and the tree,
  * and builds the proposer. *depth: the tree's depth, the run's k. 0 or 1. */
-int medusa_cli_build(medusa_cli *m, proposer *p, const model *target, const char *model_dir,
-                     const decode_options *opt, int *depth);
+int medusa_cli_build(medusa_cli *m, proposer *p, const model *target, const char *model_dir, const decode_options *opt,
+                     int *depth);
 void medusa_cli_release(medusa_cli *m);
 
 #endif

@@ -67,7 +67,8 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
 /* ---- v2 / v3 ------------------------------------------------------------------ */
 
 #define ATT_WARPS 8
-#define ATT_MAX_GROUP 6 /* query heads per KV head kept in registers (6 at 27B: 195 → ~150 registers); more falls back to v1 */
+#define ATT_MAX_GROUP                                                                                                  \
+    6 /* query heads per KV head kept in registers (6 at 27B: 195 → ~150 registers); more falls back to v1 */
 
 /* DPL consecutive bf16 of a row, as floats (16, 8 or 4 bytes in one load). */
 template <int DPL> __device__ __forceinline__ void load_row(const uint16_t *p, float *f) {
@@ -190,8 +191,8 @@ __global__ void attention_combine(float *out, const float *qg, int H, int Hkv, i
 }
 
 static int attn_args_ok(int ctx, int m, int H, int Hkv, int Dh) {
-    return ctx >= 0 && m >= 1 && m <= KN_TREE_MAX && H >= 1 && Hkv >= 1 && H % Hkv == 0 && Dh >= 32 &&
-           Dh % 32 == 0 && Dh <= 1024;
+    return ctx >= 0 && m >= 1 && m <= KN_TREE_MAX && H >= 1 && Hkv >= 1 && H % Hkv == 0 && Dh >= 32 && Dh % 32 == 0 &&
+           Dh <= 1024;
 }
 
 size_t kn_attention_work_floats(int ctx, int m, int H, int Hkv, int Dh) {
@@ -219,8 +220,9 @@ static cudaError_t launch_split(float *out, const float *q, const float *qg, con
     if (n_split > 1 && work_floats < parts * (size_t)(Dh + 2)) return cudaErrorInvalidValue;
     float *part_acc = work, *part_m = work + parts * Dh, *part_l = part_m + parts;
     void (*k)(float *, const float *, const float *, const uint16_t *, const uint16_t *, const int *, int, int,
-              const uint64_t *, int, int, float, int, float *, float *, float *) =
-        dpl == 8 ? attention_split<8> : dpl == 4 ? attention_split<4> : attention_split<2>;
+              const uint64_t *, int, int, float, int, float *, float *, float *) = dpl == 8   ? attention_split<8>
+                                                                                   : dpl == 4 ? attention_split<4>
+                                                                                              : attention_split<2>;
     dim3 grid(Hkv, m, n_split);
     cudaError_t e = KN_LAUNCH(k, grid, ATT_WARPS * KN_WARP, 0, s, out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, scale,
                               n_split, part_acc, part_m, part_l);

@@ -215,8 +215,8 @@ static void fmt_num(char *buf, size_t size, double v, int width, int prec, int s
         snprintf(buf, size, "%*.*f", width, prec, v);
 }
 
-#define TABLE_HEAD                                                                                                   \
-    "%-10s %-13s %-28s %3s %9s %9s %10s %8s %7s %7s  %s\n", "op", "version", "shape", "m", "rel.err", "bound",       \
+#define TABLE_HEAD                                                                                                     \
+    "%-10s %-13s %-28s %3s %9s %9s %10s %8s %7s %7s  %s\n", "op", "version", "shape", "m", "rel.err", "bound",         \
         "median us", "GB/s", "%copy", "TFLOP/s", "status"
 
 void gc_format_row(char *buf, size_t size, const gc_row *row, double copy_gbs) {
@@ -252,8 +252,7 @@ double gc_best_us(const gc_results *r, const char *op, const char *shape, int m)
     double best = NAN;
     for (int i = 0; i < r->n; i++) {
         const gc_row *w = &r->rows[i];
-        if (w->status != GC_OK || isnan(w->us) || w->m != m || strcmp(w->op, op) || strcmp(w->shape, shape))
-            continue;
+        if (w->status != GC_OK || isnan(w->us) || w->m != m || strcmp(w->op, op) || strcmp(w->shape, shape)) continue;
         if (isnan(best) || w->us < best) best = w->us;
     }
     return best;
@@ -303,11 +302,11 @@ void gc_print_matvec_summary(FILE *f, const gc_results *r) {
 /* ---- shapes ----------------------------------------------------------------- */
 
 static const gc_matvec_shape matvec_shapes[] = {
-    {"q_proj 12288x5120", 2 * GC27_H * GC27_DH, GC27_D, 1},
-    {"k_proj/v_proj 1024x5120", GC27_HKV * GC27_DH, GC27_D, 1},
-    {"o_proj/out_proj 5120x6144", GC27_D, GC27_H * GC27_DH, 1},
+    {"q_proj 12288x5120", 2 * GC27_H *GC27_DH, GC27_D, 1},
+    {"k_proj/v_proj 1024x5120", GC27_HKV *GC27_DH, GC27_D, 1},
+    {"o_proj/out_proj 5120x6144", GC27_D, GC27_H *GC27_DH, 1},
     {"in_proj_qkv 10240x5120", GC27_C, GC27_D, 1},
-    {"in_proj_z 6144x5120", GC27_HV * GC27_DV, GC27_D, 1},
+    {"in_proj_z 6144x5120", GC27_HV *GC27_DV, GC27_D, 1},
     {"in_proj_a/b 48x5120", GC27_HV, GC27_D, 1},
     {"mlp_gate/up 17408x5120", GC27_F, GC27_D, 1},
     {"mlp_down 5120x17408", GC27_D, GC27_F, 1},
@@ -450,9 +449,10 @@ static gc_estimate print_plan(FILE *f, const gc_results *r, const char *title, i
 }
 
 void gc_print_estimate(FILE *f, const gc_results *r, int ctx) {
-    fprintf(f, "\nQwen3.8-27B estimate at context %d: sum of the best validated kernel times, each op counted per "
-               "layer type (48 DeltaNet, 16 attention layers, MLP per layer, lm_head); launch gaps, embedding and "
-               "residual adds not counted\n",
+    fprintf(f,
+            "\nQwen3.8-27B estimate at context %d: sum of the best validated kernel times, each op counted per "
+            "layer type (48 DeltaNet, 16 attention layers, MLP per layer, lm_head); launch gaps, embedding and "
+            "residual adds not counted\n",
             ctx);
     gc_estimate dec = print_plan(f, r, "decode step (m = 1):", 1, ctx, 0);
     gc_estimate ver = print_plan(f, r, "verify pass of k+1 = 4 positions (chain):", 4, ctx, 0);

@@ -16,18 +16,18 @@ extern "C" {
 #include "error.h"
 
 /* Qwen3.8-27B (models/qwen3.8-27b/config.json; a unit test checks these). */
-#define GC27_D 5120     /* [D] hidden */
-#define GC27_F 17408    /* [F] SwiGLU width */
-#define GC27_V 248320   /* [V] vocabulary */
-#define GC27_H 24       /* [H] query heads */
-#define GC27_HKV 4      /* [Hkv] */
-#define GC27_DH 256     /* [Dh] */
-#define GC27_R 64       /* [R] rotary dims: 25 % of Dh */
-#define GC27_HK 16      /* [Hk] DeltaNet key heads */
-#define GC27_HV 48      /* [Hv] DeltaNet value heads */
-#define GC27_DK 128     /* [Dk] */
-#define GC27_DV 128     /* [Dv] */
-#define GC27_K 4        /* [K] conv width */
+#define GC27_D 5120                                        /* [D] hidden */
+#define GC27_F 17408                                       /* [F] SwiGLU width */
+#define GC27_V 248320                                      /* [V] vocabulary */
+#define GC27_H 24                                          /* [H] query heads */
+#define GC27_HKV 4                                         /* [Hkv] */
+#define GC27_DH 256                                        /* [Dh] */
+#define GC27_R 64                                          /* [R] rotary dims: 25 % of Dh */
+#define GC27_HK 16                                         /* [Hk] DeltaNet key heads */
+#define GC27_HV 48                                         /* [Hv] DeltaNet value heads */
+#define GC27_DK 128                                        /* [Dk] */
+#define GC27_DV 128                                        /* [Dv] */
+#define GC27_K 4                                           /* [K] conv width */
 #define GC27_C (2 * GC27_HK * GC27_DK + GC27_HV * GC27_DV) /* [C] conv channels, 10240 */
 #define GC27_N_LINEAR 48
 #define GC27_N_FULL 16
@@ -91,7 +91,7 @@ int gc_pick_rows(int n_out, int max_rows, uint64_t seed, int *rows);
 int gc_reps_for(double first_us, double target_us);
 
 /* The row's derived columns. */
-double gc_row_gbs(const gc_row *row);                 /* NAN when not timed */
+double gc_row_gbs(const gc_row *row); /* NAN when not timed */
 double gc_row_pct_copy(const gc_row *row, double copy_gbs);
 double gc_row_tflops(const gc_row *row);
 
@@ -121,7 +121,7 @@ void gc_print_matvec_summary(FILE *f, const gc_results *r);
 typedef struct {
     const char *name; /* e.g. "q_proj 12288x5120" */
     int n_out, n_in;
-    int real;         /* a Qwen3.8-27B shape (1) or an edge-case shape (0) */
+    int real; /* a Qwen3.8-27B shape (1) or an edge-case shape (0) */
 } gc_matvec_shape;
 
 /* The 27B linear layers, then odd shapes (sizes not multiples of the tile). */
@@ -146,8 +146,8 @@ const gc_matvec_shape *gc_matvec_shapes(int *count);
 
 typedef struct {
     const char *op, *shape;
-    int m;      /* positions of the call */
-    int count;  /* calls per step */
+    int m;     /* positions of the call */
+    int count; /* calls per step */
     const char *what;
 } gc_plan_item;
 
@@ -159,9 +159,9 @@ typedef struct {
 int gc_plan_27b(gc_plan_item *items, int max, int m, int ctx, int mtp);
 
 typedef struct {
-    double us;        /* Σ count × best µs over the measured items */
-    int n_missing;    /* items with no validated timing */
-    double bytes;     /* Σ count × bytes of the rows used */
+    double us;     /* Σ count × best µs over the measured items */
+    int n_missing; /* items with no validated timing */
+    double bytes;  /* Σ count × bytes of the rows used */
 } gc_estimate;
 
 gc_estimate gc_estimate_plan(const gc_results *r, const gc_plan_item *items, int n);

@@ -165,7 +165,8 @@ typedef void (*emu_body_fn)(void *);
 cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg);
 void *emu_dyn_smem(void);
 template <class F> static inline cudaError_t emu_launch(dim3 grid, dim3 block, size_t smem, F body) {
-    return emu_run(grid, block, smem, [](void *p) { (*(F *)p)(); }, &body);
+    return emu_run(
+        grid, block, smem, [](void *p) { (*(F *)p)(); }, &body);
 }
 
 #endif

@@ -26,10 +26,10 @@
 #include "kn_api.h"
 #include "kn_paged.h"
 
-typedef cudaError_t (*kn_rope_kv_fn)(float *q_out, uint16_t *Kc, uint16_t *Vc, const int *block_table,
-                                     const float *qg, const float *k, const float *v, const float *q_norm,
-                                     const float *k_norm, const int *pos, const int *slot, int m, int H, int Hkv,
-                                     int Dh, int R, double theta, float eps, cudaStream_t stream);
+typedef cudaError_t (*kn_rope_kv_fn)(float *q_out, uint16_t *Kc, uint16_t *Vc, const int *block_table, const float *qg,
+                                     const float *k, const float *v, const float *q_norm, const float *k_norm,
+                                     const int *pos, const int *slot, int m, int H, int Hkv, int Dh, int R,
+                                     double theta, float eps, cudaStream_t stream);
 
 typedef cudaError_t (*kn_attention_fn)(float *out, const float *q, const float *qg, const uint16_t *Kc,
                                        const uint16_t *Vc, const int *block_table, int ctx, int m,

@@ -13,15 +13,15 @@
 #ifdef KN_EMU
 #include "emu.h"
 /* Returns the launch's cudaError_t, like the GPU form below. */
-#define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                            \
+#define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
     emu_launch((grid), (block), (smem), [=] { kernel(__VA_ARGS__); })
 #define KN_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()
 #else
 #include <cuda_runtime.h>
-#define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                            \
+#define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
     (kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__), cudaGetLastError())
-#define KN_DYN_SMEM(T, name)                                                                                         \
-    extern __shared__ __align__(16) unsigned char kn_dyn_smem_[];                                                    \
+#define KN_DYN_SMEM(T, name)                                                                                           \
+    extern __shared__ __align__(16) unsigned char kn_dyn_smem_[];                                                      \
     T *name = (T *)kn_dyn_smem_
 #endif
 
@@ -140,8 +140,8 @@ __device__ __forceinline__ void kn_mma_bf16(float d[4], const uint32_t a[4], con
 /* The device's multiprocessor count (grids of persistent kernels). */
 static inline int kn_sm_count(void) {
     int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) !=
-                                                  cudaSuccess)
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
         return 1;
     return n > 0 ? n : 1;
 }

@@ -19,11 +19,11 @@ typedef cudaError_t (*kn_matvec_fn)(float *Y, const uint16_t *W, const float *X,
                                     cudaStream_t stream);
 
 typedef struct {
-    const char *name;  /* "v1" … ; "-xbf16" suffix: activations rounded to bf16 */
-    const char *what;  /* one line: what changed from the previous version */
+    const char *name; /* "v1" … ; "-xbf16" suffix: activations rounded to bf16 */
+    const char *what; /* one line: what changed from the previous version */
     kn_matvec_fn fn;
-    int max_m;         /* largest m the version accepts (1 for the decode kernels) */
-    int x_bf16;        /* rounds X to bf16 */
+    int max_m;  /* largest m the version accepts (1 for the decode kernels) */
+    int x_bf16; /* rounds X to bf16 */
 } kn_matvec_version;
 
 /* Decode (m = 1) versions, then batch versions; the last batch entry is the

@@ -29,8 +29,8 @@ extern "C" {
 }
 #endif
 
-typedef cudaError_t (*kn_probs_fn)(float *probs, const float *logits, int m, int V, sampler_params sp,
-                                   double *work, size_t work_doubles, cudaStream_t stream);
+typedef cudaError_t (*kn_probs_fn)(float *probs, const float *logits, int m, int V, sampler_params sp, double *work,
+                                   size_t work_doubles, cudaStream_t stream);
 
 typedef struct {
     const char *name, *what;

@@ -163,8 +163,7 @@ static cudaError_t launch_v5(float *Y, const uint16_t *W, const float *X, int m,
 /* b1: the v3 design with m accumulators per lane: each 16-byte weight load
  * is used for all m positions (fp32 FMAs on the CUDA cores, X fp32 through
  * the read-only cache). Simple, but X traffic grows with m. */
-template <bool VEC>
-__global__ void matvec_b1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in) {
+template <bool VEC> __global__ void matvec_b1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row = blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP;
     if (row >= n_out) return;
@@ -200,8 +199,7 @@ __global__ void matvec_b1(float *Y, const uint16_t *W, const float *X, int m, in
 }
 
 /* The 8 weights W[row, k..k+7] as four bf16 pairs, zeros past the edges. */
-template <bool VEC>
-__device__ __forceinline__ uint4 load_w8(const uint16_t *W, int row, int k, int n_out, int n_in) {
+template <bool VEC> __device__ __forceinline__ uint4 load_w8(const uint16_t *W, int row, int k, int n_out, int n_in) {
     uint4 r = {0u, 0u, 0u, 0u};
     if (row >= n_out) return r;
     const uint16_t *w = W + (size_t)row * n_in + k;
@@ -370,9 +368,9 @@ static cudaError_t launch_cublas(float *Y, const uint16_t *W, const float *X, in
     if (cublasSetStream(cublas_handle, s) != CUBLAS_STATUS_SUCCESS) return cudaErrorNotSupported;
     const float alpha = 1.0f, beta = 0.0f;
     /* column-major view: Yᵀ[n_out, m] = op(W)[n_out, n_in] · Xᵀ[n_in, m] */
-    cublasStatus_t st = cublasGemmEx(cublas_handle, CUBLAS_OP_T, CUBLAS_OP_N, n_out, m, n_in, &alpha, W,
-                                     CUDA_R_16BF, n_in, cublas_xb, CUDA_R_16BF, n_in, &beta, Y, CUDA_R_32F, n_out,
-                                     CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t st =
+        cublasGemmEx(cublas_handle, CUBLAS_OP_T, CUBLAS_OP_N, n_out, m, n_in, &alpha, W, CUDA_R_16BF, n_in, cublas_xb,
+                     CUDA_R_16BF, n_in, &beta, Y, CUDA_R_32F, n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     return st == CUBLAS_STATUS_SUCCESS ? cudaGetLastError() : cudaErrorUnknown;
 }
 #endif
@@ -383,10 +381,9 @@ static const kn_matvec_version versions[] = {
     {"v3", "warp per row, 16-byte weight loads, float4 x via read-only cache", launch_v3, 1, 0},
     {"v4", "v3 + 4 loads in flight, streaming hint, x in shared memory, persistent grid", launch_v4, 1, 0},
     {"v5", "block of 8 warps per row, n_in split across the warps (for matrices with few rows)", launch_v5, 1, 0},
-    {"b1", "batch: warp per row, each 16-byte load used for all m positions (CUDA cores)", launch_b1,
-     KN_MATVEC_MAX_M, 0},
-    {"b2-xbf16", "batch: mma.m16n8k16 tensor cores, 16 rows per block, 8 warps split K", launch_b2,
-     KN_MATVEC_MAX_M, 1},
+    {"b1", "batch: warp per row, each 16-byte load used for all m positions (CUDA cores)", launch_b1, KN_MATVEC_MAX_M,
+     0},
+    {"b2-xbf16", "batch: mma.m16n8k16 tensor cores, 16 rows per block, 8 warps split K", launch_b2, KN_MATVEC_MAX_M, 1},
 #ifdef KN_HAVE_CUBLAS
     {"cublas-xbf16", "baseline: X to bf16, then cublasGemmEx bf16 in, fp32 out, COMPUTE_32F", launch_cublas,
      KN_MATVEC_MAX_M, 1},

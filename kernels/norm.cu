@@ -40,8 +40,8 @@ __global__ __launch_bounds__(1024) void rmsnorm_v2(float *out, const float *x, c
     float r = 1.0f / sqrtf(ss / (float)n + eps);
     for (int i = threadIdx.x; i < n4; i += blockDim.x) {
         float4 v = xr[i], g = kn_ldg(w4 + i);
-        o[i] = make_float4(v.x * r * (1.0f + g.x), v.y * r * (1.0f + g.y), v.z * r * (1.0f + g.z),
-                           v.w * r * (1.0f + g.w));
+        o[i] =
+            make_float4(v.x * r * (1.0f + g.x), v.y * r * (1.0f + g.y), v.z * r * (1.0f + g.z), v.w * r * (1.0f + g.w));
     }
 }
 
@@ -98,14 +98,14 @@ __global__ void gatednorm_v2(float *out, const float *x, const float *w, const f
     for (int i = lane; i < n; i += KN_WARP) out[base + i] = x[base + i] * r * w[i] * silu(z[base + i]);
 }
 
-static cudaError_t launch_gn_v1(float *out, const float *x, const float *w, const float *z, int rows, int n,
-                                float eps, cudaStream_t s) {
+static cudaError_t launch_gn_v1(float *out, const float *x, const float *w, const float *z, int rows, int n, float eps,
+                                cudaStream_t s) {
     if (rows < 1 || n < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(gatednorm_v1, rows, 128, 0, s, out, x, w, z, n, eps);
 }
 
-static cudaError_t launch_gn_v2(float *out, const float *x, const float *w, const float *z, int rows, int n,
-                                float eps, cudaStream_t s) {
+static cudaError_t launch_gn_v2(float *out, const float *x, const float *w, const float *z, int rows, int n, float eps,
+                                cudaStream_t s) {
     if (rows < 1 || n < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(gatednorm_v2, kn_ceil_div(rows, 8), 256, 0, s, out, x, w, z, rows, n, eps);
 }

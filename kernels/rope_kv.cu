@@ -95,14 +95,13 @@ __global__ void rope_kv_v2(float *q_out, uint16_t *Kc, uint16_t *Vc, const int *
 }
 
 static int rope_args_ok(int m, int H, int Hkv, int Dh, int R) {
-    return m >= 1 && H >= 1 && Hkv >= 1 && Dh >= 32 && Dh % 32 == 0 && Dh <= 1024 && R >= 0 && R % 2 == 0 &&
-           R <= Dh;
+    return m >= 1 && H >= 1 && Hkv >= 1 && Dh >= 32 && Dh % 32 == 0 && Dh <= 1024 && R >= 0 && R % 2 == 0 && R <= Dh;
 }
 
 static cudaError_t launch_rope_v1(float *q_out, uint16_t *Kc, uint16_t *Vc, const int *bt, const float *qg,
                                   const float *k, const float *v, const float *q_norm, const float *k_norm,
-                                  const int *pos, const int *slot, int m, int H, int Hkv, int Dh, int R,
-                                  double theta, float eps, cudaStream_t s) {
+                                  const int *pos, const int *slot, int m, int H, int Hkv, int Dh, int R, double theta,
+                                  float eps, cudaStream_t s) {
     if (!rope_args_ok(m, H, Hkv, Dh, R)) return cudaErrorInvalidValue;
     dim3 grid(H + Hkv, m);
     return KN_LAUNCH(rope_kv_v1, grid, Dh, Dh * sizeof(float), s, q_out, Kc, Vc, bt, qg, k, v, q_norm, k_norm, pos,
@@ -111,12 +110,12 @@ static cudaError_t launch_rope_v1(float *q_out, uint16_t *Kc, uint16_t *Vc, cons
 
 static cudaError_t launch_rope_v2(float *q_out, uint16_t *Kc, uint16_t *Vc, const int *bt, const float *qg,
                                   const float *k, const float *v, const float *q_norm, const float *k_norm,
-                                  const int *pos, const int *slot, int m, int H, int Hkv, int Dh, int R,
-                                  double theta, float eps, cudaStream_t s) {
+                                  const int *pos, const int *slot, int m, int H, int Hkv, int Dh, int R, double theta,
+                                  float eps, cudaStream_t s) {
     if (!rope_args_ok(m, H, Hkv, Dh, R)) return cudaErrorInvalidValue;
     dim3 grid(kn_ceil_div(H + Hkv, ROPE_V2_WARPS), m);
-    return KN_LAUNCH(rope_kv_v2, grid, ROPE_V2_WARPS * KN_WARP, ROPE_V2_WARPS * Dh * sizeof(float), s, q_out, Kc,
-                     Vc, bt, qg, k, v, q_norm, k_norm, pos, slot, H, Hkv, Dh, R, theta, eps);
+    return KN_LAUNCH(rope_kv_v2, grid, ROPE_V2_WARPS * KN_WARP, ROPE_V2_WARPS * Dh * sizeof(float), s, q_out, Kc, Vc,
+                     bt, qg, k, v, q_norm, k_norm, pos, slot, H, Hkv, Dh, R, theta, eps);
 }
 
 static const kn_rope_kv_version versions[] = {

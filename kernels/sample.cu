@@ -254,12 +254,13 @@ __global__ __launch_bounds__(SB) void sample_kernel(int *tokens, const float *pr
     __shared__ double sr[32];
     __shared__ int si[32];
     const float *p = probs + (size_t)blockIdx.x * V;
-    int best = block_race(V, seed, purpose, index0 + blockIdx.x, [&](int i) { return p[i]; }, sr, si);
+    int best = block_race(
+        V, seed, purpose, index0 + blockIdx.x, [&](int i) { return p[i]; }, sr, si);
     if (threadIdx.x == 0) tokens[blockIdx.x] = best;
 }
 
-cudaError_t kn_sample(int *tokens, const float *probs, int m, int V, uint64_t seed, uint32_t purpose,
-                      uint64_t index0, cudaStream_t s) {
+cudaError_t kn_sample(int *tokens, const float *probs, int m, int V, uint64_t seed, uint32_t purpose, uint64_t index0,
+                      cudaStream_t s) {
     if (m < 1 || V < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(sample_kernel, m, SB, 0, s, tokens, probs, V, seed, purpose, index0);
 }
@@ -303,12 +304,13 @@ __global__ __launch_bounds__(SB) void accept_kernel(int *result, const float *p,
         return;
     }
     const float *pk = p + (size_t)k * V;
-    int tok = block_race(V, seed, RNG_SAMPLE, draw_index(round, base + k, 0), [&](int j) { return pk[j]; }, sr, si);
+    int tok = block_race(
+        V, seed, RNG_SAMPLE, draw_index(round, base + k, 0), [&](int j) { return pk[j]; }, sr, si);
     if (threadIdx.x == 0) result[0] = k, result[1] = tok, result[2] = 1;
 }
 
-cudaError_t kn_accept_chain(int *result, const float *p, const float *q, const int *draft, int k, int V,
-                            uint64_t seed, uint64_t round, int base_position, cudaStream_t s) {
+cudaError_t kn_accept_chain(int *result, const float *p, const float *q, const int *draft, int k, int V, uint64_t seed,
+                            uint64_t round, int base_position, cudaStream_t s) {
     if (k < 0 || V < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(accept_kernel, 1, SB, 0, s, result, p, q, draft, k, V, seed, round, base_position);
 }

@@ -108,8 +108,8 @@ void twin_attention(float *out, const float *q, const float *qg, const uint16_t 
     free(kf), free(vf), free(kp), free(vp), free(scores);
 }
 
-void twin_conv_step(float *out, float *slots, const float *state0, const float *x, const float *w,
-                    const int *parent, int m, int C, int K) {
+void twin_conv_step(float *out, float *slots, const float *state0, const float *x, const float *w, const int *parent,
+                    int m, int C, int K) {
     size_t state_floats = (size_t)C * (K - 1);
     for (int t = 0; t < m; t++) {
         int p = parent ? parent[t] : t - 1;
@@ -120,8 +120,8 @@ void twin_conv_step(float *out, float *slots, const float *state0, const float *
 }
 
 void twin_delta_step(float *out, float *slots, const float *S0, const float *q, const float *k, const float *v,
-                     const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent,
-                     int m, int Hk, int Hv, int Dk, int Dv) {
+                     const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent, int m,
+                     int Hk, int Hv, int Dk, int Dv) {
     size_t head = (size_t)Dk * Dv, state_floats = (size_t)Hv * head;
     float *qt = sp_xcalloc((size_t)Dk, sizeof *qt, "twin_delta_step q");
     float *kt = sp_xcalloc((size_t)Dk, sizeof *kt, "twin_delta_step k");

@@ -44,13 +44,13 @@ void twin_attention(float *out, const float *q, const float *qg, const uint16_t 
                     float scale);
 
 /* The DeltaNet conv step over a tree of m nodes (parent NULL: a chain), as kn_conv_step. */
-void twin_conv_step(float *out, float *slots, const float *state0, const float *x, const float *w,
-                    const int *parent, int m, int C, int K);
+void twin_conv_step(float *out, float *slots, const float *state0, const float *x, const float *w, const int *parent,
+                    int m, int C, int K);
 
 /* The gated delta rule over a tree of m nodes, as kn_delta_step. */
 void twin_delta_step(float *out, float *slots, const float *S0, const float *q, const float *k, const float *v,
-                     const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent,
-                     int m, int Hk, int Hv, int Dk, int Dv);
+                     const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent, int m,
+                     int Hk, int Hv, int Dk, int Dv);
 
 /* probs[m, V] from logits[m, V] by sampler_probs, row by row. */
 void twin_probs(float *probs, const float *logits, int m, int V, const sampler_params *sp);

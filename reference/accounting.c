@@ -53,8 +53,8 @@ static double decode_rate(const run_accounting *a) {
 
 void accounting_print(const run_accounting *a, FILE *f) {
     double alpha = accounting_alpha(a);
-    fprintf(f, "method %s, k %d: %ld tokens in %ld target passes = %.3f tokens/pass\n", a->method, a->k,
-            a->committed, a->target_passes, accounting_tokens_per_pass(a));
+    fprintf(f, "method %s, k %d: %ld tokens in %ld target passes = %.3f tokens/pass\n", a->method, a->k, a->committed,
+            a->target_passes, accounting_tokens_per_pass(a));
     if (a->k > 0) {
         fprintf(f, "acceptance per position:");
         for (int d = 1; d <= a->k && d <= ACC_MAX_DEPTH; d++)
@@ -85,7 +85,8 @@ void accounting_print_json(const run_accounting *a, FILE *f) {
     if (isnan(alpha))
         fprintf(f, "\"alpha\": null, \"expected_tokens_per_pass\": null, ");
     else
-        fprintf(f, "\"alpha\": %.6f, \"expected_tokens_per_pass\": %.6f, ", alpha, expected_tokens_per_pass(alpha, a->k));
+        fprintf(f, "\"alpha\": %.6f, \"expected_tokens_per_pass\": %.6f, ", alpha,
+                expected_tokens_per_pass(alpha, a->k));
     fprintf(f,
             "\"proposer_steps\": %ld, \"target_bytes_per_pass\": %.0f, \"proposer_bytes_per_step\": %.0f, "
             "\"weight_bytes_per_token\": %.1f, \"ttft_s\": %.6f, \"decode_s\": %.6f, \"decode_tokens_per_s\": %.3f}\n",

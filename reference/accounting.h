@@ -12,20 +12,20 @@
 
 typedef struct {
     const char *method;
-    int k;                    /* proposal depth asked for (0 for plain decoding) */
-    long target_passes;       /* target invocations, the prompt pass included */
-    long target_positions;    /* positions the target evaluated: prompt and every tree node */
-    long committed;           /* tokens emitted */
-    long proposed[ACC_MAX_DEPTH + 1]; /* proposed[d]: rounds that proposed a token at depth d (1-based) */
-    long accepted[ACC_MAX_DEPTH + 1]; /* accepted[d]: rounds whose accepted path reached depth d */
-    long accepted_total;      /* Σ accepted tokens that were committed */
+    int k;                               /* proposal depth asked for (0 for plain decoding) */
+    long target_passes;                  /* target invocations, the prompt pass included */
+    long target_positions;               /* positions the target evaluated: prompt and every tree node */
+    long committed;                      /* tokens emitted */
+    long proposed[ACC_MAX_DEPTH + 1];    /* proposed[d]: rounds that proposed a token at depth d (1-based) */
+    long accepted[ACC_MAX_DEPTH + 1];    /* accepted[d]: rounds whose accepted path reached depth d */
+    long accepted_total;                 /* Σ accepted tokens that were committed */
     long length_hist[ACC_MAX_DEPTH + 2]; /* rounds with exactly j tokens accepted */
-    long rejected_rounds;     /* rounds that stopped at a rejection (not at the end of the proposal) */
-    long proposer_steps;      /* forward passes of the draft model / MTP module / Medusa heads */
-    double target_bytes_per_pass;  /* weight bytes one target pass reads */
+    long rejected_rounds;                /* rounds that stopped at a rejection (not at the end of the proposal) */
+    long proposer_steps;                 /* forward passes of the draft model / MTP module / Medusa heads */
+    double target_bytes_per_pass;        /* weight bytes one target pass reads */
     double proposer_bytes_per_step;
-    double ttft_s;            /* prompt in to first token out */
-    double decode_s;          /* first token out to last token out */
+    double ttft_s;   /* prompt in to first token out */
+    double decode_s; /* first token out to last token out */
 } run_accounting;
 
 void accounting_init(run_accounting *a, const char *method, int k, double target_bytes, double proposer_bytes);

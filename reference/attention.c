@@ -11,9 +11,9 @@ void attention_forward(model *m, const layer_weights *lw, model_state *s, int la
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim;
     const int pos = s->pos, group = H / Hkv;
-    float *qg = m->q;  /* [H, 2·Dh]: per head the query, then the gate */
-    float *k = m->k;   /* [Hkv, Dh] */
-    float *v = m->v;   /* [Hkv, Dh] */
+    float *qg = m->q;    /* [H, 2·Dh]: per head the query, then the gate */
+    float *k = m->k;     /* [Hkv, Dh] */
+    float *v = m->v;     /* [Hkv, Dh] */
     float *att = m->att; /* [H, Dh] */
 
     op_matvec(qg, lw->q_proj, xn, 2 * H * Dh, D);

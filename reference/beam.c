@@ -32,8 +32,7 @@ int beam_validate(const beam_options *o, sp_error *err) {
                        o->num_beams, o->num_return);
     if (o->max_new_tokens < 1)
         return sp_fail(err, "beam search: max_new_tokens must be at least 1, got %d", o->max_new_tokens);
-    if (!isfinite(o->length_penalty))
-        return sp_fail(err, "beam search: the length penalty must be a finite number");
+    if (!isfinite(o->length_penalty)) return sp_fail(err, "beam search: the length penalty must be a finite number");
     if (o->early_stopping != BEAM_EARLY_TRUE && o->early_stopping != BEAM_EARLY_HEURISTIC &&
         o->early_stopping != BEAM_EARLY_NEVER)
         return sp_fail(err, "beam search: unknown early-stopping mode %d", (int)o->early_stopping);
@@ -42,9 +41,7 @@ int beam_validate(const beam_options *o, sp_error *err) {
 
 static const char *const early_names[] = {"true", "heuristic", "never"};
 
-const char *beam_early_stopping_name(beam_early_stopping e) {
-    return (unsigned)e < 3 ? early_names[e] : "?";
-}
+const char *beam_early_stopping_name(beam_early_stopping e) { return (unsigned)e < 3 ? early_names[e] : "?"; }
 
 int beam_early_stopping_parse(const char *text, beam_early_stopping *out) {
     for (int i = 0; i < 3; i++)

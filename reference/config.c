@@ -16,8 +16,8 @@ static json_t *field(json_t *text, json_t *top, const char *name) {
     return v;
 }
 
-static int get_int(json_t *text, json_t *top, const char *origin, const char *name, int lo, int hi,
-                   int required, int fallback, int *out, sp_error *err) {
+static int get_int(json_t *text, json_t *top, const char *origin, const char *name, int lo, int hi, int required,
+                   int fallback, int *out, sp_error *err) {
     json_t *v = field(text, top, name);
     if (!v || json_is_null(v)) {
         if (required) return sp_fail(err, "%s: config field \"%s\" is missing", origin, name);
@@ -27,8 +27,8 @@ static int get_int(json_t *text, json_t *top, const char *origin, const char *na
     if (!json_is_integer(v)) return sp_fail(err, "%s: config field \"%s\" must be an integer", origin, name);
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
-        return sp_fail(err, "%s: config field \"%s\" = %lld is out of range [%d, %d]", origin, name,
-                       (long long)x, lo, hi);
+        return sp_fail(err, "%s: config field \"%s\" = %lld is out of range [%d, %d]", origin, name, (long long)x, lo,
+                       hi);
     *out = (int)x;
     return 0;
 }
@@ -57,8 +57,8 @@ static int parse_layer_types(json_t *text, json_t *top, const char *origin, mode
     }
     if (!json_is_array(types)) return sp_fail(err, "%s: config field \"layer_types\" must be a list", origin);
     if ((int)json_array_size(types) != c->num_layers)
-        return sp_fail(err, "%s: config field \"layer_types\" has %zu entries, expected num_hidden_layers = %d",
-                       origin, json_array_size(types), c->num_layers);
+        return sp_fail(err, "%s: config field \"layer_types\" has %zu entries, expected num_hidden_layers = %d", origin,
+                       json_array_size(types), c->num_layers);
     for (int l = 0; l < c->num_layers; l++) {
         const char *s = json_string_value(json_array_get(types, (size_t)l));
         if (s && strcmp(s, "linear_attention") == 0)
@@ -78,7 +78,8 @@ static int parse_layer_types(json_t *text, json_t *top, const char *origin, mode
  * transformers), or the older top-level rope_theta / partial_rotary_factor. */
 static int parse_rope(json_t *text, const char *origin, model_config *c, sp_error *err) {
     json_t *rp = json_object_get(text, "rope_parameters");
-    if (rp && !json_is_object(rp)) return sp_fail(err, "%s: config field \"rope_parameters\" must be an object", origin);
+    if (rp && !json_is_object(rp))
+        return sp_fail(err, "%s: config field \"rope_parameters\" must be an object", origin);
     json_t *src = rp ? rp : text;
     const char *type = json_string_value(json_object_get(src, "rope_type"));
     if (type && strcmp(type, "default") != 0)
@@ -89,14 +90,13 @@ static int parse_rope(json_t *text, const char *origin, model_config *c, sp_erro
     if (theta < 0) return sp_fail(err, "%s: config field \"rope_theta\" is missing", origin);
     int absent = get_real(src, origin, "partial_rotary_factor", 0.0, 1.0, &factor, err);
     if (absent < 0) return -1;
-    if (absent && src != text && get_real(text, origin, "partial_rotary_factor", 0.0, 1.0, &factor, err) < 0)
-        return -1;
+    if (absent && src != text && get_real(text, origin, "partial_rotary_factor", 0.0, 1.0, &factor, err) < 0) return -1;
     c->rope_theta = theta;
     c->rotary_dim = (int)(c->head_dim * factor); /* int() truncation, as transformers does */
     c->rotary_dim -= c->rotary_dim % 2;
     if (c->rotary_dim < 2)
-        return sp_fail(err, "%s: partial_rotary_factor %g of head_dim %d leaves no rotary dimensions", origin,
-                       factor, c->head_dim);
+        return sp_fail(err, "%s: partial_rotary_factor %g of head_dim %d leaves no rotary dimensions", origin, factor,
+                       c->head_dim);
     return 0;
 }
 
@@ -232,9 +232,7 @@ int config_load(const char *path, model_config *cfg, sp_error *err) {
     return rc;
 }
 
-int config_conv_dim(const model_config *c) {
-    return 2 * c->lin_k_heads * c->lin_k_dim + c->lin_v_heads * c->lin_v_dim;
-}
+int config_conv_dim(const model_config *c) { return 2 * c->lin_k_heads * c->lin_k_dim + c->lin_v_heads * c->lin_v_dim; }
 
 int config_num_full(const model_config *c) {
     int n = 0;

@@ -24,11 +24,11 @@ typedef struct {
     int rotary_dim;   /* [R]   leading dims of each head that RoPE rotates (even) */
     double rope_theta;
     /* Gated DeltaNet (linear attention) */
-    int conv_kernel;  /* [K]  causal depthwise conv width */
-    int lin_k_heads;  /* [Hk] query/key heads */
-    int lin_v_heads;  /* [Hv] value heads, a multiple of Hk */
-    int lin_k_dim;    /* [Dk] */
-    int lin_v_dim;    /* [Dv] */
+    int conv_kernel; /* [K]  causal depthwise conv width */
+    int lin_k_heads; /* [Hk] query/key heads */
+    int lin_v_heads; /* [Hv] value heads, a multiple of Hk */
+    int lin_k_dim;   /* [Dk] */
+    int lin_v_dim;   /* [Dv] */
     float rms_norm_eps;
     int tie_word_embeddings; /* lm_head shares embed_tokens */
     int mtp_num_layers;      /* 0 (no MTP module) or 1 */

@@ -38,7 +38,7 @@ typedef struct {
     float *p, *hidden, *scratch; /* [cap, V], [cap, D], [2V] */
     model_state *node_states;    /* [cap] */
     int cap;
-    int *path_tokens; /* [cap] */
+    int *path_tokens;   /* [cap] */
     float *path_hidden; /* [cap, D] */
 } run_context;
 

@@ -27,8 +27,7 @@ struct proposer {
      * with the pending token). root_position: the root's position in the
      * sequence. max_depth: never propose deeper (the token budget). round:
      * the number of this round, for rng sites. */
-    int (*propose)(proposer *self, token_tree *tree, int root_position, int max_depth, uint64_t round,
-                   sp_error *err);
+    int (*propose)(proposer *self, token_tree *tree, int root_position, int max_depth, uint64_t round, sp_error *err);
     /* The target has consumed path[0..len) (their final-normed hidden states
      * are hidden[len, D]) and the token that follows is next_token, not yet
      * consumed. Also called once after the prompt, with the prompt minus its

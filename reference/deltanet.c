@@ -12,11 +12,11 @@ void deltanet_forward(model *m, const layer_weights *lw, model_state *s, int li,
     const model_config *c = &m->cfg;
     const int D = c->hidden_size, C = config_conv_dim(c), K = c->conv_kernel;
     const int Hk = c->lin_k_heads, Hv = c->lin_v_heads, Dk = c->lin_k_dim, Dv = c->lin_v_dim;
-    float *qkv = m->q;          /* [C] projected channels: q [Hk·Dk], k [Hk·Dk], v [Hv·Dv] */
-    float *mixed = m->gate_buf; /* [C] after the conv */
-    float *z = m->z;            /* [Hv·Dv] */
+    float *qkv = m->q;                 /* [C] projected channels: q [Hk·Dk], k [Hk·Dk], v [Hv·Dv] */
+    float *mixed = m->gate_buf;        /* [C] after the conv */
+    float *z = m->z;                   /* [Hv·Dv] */
     float *a = m->ab, *b = m->ab + Hv; /* [Hv] each */
-    float *att = m->att;        /* [Hv, Dv] */
+    float *att = m->att;               /* [Hv, Dv] */
 
     op_matvec(qkv, lw->in_proj_qkv, xn, C, D);
     op_matvec(z, lw->in_proj_z, xn, Hv * Dv, D);

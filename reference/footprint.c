@@ -29,8 +29,8 @@ void footprint_compute(const model_config *c, int with_mtp, double bytes_per_par
     f->weight_bytes_per_step = step_params * bytes_per_param;
     f->mtp_bytes_per_step = mtp ? ((double)mtp + V * D + D) * bytes_per_param : 0;
     f->kv_bytes_per_position = 2.0 * config_num_full(c) * c->num_kv_heads * c->head_dim * kv_bytes;
-    f->deltanet_bytes = (double)config_num_linear(c) *
-                        ((double)config_conv_dim(c) * (c->conv_kernel - 1) +
-                         (double)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim) *
-                        4.0;
+    f->deltanet_bytes =
+        (double)config_num_linear(c) *
+        ((double)config_conv_dim(c) * (c->conv_kernel - 1) + (double)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim) *
+        4.0;
 }

@@ -18,8 +18,8 @@ typedef struct {
     double weight_bytes_per_step;
     /* One MTP draft step: the MTP module, the shared lm_head, one embedding row. */
     double mtp_bytes_per_step;
-    double kv_bytes_per_position;  /* all attention layers, keys and values */
-    double deltanet_bytes;         /* conv + recurrent state of one sequence, fp32 */
+    double kv_bytes_per_position; /* all attention layers, keys and values */
+    double deltanet_bytes;        /* conv + recurrent state of one sequence, fp32 */
 } model_footprint;
 
 /* bytes_per_param: 2 for bf16/f16 weights, 4 for f32.

@@ -16,13 +16,13 @@ typedef struct {
     sampler_params sampling;
     uint64_t seed;
     int D, V;
-    int have_hidden;  /* a position has been committed since the start */
-    float *hidden;    /* [D] final-normed hidden state of the last consumed position */
-    float *logits;    /* [n_heads, V] */
-    float *probs;     /* [n_heads, V] processed distributions: the q rows */
-    int *ranked;      /* [n_heads, max_rank + 1] token ids by rank */
-    float *remaining; /* [V] q with the tokens already drawn removed (without replacement) */
-    float *scratch;   /* [2·D] */
+    int have_hidden;            /* a position has been committed since the start */
+    float *hidden;              /* [D] final-normed hidden state of the last consumed position */
+    float *logits;              /* [n_heads, V] */
+    float *probs;               /* [n_heads, V] processed distributions: the q rows */
+    int *ranked;                /* [n_heads, max_rank + 1] token ids by rank */
+    float *remaining;           /* [V] q with the tokens already drawn removed (without replacement) */
+    float *scratch;             /* [2·D] */
     int node[MEDUSA_MAX_NODES]; /* token-tree index of each tree node, −1 when not placed */
 } medusa_impl;
 
@@ -120,7 +120,8 @@ int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *targe
         if (!h->proj[i])
             return sp_fail(err, "Medusa head %d shares the lm_head but none was attached (medusa_share_lm_head)", i);
     if (kind != CHILDREN_IID && kind != CHILDREN_NO_REPLACEMENT && kind != CHILDREN_TOP_RANKS)
-        return sp_fail(err, "Medusa proposer: children kind %d is not IID, without replacement or top ranks", (int)kind);
+        return sp_fail(err, "Medusa proposer: children kind %d is not IID, without replacement or top ranks",
+                       (int)kind);
     if (medusa_tree_validate(tree, h->n_heads, V, "Medusa tree", err)) return -1;
     if (sampler_validate(sp, err)) return -1;
     medusa_impl *s = sp_xcalloc(1, sizeof *s, "Medusa proposer");

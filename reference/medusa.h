@@ -34,8 +34,8 @@ typedef struct {
     const float **proj;      /* [n_heads] → [V, D]  own rows in the arena, or the target's lm_head */
     float *arena;            /* every float the heads own, one allocation */
     size_t arena_floats;
-    int storage_bytes;       /* bytes per parameter in the file (4 for f32, 2 for bf16/f16) */
-    char base_sha256[65];    /* the base checkpoint these heads belong to (lower-case hex) */
+    int storage_bytes;    /* bytes per parameter in the file (4 for f32, 2 for bf16/f16) */
+    char base_sha256[65]; /* the base checkpoint these heads belong to (lower-case hex) */
     char path[4096];
 } medusa_heads;
 
@@ -90,13 +90,13 @@ void medusa_head_forward(const medusa_heads *h, int i, const float *hidden, floa
  * path (lexicographically), so a parent precedes its children, and siblings
  * are consecutive in rank order. */
 typedef struct {
-    int n;                          /* nodes, the root excluded */
-    int depth[MEDUSA_MAX_NODES];    /* 1 for the root's children */
-    int rank[MEDUSA_MAX_NODES];     /* the node's rank under its parent */
-    int parent[MEDUSA_MAX_NODES];   /* index of the parent node, −1 for the root */
-    int sibling[MEDUSA_MAX_NODES];  /* its place among its parent's children, 0-based, in rank order */
+    int n;                         /* nodes, the root excluded */
+    int depth[MEDUSA_MAX_NODES];   /* 1 for the root's children */
+    int rank[MEDUSA_MAX_NODES];    /* the node's rank under its parent */
+    int parent[MEDUSA_MAX_NODES];  /* index of the parent node, −1 for the root */
+    int sibling[MEDUSA_MAX_NODES]; /* its place among its parent's children, 0-based, in rank order */
     int max_depth;
-    int max_rank;                   /* largest rank anywhere */
+    int max_rank; /* largest rank anywhere */
 } medusa_tree;
 
 /* Parses a JSON list of paths, e.g. [[0], [1], [0, 0], [0, 1]], in any

@@ -96,8 +96,7 @@ static int read_tensor(const st_set *st, const char *path, const char *name, int
 }
 
 /* A positive integer from "__metadata__", or -1 with the error filled. */
-static int meta_int(const st_set *st, const char *path, const char *key, int required, int lo, int hi,
-                    sp_error *err) {
+static int meta_int(const st_set *st, const char *path, const char *key, int required, int lo, int hi, sp_error *err) {
     const char *v = st_metadata(st, key);
     if (!v) {
         if (required) sp_fail(err, "%s: \"__metadata__\" has no %s entry", path, key);
@@ -133,14 +132,16 @@ int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore
     int n_layers_meta = n_heads < 0 ? -1 : meta_int(&st, path, "medusa_num_layers", 0, 1, MEDUSA_MAX_LAYERS, err);
     if (n_heads < 0 || n_layers_meta < 0) goto done;
     if (!sha || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64) {
-        sp_fail(err, "%s: \"__metadata__\" needs base_sha256, the 64 lower-case hex digits of the base checkpoint's "
-                     "SHA-256 (found %s)", path, sha ? sha : "none");
+        sp_fail(err,
+                "%s: \"__metadata__\" needs base_sha256, the 64 lower-case hex digits of the base checkpoint's "
+                "SHA-256 (found %s)",
+                path, sha ? sha : "none");
         goto done;
     }
     int n_layers = count_layers(&st);
     if (n_layers < 1 || n_layers > MEDUSA_MAX_LAYERS) {
-        sp_fail(err, "%s: head 0 has %d ResBlocks (medusa_head.0.{j}.linear.weight): expected 1 to %d", path,
-                n_layers, MEDUSA_MAX_LAYERS);
+        sp_fail(err, "%s: head 0 has %d ResBlocks (medusa_head.0.{j}.linear.weight): expected 1 to %d", path, n_layers,
+                MEDUSA_MAX_LAYERS);
         goto done;
     }
     if (n_layers_meta && n_layers_meta != n_layers) {
@@ -173,8 +174,10 @@ int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore
         }
         snprintf(name, sizeof name, "medusa_head.%d.%d.weight", i, n_layers);
         if (!own && st_find(&st, name)) {
-            sp_fail(err, "%s: head %d has its own projection %s but head 0 shares the lm_head: all heads must do "
-                         "the same", path, i, name);
+            sp_fail(err,
+                    "%s: head %d has its own projection %s but head 0 shares the lm_head: all heads must do "
+                    "the same",
+                    path, i, name);
             goto done;
         }
         if (own && read_tensor(&st, path, name, V, D, (float *)h->proj[i], err)) goto done;
@@ -186,8 +189,9 @@ int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore
         char actual[65];
         if (medusa_base_sha256(base->path, actual, err)) goto done;
         if (strcmp(actual, sha) != 0) {
-            sp_fail(err, "%s was trained against the base checkpoint with SHA-256 %s, but %s has SHA-256 %s: "
-                         "these heads do not belong to this model (retrain them with specula medusa-train)",
+            sp_fail(err,
+                    "%s was trained against the base checkpoint with SHA-256 %s, but %s has SHA-256 %s: "
+                    "these heads do not belong to this model (retrain them with specula medusa-train)",
                     path, sha, base->path, actual);
             goto done;
         }

@@ -34,15 +34,17 @@ int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int 
     if (n_heads < 1 || n_heads > MEDUSA_MAX_HEADS)
         return sp_fail(err, "%d heads: expected 1 to %d", n_heads, MEDUSA_MAX_HEADS);
     if (P < 1 || G <= n_heads)
-        return sp_fail(err, "prompt length %d and continuation length %d: need a prompt of at least 1 token and a "
-                            "continuation longer than the %d heads", P, G, n_heads);
+        return sp_fail(err,
+                       "prompt length %d and continuation length %d: need a prompt of at least 1 token and a "
+                       "continuation longer than the %d heads",
+                       P, G, n_heads);
     if (o->n_sequences < 1) return sp_fail(err, "%d sequences: at least 1 is needed", o->n_sequences);
     if (n_corpus < P) return sp_fail(err, "the corpus has %d tokens, fewer than one prompt of %d", n_corpus, P);
     if (!(o->temperature >= 0)) return sp_fail(err, "temperature %g: expected ≥ 0", o->temperature);
     for (int i = 0; i < n_corpus; i++)
         if (corpus[i] < 0 || corpus[i] >= V)
-            return sp_fail(err, "corpus token %d at index %d is outside the target's vocabulary [0, %d)", corpus[i],
-                           i, V);
+            return sp_fail(err, "corpus token %d at index %d is outside the target's vocabulary [0, %d)", corpus[i], i,
+                           V);
     const int per_seq = G - n_heads;
     ds->n = o->n_sequences * per_seq, ds->D = D, ds->n_heads = n_heads;
     ds->hidden = sp_xcalloc((size_t)ds->n * D, sizeof(float), "training hidden states");
@@ -115,8 +117,8 @@ static float silu_grad(float z) {
     return s * (1.0f + z * (1.0f - s));
 }
 
-double medusa_head_loss(const medusa_heads *h, int i, const float *hidden, int label, float scale,
-                        medusa_heads *grad, medusa_work *w) {
+double medusa_head_loss(const medusa_heads *h, int i, const float *hidden, int label, float scale, medusa_heads *grad,
+                        medusa_work *w) {
     const int D = h->D, V = h->V, L = h->n_layers;
     /* forward, keeping what the backward needs: x_j, z_j, r = x_L */
     memcpy(w->x, hidden, (size_t)D * sizeof(float));
@@ -242,8 +244,7 @@ static int argmax_of(const float *x, int n) {
     return best;
 }
 
-int medusa_train(medusa_heads *h, const medusa_dataset *train, const medusa_train_opts *o, FILE *log,
-                 sp_error *err) {
+int medusa_train(medusa_heads *h, const medusa_dataset *train, const medusa_train_opts *o, FILE *log, sp_error *err) {
     if (train->n < 1) return sp_fail(err, "no training examples");
     if (train->D != h->D) return sp_fail(err, "examples of width %d for heads of width %d", train->D, h->D);
     if (train->n_heads < h->n_heads)

@@ -70,8 +70,8 @@ void medusa_work_free(medusa_work *w);
  * NULL (heads of the same shape: medusa_build with the same counts), adds
  * scale · ∂CE/∂θ to it: the ResBlocks always, the projection when the head
  * owns one (a shared lm_head is frozen). */
-double medusa_head_loss(const medusa_heads *h, int i, const float *hidden, int label, float scale,
-                        medusa_heads *grad, medusa_work *w);
+double medusa_head_loss(const medusa_heads *h, int i, const float *hidden, int label, float scale, medusa_heads *grad,
+                        medusa_work *w);
 
 /* The weighted loss Σ_i weights[i] · CE_i of one example, and its gradient
  * (scaled by `scale`) added into grad when not NULL. */
@@ -81,14 +81,14 @@ double medusa_example_loss(const medusa_heads *h, const float *hidden, const int
 /* ---- training ----------------------------------------------------------------------- */
 
 typedef struct {
-    int steps;         /* optimiser steps */
-    int batch;         /* examples per step */
-    float lr;          /* Adam's step size, after a linear warm-up, decayed by a cosine to lr/10 */
-    int warmup;        /* steps of the warm-up */
+    int steps;  /* optimiser steps */
+    int batch;  /* examples per step */
+    float lr;   /* Adam's step size, after a linear warm-up, decayed by a cosine to lr/10 */
+    int warmup; /* steps of the warm-up */
     float beta1, beta2, adam_eps;
-    float decay;       /* head i's loss weight is decay^i */
-    uint64_t seed;     /* the order of the examples */
-    int log_every;     /* progress line every this many steps (0: none) */
+    float decay;   /* head i's loss weight is decay^i */
+    uint64_t seed; /* the order of the examples */
+    int log_every; /* progress line every this many steps (0: none) */
 } medusa_train_opts;
 
 medusa_train_opts medusa_train_defaults(void);
@@ -101,8 +101,7 @@ void medusa_train_init(medusa_heads *h, const model *target);
 
 /* Adam on the weighted loss over `train`. Reproducible: the same examples,
  * options and seed give bit-identical heads. Progress to log when not NULL. */
-int medusa_train(medusa_heads *h, const medusa_dataset *train, const medusa_train_opts *o, FILE *log,
-                 sp_error *err);
+int medusa_train(medusa_heads *h, const medusa_dataset *train, const medusa_train_opts *o, FILE *log, sp_error *err);
 
 /* ---- held-out evaluation ------------------------------------------------------------- */
 
@@ -110,9 +109,9 @@ int medusa_train(medusa_heads *h, const medusa_dataset *train, const medusa_trai
 
 typedef struct {
     int n_heads, n;
-    double loss[MEDUSA_MAX_HEADS];                      /* mean CE per head */
-    double top1[MEDUSA_MAX_HEADS];                      /* argmax of head i == the target's token */
-    double topk[MEDUSA_MAX_HEADS];                      /* the token within the top MEDUSA_EVAL_RANKS */
+    double loss[MEDUSA_MAX_HEADS];                         /* mean CE per head */
+    double top1[MEDUSA_MAX_HEADS];                         /* argmax of head i == the target's token */
+    double topk[MEDUSA_MAX_HEADS];                         /* the token within the top MEDUSA_EVAL_RANKS */
     double rank_freq[MEDUSA_MAX_HEADS][MEDUSA_EVAL_RANKS]; /* P(the token has rank r under head i) */
     int *ranks; /* [n, n_heads] the rank of each label (MEDUSA_EVAL_RANKS when beyond) */
 } medusa_eval;

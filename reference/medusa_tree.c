@@ -23,7 +23,8 @@ static int cmp_path(const void *pa, const void *pb) {
 
 static void path_text(const rank_path *p, char *buf, size_t size) {
     size_t off = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < p->len && off < size; i++) off += (size_t)snprintf(buf + off, size - off, "%s%d", i ? ", " : "", p->r[i]);
+    for (int i = 0; i < p->len && off < size; i++)
+        off += (size_t)snprintf(buf + off, size - off, "%s%d", i ? ", " : "", p->r[i]);
     if (off < size) snprintf(buf + off, size - off, "]");
 }
 
@@ -63,7 +64,8 @@ static int tree_from_paths(medusa_tree *t, rank_path *paths, int n, const char *
 
 int medusa_tree_build(medusa_tree *t, int n, const int *depths, const int *ranks, const char *origin, sp_error *err) {
     memset(t, 0, sizeof *t);
-    if (n < 1 || n > MEDUSA_MAX_NODES) return sp_fail(err, "%s: %d paths, expected 1 to %d", origin, n, MEDUSA_MAX_NODES);
+    if (n < 1 || n > MEDUSA_MAX_NODES)
+        return sp_fail(err, "%s: %d paths, expected 1 to %d", origin, n, MEDUSA_MAX_NODES);
     rank_path *paths = sp_xcalloc((size_t)n, sizeof *paths, "tree paths");
     for (int k = 0; k < n; k++) {
         if (depths[k] < 1 || depths[k] > MEDUSA_MAX_HEADS) {
@@ -233,7 +235,8 @@ void medusa_tree_from_accuracies(medusa_tree *t, const double *acc, int depth, i
     }
     free(used);
     sp_error err;
-    if (tree_from_paths(t, paths, n, "accuracy tree", &err)) t->n = 0; /* cannot happen: prefix-closed by construction */
+    if (tree_from_paths(t, paths, n, "accuracy tree", &err))
+        t->n = 0; /* cannot happen: prefix-closed by construction */
 }
 
 /* The default tree. A node's value is the probability that its whole path is

@@ -28,8 +28,9 @@ static int check_unexpected(const st_set *st, const tensor_spec *specs, int n, i
         int known = 0;
         for (int j = 0; j < n && !known; j++) known = !strcmp(name, specs[j].name);
         if (!known)
-            return sp_fail(err, "tensor %s (%s) is not part of the model config.json describes: the config and the "
-                                "weights disagree",
+            return sp_fail(err,
+                           "tensor %s (%s) is not part of the model config.json describes: the config and the "
+                           "weights disagree",
                            name, st->paths[st->tensors[i].file]);
     }
     return 0;
@@ -52,8 +53,8 @@ static int load_tensor(const st_set *st, const tensor_spec *spec, float *dst, sp
     dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
     for (int64_t i = 0; i < n; i++)
         if (!isfinite(dst[i]))
-            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name, st->paths[t->file],
-                           (long long)i, isnan(dst[i]) ? "NaN" : "infinite",
+            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name, st->paths[t->file], (long long)i,
+                           isnan(dst[i]) ? "NaN" : "infinite",
                            (spec->kind == TENSOR_NORM || spec->kind == TENSOR_NORM_PLAIN)
                                ? "a norm weight must be finite"
                                : "weights must be finite");
@@ -144,8 +145,8 @@ int model_load(model *m, const char *path, sp_error *err) {
 void model_free(model *m) {
     free(m->arena);
     free(m->w.layers);
-    float *bufs[] = {m->x, m->xb, m->xb2, m->q, m->gate_buf, m->k, m->v, m->att, m->z, m->ab, m->hb, m->hb2,
-                     m->scores, m->mtp_in};
+    float *bufs[] = {m->x,   m->xb, m->xb2, m->q,  m->gate_buf, m->k,      m->v,
+                     m->att, m->z,  m->ab,  m->hb, m->hb2,      m->scores, m->mtp_in};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
     free(m->kptrs);
     free(m->vptrs);

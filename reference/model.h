@@ -14,23 +14,23 @@
 typedef struct {
     model_config cfg;
     model_weights w;
-    float *arena;         /* all float32 weights, one allocation */
+    float *arena; /* all float32 weights, one allocation */
     size_t arena_floats;
     char path[4096];
     int storage_bytes;            /* bytes per parameter in the checkpoint (2 for bf16/f16, 4 for f32) */
     double weight_bytes_per_step; /* weights one decode step reads, at storage_bytes (footprint.h) */
     /* scratch for one forward (the reference runs one position at a time) */
-    float *x, *xb, *xb2;   /* [D] residual stream and two work vectors */
-    float *q, *gate_buf;   /* [max(H·Dh, C)] */
-    float *k, *v;          /* [max(Hkv·Dh, C)] */
-    float *att;            /* [max(H·Dh, Hv·Dv)] mixer output */
-    float *z;              /* [Hv·Dv] */
-    float *ab;             /* [2·Hv] decay and beta inputs */
-    float *hb, *hb2;       /* [F] */
-    float *scores;         /* [max positions] */
+    float *x, *xb, *xb2;          /* [D] residual stream and two work vectors */
+    float *q, *gate_buf;          /* [max(H·Dh, C)] */
+    float *k, *v;                 /* [max(Hkv·Dh, C)] */
+    float *att;                   /* [max(H·Dh, Hv·Dv)] mixer output */
+    float *z;                     /* [Hv·Dv] */
+    float *ab;                    /* [2·Hv] decay and beta inputs */
+    float *hb, *hb2;              /* [F] */
+    float *scores;                /* [max positions] */
     const float **kptrs, **vptrs; /* [max positions] */
     int scratch_positions;
-    float *mtp_in;         /* [2·D] */
+    float *mtp_in; /* [2·D] */
 } model;
 
 /* Loads DIR (config.json + safetensors). Every tensor is checked by name for

@@ -15,15 +15,15 @@
 
 typedef struct {
     model *m;
-    model_state ms;          /* the MTP layer's KV cache */
-    state_snapshot real;     /* ms after the last real step */
+    model_state ms;      /* the MTP layer's KV cache */
+    state_snapshot real; /* ms after the last real step */
     int k, sample_drafts;
     sampler_params sampling;
     uint64_t seed;
-    int have_first;          /* the last real step's outputs are valid */
-    float *first_logits;     /* [V] logits of the last real step */
-    float *first_hidden;     /* [D] its output hidden state */
-    float *logits, *hidden;  /* [V], [D] chain-step outputs */
+    int have_first;         /* the last real step's outputs are valid */
+    float *first_logits;    /* [V] logits of the last real step */
+    float *first_hidden;    /* [D] its output hidden state */
+    float *logits, *hidden; /* [V], [D] chain-step outputs */
 } mtp_impl;
 
 /* q for a draft: one-hot at the argmax, or the processed distribution. */

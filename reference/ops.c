@@ -76,8 +76,8 @@ void op_rope(float *x, int R, int pos, double theta) {
     }
 }
 
-void op_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n,
-                       int Dh, float scale, float *scores) {
+void op_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n, int Dh,
+                       float scale, float *scores) {
     for (int t = 0; t < n; t++) {
         float dot = 0.0f;
         for (int d = 0; d < Dh; d++) dot += q[d] * keys[t][d];

@@ -42,8 +42,8 @@ void op_rope(float *x, int R, int pos, double theta);
  *   out[Dh] = Σ_t softmax_t(scale · q·k_t) · v_t
  * keys[t] and values[t] point at the head's [Dh] vectors of position t, so a
  * paged cache or a tree can pass any set of positions. scores[n] is scratch. */
-void op_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n,
-                       int Dh, float scale, float *scores);
+void op_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n, int Dh,
+                       float scale, float *scores);
 
 /* One step of the causal depthwise conv of width K with SiLU, for C channels:
  *   out[c] = silu(Σ_{j<K−1} w[c,j]·state[c,j] + w[c,K−1]·x[c])
@@ -57,7 +57,6 @@ void op_conv_step(float *out, float *state, const float *x, const float *w, int 
  *   q ← l2norm(q)/sqrt(Dk), k ← l2norm(k)          (eps 1e-6; q and k are modified)
  *   S ← exp(g)·S;  u = v − Sᵀk;  S ← S + k (β u)ᵀ;  out = Sᵀq
  * g ≤ 0 is the log decay −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b). */
-void op_gated_delta_step(float *out, float *S, float *q, float *k, const float *v, float g, float beta, int Dk,
-                         int Dv);
+void op_gated_delta_step(float *out, float *S, float *q, float *k, const float *v, float g, float beta, int Dk, int Dv);
 
 #endif

@@ -28,7 +28,8 @@ void roofline_workload_build(const model_config *c, double bytes_per_param, doub
     w->target.state_write_bytes = fp.deltanet_bytes;
 
     w->proposer.weight_bytes = fp.mtp_bytes_per_step;
-    w->proposer.flops_per_position = 2.0 * fp.mtp_bytes_per_step / bytes_per_param + c->mtp_num_layers * attention_flops;
+    w->proposer.flops_per_position =
+        2.0 * fp.mtp_bytes_per_step / bytes_per_param + c->mtp_num_layers * attention_flops;
     w->proposer.seq_bytes = context * kv_per_layer * c->mtp_num_layers;
     w->proposer.state_write_bytes = 0;
 }

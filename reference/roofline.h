@@ -21,16 +21,16 @@ roofline_device roofline_h200(void);
 /* What one pass of a model costs, split into the parts that are read once
  * per pass and the parts every sequence of the batch adds. */
 typedef struct {
-    double weight_bytes;      /* weights read once per pass, shared by the batch */
+    double weight_bytes;       /* weights read once per pass, shared by the batch */
     double flops_per_position; /* 2 per weight a position multiplies, plus attention over the context */
-    double seq_bytes;         /* per sequence and pass: KV cache read over the context, DeltaNet state read */
-    double state_write_bytes; /* per sequence and verified position: the DeltaNet state slot written */
+    double seq_bytes;          /* per sequence and pass: KV cache read over the context, DeltaNet state read */
+    double state_write_bytes;  /* per sequence and verified position: the DeltaNet state slot written */
 } roofline_pass;
 
 typedef struct {
-    roofline_pass target;   /* the trunk and lm_head */
-    roofline_pass proposer; /* one MTP step (its layer, the lm_head, one embedding row) */
-    int context;            /* positions already in the cache, assumed */
+    roofline_pass target;            /* the trunk and lm_head */
+    roofline_pass proposer;          /* one MTP step (its layer, the lm_head, one embedding row) */
+    int context;                     /* positions already in the cache, assumed */
     double weight_memory;            /* every weight held on the device: trunk, embedding, lm_head, MTP */
     double kv_bytes_per_sequence;    /* the trunk's and the MTP layer's KV cache at the context */
     double state_bytes_per_sequence; /* one DeltaNet state (conv + recurrent) */

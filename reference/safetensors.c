@@ -99,8 +99,7 @@ static int parse_metadata(st_set *s, const char *path, json_t *meta, sp_error *e
     const char *key;
     json_t *v;
     json_object_foreach(meta, key, v) {
-        if (!json_is_string(v))
-            return sp_fail(err, "%s: \"__metadata__\" entry \"%s\" must be a string", path, key);
+        if (!json_is_string(v)) return sp_fail(err, "%s: \"__metadata__\" entry \"%s\" must be a string", path, key);
         s->meta_keys[i] = xstrdup(key);
         s->meta_values[i] = xstrdup(json_string_value(v));
         s->n_meta = (int)++i;
@@ -159,8 +158,8 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t d
     if (b < 0 || en < 0)
         return sp_fail(err, "%s: tensor %s: \"data_offsets\" must hold two non-negative integers", path, name);
     if (b > en)
-        return sp_fail(err, "%s: tensor %s: data_offsets [%lld, %lld] end before they begin", path, name,
-                       (long long)b, (long long)en);
+        return sp_fail(err, "%s: tensor %s: data_offsets [%lld, %lld] end before they begin", path, name, (long long)b,
+                       (long long)en);
     if ((uint64_t)en > data_len)
         return sp_fail(err,
                        "%s: tensor %s: data_offsets [%lld, %lld] run past the end of the data section (%llu bytes); "

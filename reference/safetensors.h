@@ -27,9 +27,9 @@ typedef struct {
 
 typedef struct {
     int n_files;
-    char **paths;   /* [n_files] */
-    void **maps;    /* [n_files] mmap base */
-    size_t *sizes;  /* [n_files] */
+    char **paths;  /* [n_files] */
+    void **maps;   /* [n_files] mmap base */
+    size_t *sizes; /* [n_files] */
     int n_tensors;
     st_tensor *tensors; /* [n_tensors], sorted by name */
     int n_meta;

@@ -63,8 +63,8 @@ static json_t *build_header(const char *path, const st_out_tensor *t, int n, con
         json_t *shape = json_array();
         for (int d = 0; d < t[i].ndim; d++) json_array_append_new(shape, json_integer(t[i].shape[d]));
         uint64_t nbytes = (uint64_t)out_numel(&t[i]) * (uint64_t)dtype_size(t[i].dtype);
-        json_t *e = json_pack("{s:s, s:o, s:[I, I]}", "dtype", dtype_name(t[i].dtype), "shape", shape,
-                              "data_offsets", (json_int_t)offset, (json_int_t)(offset + nbytes));
+        json_t *e = json_pack("{s:s, s:o, s:[I, I]}", "dtype", dtype_name(t[i].dtype), "shape", shape, "data_offsets",
+                              (json_int_t)offset, (json_int_t)(offset + nbytes));
         if (!e || json_object_set_new(root, t[i].name, e)) {
             sp_fail(err, "%s: tensor name \"%s\" is not valid UTF-8", path, t[i].name);
             goto fail;
@@ -203,7 +203,8 @@ static void remove_stale(const char *dir, int n_shards) {
 
 int st_write_sharded_meta(const char *dir, const st_out_tensor *tensors, int n, int n_shards,
                           const char *const *meta_keys, const char *const *meta_values, int n_meta, sp_error *err) {
-    if (n_shards < 1 || n_shards > 99999) return sp_fail(err, "%s: %d shards requested, expected 1 to 99999", dir, n_shards);
+    if (n_shards < 1 || n_shards > 99999)
+        return sp_fail(err, "%s: %d shards requested, expected 1 to 99999", dir, n_shards);
     if (n_shards > 1 && n_shards > n)
         return sp_fail(err, "%s: cannot split %d tensors into %d non-empty shards", dir, n, n_shards);
     if (n_meta < 0) return sp_fail(err, "%s: negative metadata count", dir);
@@ -263,8 +264,8 @@ int st_write_sharded_meta(const char *dir, const st_out_tensor *tensors, int n, 
         }
         if (i < n) before += (uint64_t)out_numel(&tensors[i]) * (uint64_t)dtype_size(tensors[i].dtype);
     }
-    json_t *index = json_pack("{s:{s:I, s:I}, s:O}", "metadata", "total_parameters", (json_int_t)params,
-                              "total_size", (json_int_t)total, "weight_map", map);
+    json_t *index = json_pack("{s:{s:I, s:I}, s:O}", "metadata", "total_parameters", (json_int_t)params, "total_size",
+                              (json_int_t)total, "weight_map", map);
     char *text = json_dumps(index, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(index);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);

@@ -146,7 +146,7 @@ void sampler_probs(const sampler_params *sp, const float *logits, float *probs, 
     }
     double cut = 0.0;
     if (sp->top_p < 1.0f) cut = top_p_threshold(e, V, S, (double)sp->top_p, scratch); /* step 5 */
-    if ((double)sp->min_p > cut) cut = (double)sp->min_p;                              /* step 6 */
+    if ((double)sp->min_p > cut) cut = (double)sp->min_p;                             /* step 6 */
     double kept = 0.0;
     for (int i = 0; i < V; i++) { /* step 7 */
         if (e[i] < cut) e[i] = 0.0;

@@ -17,9 +17,9 @@ typedef struct {
     uint64_t seed;
     int consumed[SPEC_MAX_K + 1]; /* tokens the last proposal fed into the draft */
     int n_consumed;
-    state_snapshot base;                     /* the draft before the last proposal */
-    state_snapshot after[SPEC_MAX_K + 1];    /* after[i]: after consumed[0..i] */
-    int *backlog;                            /* committed tokens the draft has not consumed yet */
+    state_snapshot base;                  /* the draft before the last proposal */
+    state_snapshot after[SPEC_MAX_K + 1]; /* after[i]: after consumed[0..i] */
+    int *backlog;                         /* committed tokens the draft has not consumed yet */
     int n_backlog, backlog_cap;
     float *logits; /* [V] */
 } spec_impl;
@@ -83,8 +83,8 @@ static void spec_release(proposer *self) {
     self->impl = NULL;
 }
 
-int spec_proposer_build(proposer *p, model *draft, const model *target, int k, const sampler_params *sp,
-                        uint64_t seed, sp_error *err) {
+int spec_proposer_build(proposer *p, model *draft, const model *target, int k, const sampler_params *sp, uint64_t seed,
+                        sp_error *err) {
     if (draft->cfg.vocab_size != target->cfg.vocab_size)
         return sp_fail(err, "draft %s has a vocabulary of %d tokens, the target %s has %d: they must share it",
                        draft->path, draft->cfg.vocab_size, target->path, target->cfg.vocab_size);

@@ -11,7 +11,7 @@
 /* A proposer over `draft` (which must share the target's vocabulary).
  * Fails with a clear message when the vocabularies differ or k is out of
  * range [1, 32]. */
-int spec_proposer_build(proposer *p, model *draft, const model *target, int k, const sampler_params *sp,
-                        uint64_t seed, sp_error *err);
+int spec_proposer_build(proposer *p, model *draft, const model *target, int k, const sampler_params *sp, uint64_t seed,
+                        sp_error *err);
 
 #endif

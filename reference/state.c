@@ -48,8 +48,12 @@ static void pool_release(kv_pool *p, int b) {
     if (--p->refcount[b] == 0) p->blocks_in_use--;
 }
 
-static float *block_keys(kv_pool *p, int b, int la) { return p->keys + (size_t)b * block_floats(p) + (size_t)la * KV_BLOCK_SIZE * p->kv_dim; }
-static float *block_values(kv_pool *p, int b, int la) { return p->values + (size_t)b * block_floats(p) + (size_t)la * KV_BLOCK_SIZE * p->kv_dim; }
+static float *block_keys(kv_pool *p, int b, int la) {
+    return p->keys + (size_t)b * block_floats(p) + (size_t)la * KV_BLOCK_SIZE * p->kv_dim;
+}
+static float *block_values(kv_pool *p, int b, int la) {
+    return p->values + (size_t)b * block_floats(p) + (size_t)la * KV_BLOCK_SIZE * p->kv_dim;
+}
 
 /* ---- one sequence ------------------------------------------------------- */
 

@@ -15,12 +15,12 @@
 
 /* A pool of KV blocks shared by the sequences (beams) of one model. */
 typedef struct {
-    int num_layers;  /* [La] attention layers with a KV cache */
-    int kv_dim;      /* Hkv·Dh floats per position per layer, for keys and again for values */
-    int capacity;    /* blocks allocated */
-    int *refcount;   /* [capacity] 0 = free */
-    float *keys;     /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
-    float *values;   /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
+    int num_layers; /* [La] attention layers with a KV cache */
+    int kv_dim;     /* Hkv·Dh floats per position per layer, for keys and again for values */
+    int capacity;   /* blocks allocated */
+    int *refcount;  /* [capacity] 0 = free */
+    float *keys;    /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
+    float *values;  /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
     int blocks_in_use;
 } kv_pool;
 
@@ -28,15 +28,15 @@ void kv_pool_build(kv_pool *p, int num_layers, int kv_dim);
 void kv_pool_free(kv_pool *p);
 
 typedef struct {
-    int num_attn;    /* [La] */
-    int num_linear;  /* [Ll] */
-    int conv_dim;    /* [C] */
-    int conv_width;  /* [K] */
+    int num_attn;                          /* [La] */
+    int num_linear;                        /* [Ll] */
+    int conv_dim;                          /* [C] */
+    int conv_width;                        /* [K] */
     int lin_v_heads, lin_k_dim, lin_v_dim; /* [Hv], [Dk], [Dv] */
-    int pos;         /* positions consumed so far; the next token goes here */
-    kv_pool *pool;   /* not owned unless owns_pool */
+    int pos;                               /* positions consumed so far; the next token goes here */
+    kv_pool *pool;                         /* not owned unless owns_pool */
     int owns_pool;
-    int *blocks;     /* [n_blocks] block table: position t lives in blocks[t / KV_BLOCK_SIZE] */
+    int *blocks; /* [n_blocks] block table: position t lives in blocks[t / KV_BLOCK_SIZE] */
     int n_blocks, blocks_cap;
     float *conv;      /* [Ll, C, K−1] previous inputs of the causal conv */
     float *recurrent; /* [Ll, Hv, Dk, Dv] delta-rule state */

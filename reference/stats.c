@@ -251,8 +251,7 @@ static double tv_deviation(int C, int64_t n, double delta) {
 
 /* The number of heavy cells c (1 ≤ c ≤ K, in descending order of probs) that
  * minimises rest mass + the sampling terms; order[K] receives that order. */
-static int tv_choose_cells(const double *probs, int K, const int64_t *ns, int n_samples, double delta,
-                           keyed *order) {
+static int tv_choose_cells(const double *probs, int K, const int64_t *ns, int n_samples, double delta, keyed *order) {
     for (int i = 0; i < K; i++) order[i].key = probs[i], order[i].index = i;
     qsort(order, (size_t)K, sizeof *order, keyed_descending);
     double *rest_mass = sp_xcalloc((size_t)K + 1, sizeof *rest_mass, "stats rest mass[K+1]");

@@ -22,14 +22,14 @@ typedef enum {
 
 /* One test's outcome. */
 typedef struct {
-    double statistic;   /* X² or G; +inf when a count falls where the null has probability 0 */
-    int df;             /* cells − 1 */
-    double p_value;     /* gsl_cdf_chisq_Q(statistic, df); 0 when statistic is +inf */
-    int cells;          /* cells (columns for 2×K) after pooling */
-    int pooled;         /* original cells merged into the rest cell; 0 when none */
+    double statistic;    /* X² or G; +inf when a count falls where the null has probability 0 */
+    int df;              /* cells − 1 */
+    double p_value;      /* gsl_cdf_chisq_Q(statistic, df); 0 when statistic is +inf */
+    int cells;           /* cells (columns for 2×K) after pooling */
+    int pooled;          /* original cells merged into the rest cell; 0 when none */
     double min_expected; /* the smallest expected count the test used */
-    int64_t n;          /* total count (both samples for 2×K) */
-    int64_t impossible; /* goodness of fit: counts in cells whose probability is 0 */
+    int64_t n;           /* total count (both samples for 2×K) */
+    int64_t impossible;  /* goodness of fit: counts in cells whose probability is 0 */
 } stats_result;
 
 /* Pooling, shared by every test here. Cells with expected[i] = 0 are dropped

@@ -159,8 +159,7 @@ typedef struct {
 /* Fills plan for sample size n: the pooling the test would apply at n, the
  * effect size on those cells, and the resulting power. */
 static void plan_at(plan_ctx *c, int64_t n, stats_plan *plan) {
-    for (int i = 0; i < c->K; i++)
-        c->expected[i] = (double)n * (c->two ? 0.5 * (c->x[i] + c->y[i]) : c->x[i]);
+    for (int i = 0; i < c->K; i++) c->expected[i] = (double)n * (c->two ? 0.5 * (c->x[i] + c->y[i]) : c->x[i]);
     int G = stats_pool_cells(c->expected, c->K, c->min_expected, c->group);
     for (int g = 0; g < G; g++) c->cx[g] = c->cy[g] = 0.0;
     for (int i = 0; i < c->K; i++)

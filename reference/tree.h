@@ -15,12 +15,12 @@ typedef enum {
 } children_kind;
 
 typedef struct {
-    int n, cap;   /* nodes in use, capacity */
-    int V;        /* vocabulary: the width of a q row */
-    int *token;   /* [cap] */
-    int *parent;  /* [cap] −1 for the root; parent[i] < i, so index order is topological */
-    int *depth;   /* [cap] 0 for the root */
-    float *q;     /* [cap, V] q row of node i: the distribution its children came from */
+    int n, cap;  /* nodes in use, capacity */
+    int V;       /* vocabulary: the width of a q row */
+    int *token;  /* [cap] */
+    int *parent; /* [cap] −1 for the root; parent[i] < i, so index order is topological */
+    int *depth;  /* [cap] 0 for the root */
+    float *q;    /* [cap, V] q row of node i: the distribution its children came from */
     children_kind kind;
 } token_tree;
 

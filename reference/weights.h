@@ -43,11 +43,11 @@ typedef struct {
     float *lm_head;        /* [V, D]  == embed when tied */
     /* the MTP module (has_mtp = 0 when the checkpoint carries none) */
     int has_mtp;
-    float *mtp_fc;          /* [D, 2·D]  input: [norm(embedding), norm(hidden)] */
-    float *mtp_norm_embed;  /* [D]  pre_fc_norm_embedding */
-    float *mtp_norm_hidden; /* [D]  pre_fc_norm_hidden */
+    float *mtp_fc;           /* [D, 2·D]  input: [norm(embedding), norm(hidden)] */
+    float *mtp_norm_embed;   /* [D]  pre_fc_norm_embedding */
+    float *mtp_norm_hidden;  /* [D]  pre_fc_norm_hidden */
     layer_weights mtp_layer; /* one full-attention decoder layer */
-    float *mtp_norm;        /* [D]  final norm of the MTP output */
+    float *mtp_norm;         /* [D]  final norm of the MTP output */
 } model_weights;
 
 /* What a tensor is, for checks (norms must be finite), for the generator
@@ -70,7 +70,7 @@ typedef struct {
     int64_t shape[3];
     tensor_kind kind;
     tensor_group group;
-    int layer;   /* trunk layer index, or −1 (global or MTP) */
+    int layer;    /* trunk layer index, or −1 (global or MTP) */
     float **slot; /* where the loader stores the float32 copy; NULL without a weights struct */
 } tensor_spec;
 

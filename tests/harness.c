@@ -37,8 +37,7 @@ void harness_print_skips(FILE *f);
 int harness_skip_count(void) { return n_skips; }
 
 void harness_print_skips(FILE *f) {
-    for (int i = 0; i < n_skips; i++)
-        fprintf(f, "SKIP %s/%s: %s\n", skips[i].suite, skips[i].test, skips[i].reason);
+    for (int i = 0; i < n_skips; i++) fprintf(f, "SKIP %s/%s: %s\n", skips[i].suite, skips[i].test, skips[i].reason);
 }
 
 void harness_tmpdir(char *out, size_t size) {

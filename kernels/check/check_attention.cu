@@ -91,7 +91,8 @@ static void rope_case(gc_ctx *c, const att_case *ac) {
     gc_h2d(pos, pos_h, (size_t)m * 4);
     gc_h2d(slot, slot_h, (size_t)m * 4);
 
-    float *qg_h = (float *)gc_hmalloc(qg_n * 4), *k_h = (float *)gc_hmalloc(kv_n * 4), *v_h = (float *)gc_hmalloc(kv_n * 4);
+    float *qg_h = (float *)gc_hmalloc(qg_n * 4), *k_h = (float *)gc_hmalloc(kv_n * 4),
+          *v_h = (float *)gc_hmalloc(kv_n * 4);
     float *qn_h = (float *)gc_hmalloc((size_t)Dh * 4), *kn_h = (float *)gc_hmalloc((size_t)Dh * 4);
     gc_d2h(qg_h, qg, qg_n * 4), gc_d2h(k_h, k, kv_n * 4), gc_d2h(v_h, v, kv_n * 4);
     gc_d2h(qn_h, qn, (size_t)Dh * 4), gc_d2h(kn_h, kn, (size_t)Dh * 4);
@@ -129,7 +130,8 @@ static void rope_case(gc_ctx *c, const att_case *ac) {
             }
             err = gc_rel_error(kv_got, kv_ref, 2 * n_kv);
             if (wrong_place || n_kv != kv_n) {
-                snprintf(note, sizeof note, "%zu cache entries written where they should not be or missing", wrong_place);
+                snprintf(note, sizeof note, "%zu cache entries written where they should not be or missing",
+                         wrong_place);
                 err = INFINITY;
             } else if (!(err_q <= ROPE_Q_BOUND)) {
                 if (!note[0]) snprintf(note, sizeof note, "q_out error %.2e above %.0e", err_q, ROPE_Q_BOUND);
@@ -181,7 +183,8 @@ static void attention_case(gc_ctx *c, const att_case *ac) {
     float scale = 1.0f / sqrtf((float)Dh);
 
     uint16_t *K_h = (uint16_t *)gc_hmalloc(pi.pool_elems * 2), *V_h = (uint16_t *)gc_hmalloc(pi.pool_elems * 2);
-    float *q_h = (float *)gc_hmalloc(q_n * 4), *qg_h = (float *)gc_hmalloc(qg_n * 4), *ref = (float *)gc_hmalloc(q_n * 4);
+    float *q_h = (float *)gc_hmalloc(q_n * 4), *qg_h = (float *)gc_hmalloc(qg_n * 4),
+          *ref = (float *)gc_hmalloc(q_n * 4);
     gc_d2h(K_h, Kc[0], pi.pool_elems * 2), gc_d2h(V_h, Vc[0], pi.pool_elems * 2);
     gc_d2h(q_h, q, q_n * 4), gc_d2h(qg_h, qg, qg_n * 4);
     twin_attention(ref, q_h, qg_h, K_h, V_h, pi.bt_host, ctx, m, mask_h, H, Hkv, Dh, scale);
@@ -244,10 +247,8 @@ void gc_family_attention(gc_ctx *c) {
     for (int i = 0; i < 7; i++) attention_case(c, &odd[i]);
     if (c->emu) return;
     static const att_case real[] = {
-        {"ctx 4096", GC_CTX_SHORT, 1, HD, 0},
-        {"ctx 4096", GC_CTX_SHORT, 4, HD, 1},
-        {"ctx 32768", GC_CTX_LONG, 1, HD, 0},
-        {"ctx 32768", GC_CTX_LONG, 4, HD, 1},
+        {"ctx 4096", GC_CTX_SHORT, 1, HD, 0},         {"ctx 4096", GC_CTX_SHORT, 4, HD, 1},
+        {"ctx 32768", GC_CTX_LONG, 1, HD, 0},         {"ctx 32768", GC_CTX_LONG, 4, HD, 1},
         {"ctx 4096 tree16", GC_CTX_SHORT, 16, HD, 2},
     };
     for (int i = 0; i < 5; i++) attention_case(c, &real[i]);

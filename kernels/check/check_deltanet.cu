@@ -111,8 +111,10 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         parent = (int *)gc_dmalloc((size_t)m * 4);
         gc_h2d(parent, parent_h, (size_t)m * 4);
     }
-    float *S0_h = (float *)gc_hmalloc(st_n * 4), *q_h = (float *)gc_hmalloc(qk_n * 4), *k_h = (float *)gc_hmalloc(qk_n * 4);
-    float *v_h = (float *)gc_hmalloc(v_n * 4), *a_h = (float *)gc_hmalloc(ab_n * 4), *b_h = (float *)gc_hmalloc(ab_n * 4);
+    float *S0_h = (float *)gc_hmalloc(st_n * 4), *q_h = (float *)gc_hmalloc(qk_n * 4),
+          *k_h = (float *)gc_hmalloc(qk_n * 4);
+    float *v_h = (float *)gc_hmalloc(v_n * 4), *a_h = (float *)gc_hmalloc(ab_n * 4),
+          *b_h = (float *)gc_hmalloc(ab_n * 4);
     float *Al_h = (float *)gc_hmalloc((size_t)Hv * 4), *dt_h = (float *)gc_hmalloc((size_t)Hv * 4);
     gc_d2h(S0_h, in[0].S0, st_n * 4), gc_d2h(q_h, in[0].q, qk_n * 4), gc_d2h(k_h, in[0].k, qk_n * 4);
     gc_d2h(v_h, in[0].v, v_n * 4), gc_d2h(a_h, in[0].a, ab_n * 4), gc_d2h(b_h, in[0].b, ab_n * 4);
@@ -126,8 +128,8 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         double err = INFINITY, us = NAN;
         gc_poison(out, v_n * 4), gc_poison(slots, st_n * m * 4);
         const delta_in *d = &in[0];
-        cudaError_t e = vs[vi].fn(out, slots, d->S0, d->q, d->k, d->v, d->a, d->b, A_log, dt_bias, parent, m, Hk, Hv,
-                                  Dk, Dv, 0);
+        cudaError_t e =
+            vs[vi].fn(out, slots, d->S0, d->q, d->k, d->v, d->a, d->b, A_log, dt_bias, parent, m, Hk, Hv, Dk, Dv, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -137,8 +139,8 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
             if (gc_status_for(err, DELTA_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
                     const delta_in *r = &in[it % n_sets];
-                    return vs[vi].fn(out, slots, r->S0, r->q, r->k, r->v, r->a, r->b, A_log, dt_bias, parent, m, Hk,
-                                     Hv, Dk, Dv, 0);
+                    return vs[vi].fn(out, slots, r->S0, r->q, r->k, r->v, r->a, r->b, A_log, dt_bias, parent, m, Hk, Hv,
+                                     Dk, Dv, 0);
                 });
         }
         double bytes = 4.0 * (st_n * (1.0 + m) + 2.0 * qk_n + 2.0 * v_n + 2.0 * ab_n + 2.0 * Hv);

@@ -40,7 +40,8 @@ static void rmsnorm_case(gc_ctx *c, const char *shape, int m, int rows, int n) {
             gc_sync(vs[v].name);
             err = gc_compare_f32(out[0], ref, elems, note, sizeof note);
             if (gc_status_for(err, NORM_BOUND) == GC_OK)
-                us = gc_time_us(c, [&](int it) { return vs[v].fn(out[it % n_sets], x[it % n_sets], w, rows, n, EPS, 0); });
+                us = gc_time_us(c,
+                                [&](int it) { return vs[v].fn(out[it % n_sets], x[it % n_sets], w, rows, n, EPS, 0); });
         }
         gc_record(c, "rmsnorm", vs[v].name, shape, m, err, NORM_BOUND, us, 8.0 * elems + 4.0 * n, 0.0, note);
     }

@@ -105,7 +105,8 @@ static void sample_case(gc_ctx *c, const char *shape, int m, int V, sampler_para
         for (int t = 0; t < m; t++) mismatches += got[t] != want[t], draws++;
     }
     double err = (double)mismatches / draws;
-    if (mismatches && !note[0]) snprintf(note, sizeof note, "%d of %d draws differ from sampler_sample", mismatches, draws);
+    if (mismatches && !note[0])
+        snprintf(note, sizeof note, "%d of %d draws differ from sampler_sample", mismatches, draws);
     if (gc_status_for(err, DRAW_BOUND) == GC_OK)
         us = gc_time_us(c, [&](int it) { return kn_sample(tok, pr, m, V, seed, RNG_SAMPLE, (uint64_t)it, 0); });
     gc_record(c, "sample", "v1", shape, m, err, DRAW_BOUND, us, 4.0 * n, 0.0, note);
@@ -175,7 +176,7 @@ static void accept_case(gc_ctx *c, const char *shape, int k, int V, sampler_para
         hist[got[0] == k]++;
     }
     if (k > 0 && !note[0]) { /* a draft outside q's support: accept_exact's error, result[0] = −1 */
-        draft_h[0] = -1; /* the first node is always examined */
+        draft_h[0] = -1;     /* the first node is always examined */
         gc_h2d(draft, draft_h, (size_t)k * 4);
         GC_CUDA(kn_accept_chain(res, p, q, draft, k, V, seed, 0, 1000, 0));
         gc_sync("kn_accept_chain (error path)");
@@ -187,13 +188,16 @@ static void accept_case(gc_ctx *c, const char *shape, int k, int V, sampler_para
         }
     }
     double err = (double)mismatches / trials;
-    if (mismatches && !note[0]) snprintf(note, sizeof note, "%d of %d trials differ from accept_exact", mismatches, trials);
-    else if (!note[0]) snprintf(note, sizeof note, "%d trials with a rejection, %d fully accepted", hist[0], hist[1]);
+    if (mismatches && !note[0])
+        snprintf(note, sizeof note, "%d of %d trials differ from accept_exact", mismatches, trials);
+    else if (!note[0])
+        snprintf(note, sizeof note, "%d trials with a rejection, %d fully accepted", hist[0], hist[1]);
     double us = NAN;
     if (gc_status_for(err, DRAW_BOUND) == GC_OK) {
         for (int i = 0; i < k; i++) draft_h[i] = sampler_argmax(q_h + (size_t)i * V, V);
         gc_h2d(draft, draft_h, (size_t)k * 4);
-        us = gc_time_us(c, [&](int it) { return kn_accept_chain(res, p, q, draft, k, V, seed, (uint64_t)it, 1000, 0); });
+        us =
+            gc_time_us(c, [&](int it) { return kn_accept_chain(res, p, q, draft, k, V, seed, (uint64_t)it, 1000, 0); });
     }
     gc_record(c, "accept", "v1", shape, k + 1, err, DRAW_BOUND, us, 8.0 * V, 0.0, note);
     gc_dfree(p), gc_dfree(q), gc_dfree(draft), gc_dfree(res);

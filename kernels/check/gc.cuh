@@ -46,13 +46,13 @@ double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, 
 
 /* Records one row and prints it at once (the log shows progress). Counts
  * a GC_FAIL in c->n_fail. */
-gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err,
-                  double bound, double us, double bytes, double flops, const char *note);
+gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err, double bound,
+                  double us, double bytes, double flops, const char *note);
 /* Status from an error and its bound: FAIL when err > bound or not finite. */
 int gc_status_for(double err, double bound);
 
-#define GC_SAMPLES 11       /* timing samples per row; the median is reported */
-#define GC_SAMPLE_US 400.0  /* each sample repeats the call for about this long */
+#define GC_SAMPLES 11      /* timing samples per row; the median is reported */
+#define GC_SAMPLE_US 400.0 /* each sample repeats the call for about this long */
 
 /* Median µs per call of launch(i) (i counts calls, for buffer rotation),
  * after a warm-up; NAN when not timing (emulator, --validate-only) or when

@@ -13,13 +13,14 @@
 #include "gc.cuh"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: gpucheck [--only FAMILY[,FAMILY...]] [--validate-only] [--seed N] [--results FILE]\n"
-               "       gpucheck --report FILE | --probe | --list\n"
-               "Validates every CUDA kernel version against its CPU twin (fresh random inputs, outputs\n"
-               "poisoned with NaN), times it with CUDA events (median of %d samples, rotating buffers),\n"
-               "and prints one table and the Qwen3.8-27B estimate. --results appends the rows to FILE\n"
-               "(tab-separated) so separate runs can be reported together with --report.\n"
-               "Exit status: 0 all validated, 1 a validation failed, 2 usage or no device, 3 a CUDA error.\n",
+    fprintf(f,
+            "usage: gpucheck [--only FAMILY[,FAMILY...]] [--validate-only] [--seed N] [--results FILE]\n"
+            "       gpucheck --report FILE | --probe | --list\n"
+            "Validates every CUDA kernel version against its CPU twin (fresh random inputs, outputs\n"
+            "poisoned with NaN), times it with CUDA events (median of %d samples, rotating buffers),\n"
+            "and prints one table and the Qwen3.8-27B estimate. --results appends the rows to FILE\n"
+            "(tab-separated) so separate runs can be reported together with --report.\n"
+            "Exit status: 0 all validated, 1 a validation failed, 2 usage or no device, 3 a CUDA error.\n",
             GC_SAMPLES);
 }
 

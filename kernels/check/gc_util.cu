@@ -122,8 +122,8 @@ double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, 
 
 int gc_status_for(double err, double bound) { return (isfinite(err) && err <= bound) ? GC_OK : GC_FAIL; }
 
-gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err,
-                  double bound, double us, double bytes, double flops, const char *note) {
+gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err, double bound,
+                  double us, double bytes, double flops, const char *note) {
     gc_row *r = gc_results_add(c->res);
     snprintf(r->op, sizeof r->op, "%s", op);
     snprintf(r->version, sizeof r->version, "%s", version);

@@ -91,8 +91,8 @@ END_TEST
 
 /* ---- a bigram model with chosen probabilities ---------------------------------- */
 
-#define BV 8   /* vocabulary of the bigram model */
-#define EOS 7  /* its EOS id */
+#define BV 8                /* vocabulary of the bigram model */
+#define EOS 7               /* its EOS id */
 #define FLOOR_LOGIT (-40.0) /* tokens a row leaves out: e^-40 ≈ 4e-18, far below every tolerance here */
 
 /* Rewrites a loaded micro model (vocabulary BV, D ≥ BV, untied) so that the
@@ -542,7 +542,7 @@ START_TEST(test_documented_27b_memory) {
     ck_assert_msg(config_load("models/qwen3.8-27b/config.json", &c, &err) == 0, "%s", err.msg);
     model_footprint fp;
     footprint_compute(&c, 0, 2, 2, &fp);
-    ck_assert_double_eq(fp.deltanet_bytes, 156893184.0); /* 149.6 MiB, copied on a fork */
+    ck_assert_double_eq(fp.deltanet_bytes, 156893184.0);    /* 149.6 MiB, copied on a fork */
     ck_assert_double_eq(fp.kv_bytes_per_position, 65536.0); /* bf16 */
     ck_assert_double_eq(fp.deltanet_bytes / fp.kv_bytes_per_position, 2394.0);
 }

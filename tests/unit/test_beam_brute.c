@@ -63,8 +63,8 @@ static void assert_same(const beam_output *out, const seq *want, int n_want, con
         for (int t = 0; t < h->n; t++)
             ck_assert_msg(h->tokens[t] == want[i].tok[t], "%s: rank %d token %d: %d, brute force %d", what, i, t,
                           h->tokens[t], want[i].tok[t]);
-        ck_assert_msg(fabs(h->score - want[i].score) <= SCORE_TOL, "%s: rank %d: score %.12f, brute force %.12f",
-                      what, i, h->score, want[i].score);
+        ck_assert_msg(fabs(h->score - want[i].score) <= SCORE_TOL, "%s: rank %d: score %.12f, brute force %.12f", what,
+                      i, h->score, want[i].score);
         ck_assert_msg(fabs(h->sum_logprobs - want[i].sum) <= SCORE_TOL, "%s: rank %d: sum", what, i);
     }
 }
@@ -76,8 +76,7 @@ static void assert_same(const beam_output *out, const seq *want, int n_want, con
 
 /* Every sequence of up to L tokens that ends at an EOS or at length L,
  * with its summed log-probability; returns the count. */
-static int enumerate(model *m, const int *prompt, int n_prompt, int stop_at_eos, seq *all, seq *cur, int cap,
-                     int n) {
+static int enumerate(model *m, const int *prompt, int n_prompt, int stop_at_eos, seq *all, seq *cur, int cap, int n) {
     double lp[EX_V];
     fresh_logprobs(m, prompt, n_prompt, cur->tok, cur->n, lp);
     for (int v = 0; v < EX_V; v++) {

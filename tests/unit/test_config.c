@@ -7,19 +7,21 @@
 #include "config.h"
 #include "harness.h"
 
-#define TEXT_FIELDS                                                                                              \
-    "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 4, "         \
-    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"rms_norm_eps\": 1e-6, "    \
-    "\"linear_conv_kernel_dim\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8, "             \
-    "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"eos_token_id\": [5, 6], "                \
+#define TEXT_FIELDS                                                                                                    \
+    "\"vocab_size\": 64, \"hidden_size\": 32, \"intermediate_size\": 48, \"num_hidden_layers\": 4, "                   \
+    "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, \"head_dim\": 16, \"rms_norm_eps\": 1e-6, "               \
+    "\"linear_conv_kernel_dim\": 4, \"linear_key_head_dim\": 8, \"linear_value_head_dim\": 8, "                        \
+    "\"linear_num_key_heads\": 2, \"linear_num_value_heads\": 4, \"eos_token_id\": [5, 6], "                           \
     "\"layer_types\": [\"linear_attention\", \"linear_attention\", \"linear_attention\", \"full_attention\"]"
 
-static const char *full_layout = "{\"model_type\": \"qwen3_5\", \"tie_word_embeddings\": false, \"text_config\": {"
-    TEXT_FIELDS ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000, "
-                "\"partial_rotary_factor\": 0.25}, \"mtp_num_hidden_layers\": 1}}";
+static const char *full_layout =
+    "{\"model_type\": \"qwen3_5\", \"tie_word_embeddings\": false, \"text_config\": {" TEXT_FIELDS
+    ", \"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000, "
+    "\"partial_rotary_factor\": 0.25}, \"mtp_num_hidden_layers\": 1}}";
 
-static const char *text_layout = "{\"model_type\": \"qwen3_5_text\", " TEXT_FIELDS
-                                 ", \"rope_theta\": 10000, \"partial_rotary_factor\": 0.5, \"tie_word_embeddings\": true}";
+static const char *text_layout =
+    "{\"model_type\": \"qwen3_5_text\", " TEXT_FIELDS
+    ", \"rope_theta\": 10000, \"partial_rotary_factor\": 0.5, \"tie_word_embeddings\": true}";
 
 START_TEST(test_full_layout) {
     model_config c;

@@ -107,8 +107,8 @@ END_TEST
 
 START_TEST(test_bf16_edges) {
     ck_assert_uint_eq(f32_to_bf16(1.0f), 0x3f80);
-    ck_assert_uint_eq(f32_to_bf16(1.00390625f), 0x3f80);    /* 1 + 2^-8: tie, to even (down) */
-    ck_assert_uint_eq(f32_to_bf16(1.01171875f), 0x3f82);    /* 1 + 3·2^-8: tie, to even (up) */
+    ck_assert_uint_eq(f32_to_bf16(1.00390625f), 0x3f80);           /* 1 + 2^-8: tie, to even (down) */
+    ck_assert_uint_eq(f32_to_bf16(1.01171875f), 0x3f82);           /* 1 + 3·2^-8: tie, to even (up) */
     ck_assert_uint_eq(f32_to_bf16(from_bits(0x3f808001)), 0x3f81); /* just above the tie */
     ck_assert_uint_eq(f32_to_bf16(-0.0f), 0x8000);
     ck_assert_uint_eq(f32_to_bf16(INFINITY), 0x7f80);
@@ -128,22 +128,22 @@ END_TEST
 
 START_TEST(test_f16_edges) {
     ck_assert_uint_eq(f32_to_f16(1.0f), 0x3c00);
-    ck_assert_uint_eq(f32_to_f16(1.0f + 0x1p-11f), 0x3c00);       /* tie, to even (down) */
-    ck_assert_uint_eq(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);   /* tie, to even (up) */
-    ck_assert_uint_eq(f32_to_f16(65504.0f), 0x7bff);              /* largest finite */
+    ck_assert_uint_eq(f32_to_f16(1.0f + 0x1p-11f), 0x3c00);     /* tie, to even (down) */
+    ck_assert_uint_eq(f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02); /* tie, to even (up) */
+    ck_assert_uint_eq(f32_to_f16(65504.0f), 0x7bff);            /* largest finite */
     ck_assert_uint_eq(f32_to_f16(65519.99f), 0x7bff);
-    ck_assert_uint_eq(f32_to_f16(65520.0f), 0x7c00);              /* tie with "65536": to even = inf */
+    ck_assert_uint_eq(f32_to_f16(65520.0f), 0x7c00); /* tie with "65536": to even = inf */
     ck_assert_uint_eq(f32_to_f16(1e6f), 0x7c00);
     ck_assert_uint_eq(f32_to_f16(-1e6f), 0xfc00);
     ck_assert_uint_eq(f32_to_f16(INFINITY), 0x7c00);
     ck_assert_uint_eq(f32_to_f16(-0.0f), 0x8000);
-    ck_assert_uint_eq(f32_to_f16(0x1p-24f), 0x0001);              /* smallest subnormal */
-    ck_assert_uint_eq(f32_to_f16(0x1p-25f), 0x0000);              /* tie between 0 and it: to even */
-    ck_assert_uint_eq(f32_to_f16(0x1.000002p-25f), 0x0001);       /* just above the tie */
-    ck_assert_uint_eq(f32_to_f16(3 * 0x1p-25f), 0x0002);          /* tie between 1 and 2 units */
-    ck_assert_uint_eq(f32_to_f16(1023.5f * 0x1p-24f), 0x0400);    /* largest subnormal + half: to the first normal */
-    ck_assert_uint_eq(f32_to_f16(0x1p-14f), 0x0400);              /* smallest normal */
-    ck_assert_uint_eq(f32_to_f16(1e-10f), 0x0000);                /* underflow to zero */
+    ck_assert_uint_eq(f32_to_f16(0x1p-24f), 0x0001);           /* smallest subnormal */
+    ck_assert_uint_eq(f32_to_f16(0x1p-25f), 0x0000);           /* tie between 0 and it: to even */
+    ck_assert_uint_eq(f32_to_f16(0x1.000002p-25f), 0x0001);    /* just above the tie */
+    ck_assert_uint_eq(f32_to_f16(3 * 0x1p-25f), 0x0002);       /* tie between 1 and 2 units */
+    ck_assert_uint_eq(f32_to_f16(1023.5f * 0x1p-24f), 0x0400); /* largest subnormal + half: to the first normal */
+    ck_assert_uint_eq(f32_to_f16(0x1p-14f), 0x0400);           /* smallest normal */
+    ck_assert_uint_eq(f32_to_f16(1e-10f), 0x0000);             /* underflow to zero */
     ck_assert_uint_eq(f32_to_f16(-1e-10f), 0x8000);
     ck_assert(is_nan16(f32_to_f16(NAN), 0));
     ck_assert(is_nan16(f32_to_f16(from_bits(0x7f800001)), 0));

@@ -67,7 +67,7 @@ START_TEST(test_law_sums_to_one_and_matches_fresh_forwards) {
                 prob *= row[tokens[len]];
             }
             ck_assert(prob == t.joint[i]); /* the same factors in the same order: equal, not just close */
-            if (L == 1) { /* the raw log-softmax: at T = 0.9 its exp is the T = 1 softmax, not row */
+            if (L == 1) {                  /* the raw log-softmax: at T = 0.9 its exp is the T = 1 softmax, not row */
                 const double *lp = enumerate_raw_logprob(&t, tokens, 0);
                 double mass = 0;
                 for (int x = 0; x < V; x++) mass += exp(lp[x]);

@@ -278,8 +278,8 @@ START_TEST(test_value_ranges) {
             ck_assert_msg(sd > 0.1 && fabs(mean) < 0.2, "%s: mean %g sd %g", nm, mean, sd);
             break;
         case TENSOR_NORM_PLAIN:
-            ck_assert_msg(lo >= 0.65 && hi <= 1.35 && fabs(mean - 1) < 0.2 && sd > 0.1, "%s: mean %g sd %g", nm,
-                          mean, sd);
+            ck_assert_msg(lo >= 0.65 && hi <= 1.35 && fabs(mean - 1) < 0.2 && sd > 0.1, "%s: mean %g sd %g", nm, mean,
+                          sd);
             break;
         case TENSOR_A_LOG:
             ck_assert_msg(lo >= 0 && hi <= log(16.0) + 1e-6 && sd > 0.1, "%s: [%g, %g]", nm, lo, hi);

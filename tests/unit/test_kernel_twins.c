@@ -44,8 +44,7 @@ START_TEST(test_paged_layout) {
     ck_assert_uint_eq(kn_paged_offset(bt, 0, 1, 0, Hkv, Dh) - kn_paged_offset(bt, 0, 0, 0, Hkv, Dh),
                       (size_t)KV_BLOCK_SIZE * Dh); /* a head's 16 positions are contiguous */
     ck_assert_uint_eq(kn_paged_offset(bt, 16, 0, 3, Hkv, Dh), 3u);
-    ck_assert_uint_eq(kn_paged_offset(bt, 33, 1, 5, Hkv, Dh),
-                      ((size_t)(1 * Hkv + 1) * KV_BLOCK_SIZE + 1) * Dh + 5);
+    ck_assert_uint_eq(kn_paged_offset(bt, 33, 1, 5, Hkv, Dh), ((size_t)(1 * Hkv + 1) * KV_BLOCK_SIZE + 1) * Dh + 5);
     ck_assert(kn_tree_visible(NULL, 3, 3) && kn_tree_visible(NULL, 3, 0) && !kn_tree_visible(NULL, 2, 3));
     uint64_t mask[3] = {1, 2, 5}; /* node 2 is a child of node 0; node 1 hangs off the context */
     ck_assert(kn_tree_visible(mask, 2, 0) && !kn_tree_visible(mask, 2, 1) && kn_tree_visible(mask, 2, 2));

@@ -46,10 +46,10 @@ static void expect_load_error(const char *dir, ...) {
 
 /* One edit of the tensor list; fields left 0/NULL do nothing. */
 typedef struct {
-    const char *drop;      /* leave this tensor out */
-    const char *reshape;   /* give this tensor shape[0] = new_rows (data cut to fit) */
+    const char *drop;    /* leave this tensor out */
+    const char *reshape; /* give this tensor shape[0] = new_rows (data cut to fit) */
     int64_t new_rows;
-    const char *poison;    /* set element `index` of this tensor to `value` */
+    const char *poison; /* set element `index` of this tensor to `value` */
     int64_t index;
     float value;
 } tensor_edit;
@@ -257,8 +257,8 @@ START_TEST(test_non_finite_norm) {
     rewrite(dir, &(tensor_edit){.poison = norm, .index = 5, .value = NAN});
     expect_load_error(dir, norm, "element 5 is NaN", "norm", NULL);
     gen(dir, "micro", DTYPE_F16);
-    rewrite(dir, &(tensor_edit){.poison = "model.language_model.layers.0.linear_attn.norm.weight", .index = 0,
-                                .value = INFINITY});
+    rewrite(dir, &(tensor_edit){
+                     .poison = "model.language_model.layers.0.linear_attn.norm.weight", .index = 0, .value = INFINITY});
     expect_load_error(dir, "model.language_model.layers.0.linear_attn.norm.weight", "infinite", NULL);
     harness_rmtree(dir);
 }
@@ -310,8 +310,8 @@ START_TEST(test_overlapping_offsets) {
     harness_tmpdir(dir, sizeof dir);
     gen(dir, "micro", DTYPE_BF16);
     edit_header(dir, make_overlap);
-    expect_load_error(dir, "model.safetensors", "layers.0.input_layernorm.weight", "layers.0.post_attention_layernorm.weight",
-                      "overlap", NULL);
+    expect_load_error(dir, "model.safetensors", "layers.0.input_layernorm.weight",
+                      "layers.0.post_attention_layernorm.weight", "overlap", NULL);
     harness_rmtree(dir);
 }
 END_TEST
@@ -325,8 +325,7 @@ START_TEST(test_unknown_dtype) {
     harness_tmpdir(dir, sizeof dir);
     gen(dir, "micro", DTYPE_BF16);
     edit_header(dir, make_unknown_dtype);
-    expect_load_error(dir, "model.safetensors", "tensor mtp.fc.weight", "\"F8_E4M3\"", "only F32, BF16 and F16",
-                      NULL);
+    expect_load_error(dir, "model.safetensors", "tensor mtp.fc.weight", "\"F8_E4M3\"", "only F32, BF16 and F16", NULL);
     harness_rmtree(dir);
 }
 END_TEST

@@ -133,7 +133,8 @@ static void write_variant(const char *path, const medusa_heads *h, const char *d
         }
         if (h->own_proj) {
             snprintf(names[n], 96, "medusa_head.%d.%d.weight", i, h->n_layers);
-            out[n] = (st_out_tensor){.name = names[n], .dtype = DTYPE_F32, .ndim = 2, .shape = {V, D}, .data = h->proj[i]};
+            out[n] =
+                (st_out_tensor){.name = names[n], .dtype = DTYPE_F32, .ndim = 2, .shape = {V, D}, .data = h->proj[i]};
             n++;
         }
     }
@@ -409,7 +410,8 @@ START_TEST(test_tree_parse) {
     expect_tree_error("[[0], [0, 0, 1], [1]]", "the path [0, 0, 1] needs its prefix [0, 0]");
     expect_tree_error("[[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]]", "depth 17");
     char big[4096] = "[";
-    for (int r = 0; r <= MEDUSA_MAX_NODES; r++) snprintf(big + strlen(big), sizeof big - strlen(big), "%s[%d]", r ? "," : "", r);
+    for (int r = 0; r <= MEDUSA_MAX_NODES; r++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s[%d]", r ? "," : "", r);
     strcat(big, "]");
     expect_tree_error(big, "256 paths, at most 255");
 }
@@ -421,8 +423,8 @@ START_TEST(test_tree_validate_and_load) {
     ck_assert(medusa_tree_parse(&t, "[[0], [0, 0], [0, 0, 0], [5]]", "t", &err) == 0);
     ck_assert_int_eq(medusa_tree_validate(&t, 3, 32, "tree.json", &err), 0);
     ck_assert_int_eq(medusa_tree_validate(&t, 2, 32, "tree.json", &err), -1);
-    ck_assert_msg(strstr(err.msg, "tree.json: the path [0, 0, 0] has depth 3, but there are only 2 Medusa heads"),
-                  "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "tree.json: the path [0, 0, 0] has depth 3, but there are only 2 Medusa heads"), "%s",
+                  err.msg);
     ck_assert_int_eq(medusa_tree_validate(&t, 3, 5, "tree.json", &err), -1);
     ck_assert_msg(strstr(err.msg, "the path [5] asks for rank 5, but the vocabulary has 5 tokens"), "%s", err.msg);
 
@@ -652,7 +654,8 @@ START_TEST(test_proposer_errors) {
     ck_assert_int_eq(medusa_proposer_build(&p, &h, &m, &t, CHILDREN_IID, &sp, 1, &err), -1);
     ck_assert_msg(strstr(err.msg, "no lm_head") || strstr(err.msg, "none was attached"), "%s", err.msg);
     medusa_free(&h);
-    ck_assert(medusa_rule_matches(RULE_EXACT, CHILDREN_IID) && medusa_rule_matches(RULE_EXACT, CHILDREN_NO_REPLACEMENT));
+    ck_assert(medusa_rule_matches(RULE_EXACT, CHILDREN_IID) &&
+              medusa_rule_matches(RULE_EXACT, CHILDREN_NO_REPLACEMENT));
     ck_assert(!medusa_rule_matches(RULE_EXACT, CHILDREN_TOP_RANKS) && !medusa_rule_matches(RULE_GREEDY, CHILDREN_IID));
     ck_assert(medusa_rule_matches(RULE_TYPICAL, CHILDREN_TOP_RANKS));
     model_free(&m);
@@ -680,16 +683,14 @@ static void greedy_reference(model *m, const int *prompt, int n, int *out) {
 /* Runs medusa at temperature 0 with a rule; checks the tokens against
  * greedy and adds the run's accounting into *sum. */
 static void medusa_matches_greedy(model *m, const medusa_heads *h, const medusa_tree *t, accept_rule rule,
-                                  children_kind kind, const int *prompt, int n, const int *want,
-                                  run_accounting *sum) {
+                                  children_kind kind, const int *prompt, int n, const int *want, run_accounting *sum) {
     decode_options o = decode_defaults();
     o.sampling.temperature = 0;
     o.rule = rule;
     int got[N_TOKENS];
     run_accounting acc;
     sp_error err;
-    ck_assert_msg(medusa_sample_runs(m, h, t, kind, &o, prompt, n, 1, N_TOKENS, got, &acc, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(medusa_sample_runs(m, h, t, kind, &o, prompt, n, 1, N_TOKENS, got, &acc, &err) == 0, "%s", err.msg);
     for (int i = 0; i < N_TOKENS; i++)
         ck_assert_msg(got[i] == want[i], "rule %d kind %d, prompt of %d tokens: token %d is %d, greedy says %d",
                       (int)rule, (int)kind, n, i, got[i], want[i]);
@@ -719,8 +720,8 @@ START_TEST(test_canary_random_heads) {
     medusa_tree full, small;
     sp_error err;
     medusa_tree_default(&full, 4);
-    ck_assert(medusa_tree_parse(&small, "[[0],[1],[2],[3],[0,0],[0,1],[1,0],[0,0,0],[0,0,1],[0,0,0,0]]", "small",
-                                &err) == 0);
+    ck_assert(
+        medusa_tree_parse(&small, "[[0],[1],[2],[3],[0,0],[0,1],[1,0],[0,0,0],[0,0,1],[0,0,0,0]]", "small", &err) == 0);
     run_accounting sum[4];
     memset(sum, 0, sizeof sum);
     for (int p = 0; p < N_PROMPTS; p++) {
@@ -850,8 +851,8 @@ START_TEST(test_canary_copy_heads) {
      * accepts all 4 proposals (5 tokens a pass): 9 such rounds give 45
      * tokens, and the last round, cut by the budget, the rest (a one-token
      * prompt spends its first round without a proposal). */
-    for (int k = 0; k < 3; k++) ck_assert_msg(r[k].length_hist[4] == 9 * N_PROMPTS, "setup %d: %ld full rounds", k,
-                                              r[k].length_hist[4]);
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(r[k].length_hist[4] == 9 * N_PROMPTS, "setup %d: %ld full rounds", k, r[k].length_hist[4]);
     /* the shifted heads are refused at the first token of every round */
     long proposing = 0;
     for (int d = 0; d <= ACC_MAX_DEPTH + 1; d++) proposing += w.length_hist[d];
@@ -955,7 +956,8 @@ Suite *medusa_suite(void) {
     if (access("models/tiny-shakespeare/model.safetensors", R_OK) == 0 && access(EMBEDDED_HEADS, R_OK) == 0)
         tcase_add_test(canary, test_canary_embedded);
     else
-        harness_skip("medusa", "canary_embedded", "models/tiny-shakespeare or its Medusa heads are not in this checkout");
+        harness_skip("medusa", "canary_embedded",
+                     "models/tiny-shakespeare or its Medusa heads are not in this checkout");
     suite_add_tcase(s, canary);
     return s;
 }

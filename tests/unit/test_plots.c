@@ -24,8 +24,8 @@
 /* The files print 10 significant digits: agreement to 1e-9 relative. */
 #define PRINTED 1e-9
 
-#define ck_printed(got, want)                                                                                         \
-    ck_assert_msg(fabs((got) - (want)) <= PRINTED * fmax(1.0, fabs(want)), "%s = %.12g, expected %.12g", #got,       \
+#define ck_printed(got, want)                                                                                          \
+    ck_assert_msg(fabs((got) - (want)) <= PRINTED * fmax(1.0, fabs(want)), "%s = %.12g, expected %.12g", #got,         \
                   (double)(got), (double)(want))
 
 /* ---- reading .dat files ---------------------------------------------------------------- */
@@ -147,8 +147,7 @@ START_TEST(test_tokens_per_pass_file) {
             if (k > 1 && i > 0 && pow(t.v[i][0], k) > 1e-9) /* visibly above the printed digits */
                 ck_assert_msg(t.v[i][k] > t.v[i][k - 1], "α %g: E(k=%d) %g not above E(k=%d) %g", t.v[i][0], k,
                               t.v[i][k], k - 1, t.v[i][k - 1]);
-            if (i > 0)
-                ck_assert_msg(t.v[i][k] > t.v[i - 1][k], "k %d: E not rising at α %g", k, t.v[i][0]);
+            if (i > 0) ck_assert_msg(t.v[i][k] > t.v[i - 1][k], "k %d: E not rising at α %g", k, t.v[i][0]);
         }
     }
     /* 1 + 0.8 + 0.64 + 0.512 + 0.4096 */
@@ -161,8 +160,8 @@ START_TEST(test_tokens_per_pass_file) {
         double alpha = t.v[i][0], k = t.v[i][1], rounds = t.v[i][2], mean = t.v[i][3], half = t.v[i][4];
         ck_printed(t.v[i][5], expected_tokens_per_pass(alpha, (int)k));
         ck_printed(half, 3.2905267314919 * sqrt(spec_chain_variance(alpha, (int)k) / rounds));
-        ck_assert_msg(fabs(mean - t.v[i][5]) <= half, "α %g k %g: simulated %g, E %g ± %g", alpha, k, mean,
-                      t.v[i][5], half);
+        ck_assert_msg(fabs(mean - t.v[i][5]) <= half, "α %g k %g: simulated %g, E %g ± %g", alpha, k, mean, t.v[i][5],
+                      half);
     }
     harness_rmtree(dir);
 }

@@ -190,8 +190,8 @@ START_TEST(test_sharded_round_trip) {
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "model.layers.%d.w", i);
         v[i] = ramp(100 * (i + 1), 0.01f * (float)(i + 1));
-        t[i] = (st_out_tensor){.name = names[i], .dtype = (dtype_t)(i % 3), .ndim = 2, .shape = {10, 10 * (i + 1)},
-                               .data = v[i]};
+        t[i] = (st_out_tensor){
+            .name = names[i], .dtype = (dtype_t)(i % 3), .ndim = 2, .shape = {10, 10 * (i + 1)}, .data = v[i]};
     }
     sp_error err;
     const char *mk[] = {"origin"}, *mv[] = {"test"};
@@ -355,8 +355,8 @@ START_TEST(test_error_bad_shape) {
     expect_error(path, path, "tensor q", "absurd number of elements", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,16]}}", (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "shape[0] is not an integer", NULL);
-    write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}",
-              (uint64_t)-1, FOUR, 4);
+    write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", (uint64_t)-1,
+              FOUR, 4);
     expect_error(path, path, "tensor q", "9 dimensions", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":4,\"data_offsets\":[0,16]}}", (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "\"shape\" is missing or not a list", NULL);
@@ -387,9 +387,9 @@ START_TEST(test_error_offsets_out_of_range) {
     /* the header promises 16 bytes of data, the file holds 12: a truncated
      * data section */
     write_raw(path, F32_4, (uint64_t)-1, FOUR, 12);
-    expect_error(path, path, "tensor w", "[0, 16] run past the end of the data section (12 bytes)", "truncated",
-                 NULL);
-    write_raw(path, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[9223372036854775800,9223372036854775804]}}",
+    expect_error(path, path, "tensor w", "[0, 16] run past the end of the data section (12 bytes)", "truncated", NULL);
+    write_raw(path,
+              "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[9223372036854775800,9223372036854775804]}}",
               (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor w", "run past the end of the data section", NULL);
     harness_rmtree(dir);
@@ -460,8 +460,8 @@ START_TEST(test_error_missing_shard) {
     write_pair(dir);
     snprintf(path, sizeof path, "%s/model-00002-of-00002.safetensors", dir);
     ck_assert_int_eq(unlink(path), 0);
-    expect_error(dir, "model.safetensors.index.json", "model-00002-of-00002.safetensors", "tensor c",
-                 "No such file", NULL);
+    expect_error(dir, "model.safetensors.index.json", "model-00002-of-00002.safetensors", "tensor c", "No such file",
+                 NULL);
     harness_rmtree(dir);
 }
 END_TEST

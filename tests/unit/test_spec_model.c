@@ -17,8 +17,8 @@
 /* two-sided 99.9 %: Φ⁻¹(0.9995) */
 #define Z_999 3.2905267314919
 
-#define ck_close(got, want, tol)                                                                                      \
-    ck_assert_msg(fabs((got) - (want)) <= (tol) * fmax(1.0, fabs(want)), "%s = %.15g, expected %.15g", #got,         \
+#define ck_close(got, want, tol)                                                                                       \
+    ck_assert_msg(fabs((got) - (want)) <= (tol)*fmax(1.0, fabs(want)), "%s = %.15g, expected %.15g", #got,             \
                   (double)(got), (double)(want))
 
 /* ---- E(α,k) and the speed-up -------------------------------------------------- */
@@ -248,8 +248,8 @@ START_TEST(test_mc_tree_inside_interval) {
         spec_mc_result r;
         sp_error err;
         ck_assert_msg(spec_mc_tree(T_PARENT, T_A, 6, rules[i], MC_ROUNDS, 7 + i, &r, &err) == 0, "%s", err.msg);
-        ck_assert_msg(inside(r.mean, 1.0 + want[i], r.variance, r.rounds), "rule %d: simulated %.5f, formula %.5f",
-                      i, r.mean, 1.0 + want[i]);
+        ck_assert_msg(inside(r.mean, 1.0 + want[i], r.variance, r.rounds), "rule %d: simulated %.5f, formula %.5f", i,
+                      r.mean, 1.0 + want[i]);
         /* negative control: the other rules' values (0.05 to 0.46 away) are rejected */
         for (int j = 0; j < 3; j++)
             if (j != i)

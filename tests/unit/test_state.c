@@ -130,10 +130,10 @@ START_TEST(test_state_sizes) {
     const model_config *c = &f.m.cfg;
     model_state s;
     state_build(&s, c, NULL);
-    size_t want = (size_t)config_num_linear(c) *
-                  ((size_t)config_conv_dim(c) * (c->conv_kernel - 1) +
-                   (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim) *
-                  sizeof(float);
+    size_t want =
+        (size_t)config_num_linear(c) *
+        ((size_t)config_conv_dim(c) * (c->conv_kernel - 1) + (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim) *
+        sizeof(float);
     ck_assert_uint_eq(state_deltanet_bytes(&s), want);
     ck_assert_uint_eq(state_kv_bytes_per_position(&s),
                       2 * (size_t)config_num_full(c) * c->num_kv_heads * c->head_dim * sizeof(float));

@@ -14,7 +14,7 @@
 
 /* Published values carry k decimals; half a unit of the last one is the
  * tolerance: the computation must round to the printed number. */
-#define ck_published(got, want, half_ulp)                                                                            \
+#define ck_published(got, want, half_ulp)                                                                              \
     ck_assert_msg(fabs((got) - (want)) <= (half_ulp), "%s = %.6f, published %.6f (± %g)", #got, (double)(got),         \
                   (double)(want), (double)(half_ulp))
 
@@ -290,8 +290,8 @@ START_TEST(test_ncx2_closed_forms) {
                 double got_q = stats_ncx2_q(x, k, mu * mu);
                 /* both sides are a handful of GSL evaluations in double: 1e-12 is
                  * ~1000 ulps of slack for the mixture's hundreds of terms */
-                ck_assert_msg(fabs(got - want) < 1e-12, "k %d mu %g x %g: cdf %.17g closed form %.17g", k, mu, x,
-                              got, want);
+                ck_assert_msg(fabs(got - want) < 1e-12, "k %d mu %g x %g: cdf %.17g closed form %.17g", k, mu, x, got,
+                              want);
                 ck_assert_msg(fabs(got_q - (1.0 - want)) < 1e-12, "k %d mu %g x %g: q %.17g", k, mu, x, got_q);
             }
     /* λ = 0 is the central law, exactly */
@@ -421,8 +421,8 @@ START_TEST(test_plan_predicts_power) {
         rejected_half += res.p_value < 0.01;
     }
     gsl_rng_free(r);
-    ck_assert_msg(fabs(rejected / 400.0 - 0.9) <= 0.06, "n %lld: empirical power %.3f (plan %.3f)",
-                  (long long)plan.n, rejected / 400.0, plan.power);
+    ck_assert_msg(fabs(rejected / 400.0 - 0.9) <= 0.06, "n %lld: empirical power %.3f (plan %.3f)", (long long)plan.n,
+                  rejected / 400.0, plan.power);
     ck_assert_msg(rejected_half / 400.0 < 0.8, "half the plan still rejects %.3f", rejected_half / 400.0);
     /* a forbidden cell: power comes from the first draw that lands there,
      * 1 − 0.99^n ≥ 0.9999 → n = ⌈ln 1e-4 / ln 0.99⌉ = 917 unless X² gets there first */

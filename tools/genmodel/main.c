@@ -11,53 +11,52 @@
 #include "medusa.h"
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: genmodel [options] OUTDIR\n"
-            "Writes a random qwen3_5 checkpoint into OUTDIR: config.json and safetensors with every tensor\n"
-            "of the layout (trunk, lm_head unless tied, MTP module unless disabled). Values come from\n"
-            "Philox4x32-10 keyed by the seed: the same options give bit-identical files.\n"
-            "\n"
-            "  --preset NAME                starting config (default micro; see --list-presets)\n"
-            "  --list-presets               print the presets and exit\n"
-            "  --seed N                     Philox key, 0 to 2^64-1 (default 1)\n"
-            "  --dtype bf16|f16|f32         storage dtype (default bf16)\n"
-            "  --shards N                   safetensors files: 1 writes model.safetensors, more write\n"
-            "                               model-0000i-of-0000N.safetensors + model.safetensors.index.json\n"
-            "  --layout full|text           full (default): model_type qwen3_5 with text_config, tensors under\n"
-            "                               model.language_model.; text: qwen3_5_text, flat config, under model.\n"
-            "  --tied | --untied            lm_head shares embed_tokens, or not (default: the preset's)\n"
-            "  --mtp | --no-mtp             write the MTP module (mtp.*), or not (default: the preset's)\n"
-            "  --medusa-heads N             also write N random Medusa heads (recording the checkpoint's sha256)\n"
-            "  --medusa-layers N            ResBlocks per Medusa head (default 1)\n"
-            "  --medusa-shared              the heads share the target's lm_head (default: own projections)\n"
-            "  --medusa-out FILE            the heads file (default OUTDIR-medusa/medusa_heads.safetensors,\n"
-            "                               where specula generate --method medusa looks for it)\n"
-            "  --draft                      write a draft model for the configured one instead: same\n"
-            "                               vocabulary and eos, half the width, 2 layers, no MTP\n"
-            "  --quiet                      print nothing on success\n"
-            "  --help                       this text\n"
-            "\n"
-            "Dimensions (override the preset; names as in config.json):\n"
-            "  --vocab N                    vocab_size (the eos id follows as N-1 unless --eos is given)\n"
-            "  --hidden N                   hidden_size\n"
-            "  --intermediate N             intermediate_size (SwiGLU width)\n"
-            "  --layers N                   num_hidden_layers (the preset's layer pattern is repeated)\n"
-            "  --layer-pattern P            layer_types as a pattern repeated over the layers,\n"
-            "                               L = Gated DeltaNet (linear_attention), F = full_attention; e.g. LLLF\n"
-            "  --full-attention-interval N  the pattern of N-1 L then F\n"
-            "  --heads N                    num_attention_heads\n"
-            "  --kv-heads N                 num_key_value_heads\n"
-            "  --head-dim N                 head_dim\n"
-            "  --partial-rotary-factor F    fraction of each head that RoPE rotates (default: the preset's)\n"
-            "  --rope-theta F               rope_theta\n"
-            "  --linear-k-heads N           linear_num_key_heads\n"
-            "  --linear-v-heads N           linear_num_value_heads\n"
-            "  --linear-k-dim N             linear_key_head_dim\n"
-            "  --linear-v-dim N             linear_value_head_dim\n"
-            "  --conv-kernel N              linear_conv_kernel_dim\n"
-            "  --eos N[,N...]|none          eos_token_id\n"
-            "  --rms-norm-eps F             rms_norm_eps\n"
-            "  --max-position N             max_position_embeddings\n");
+    fprintf(f, "usage: genmodel [options] OUTDIR\n"
+               "Writes a random qwen3_5 checkpoint into OUTDIR: config.json and safetensors with every tensor\n"
+               "of the layout (trunk, lm_head unless tied, MTP module unless disabled). Values come from\n"
+               "Philox4x32-10 keyed by the seed: the same options give bit-identical files.\n"
+               "\n"
+               "  --preset NAME                starting config (default micro; see --list-presets)\n"
+               "  --list-presets               print the presets and exit\n"
+               "  --seed N                     Philox key, 0 to 2^64-1 (default 1)\n"
+               "  --dtype bf16|f16|f32         storage dtype (default bf16)\n"
+               "  --shards N                   safetensors files: 1 writes model.safetensors, more write\n"
+               "                               model-0000i-of-0000N.safetensors + model.safetensors.index.json\n"
+               "  --layout full|text           full (default): model_type qwen3_5 with text_config, tensors under\n"
+               "                               model.language_model.; text: qwen3_5_text, flat config, under model.\n"
+               "  --tied | --untied            lm_head shares embed_tokens, or not (default: the preset's)\n"
+               "  --mtp | --no-mtp             write the MTP module (mtp.*), or not (default: the preset's)\n"
+               "  --medusa-heads N             also write N random Medusa heads (recording the checkpoint's sha256)\n"
+               "  --medusa-layers N            ResBlocks per Medusa head (default 1)\n"
+               "  --medusa-shared              the heads share the target's lm_head (default: own projections)\n"
+               "  --medusa-out FILE            the heads file (default OUTDIR-medusa/medusa_heads.safetensors,\n"
+               "                               where specula generate --method medusa looks for it)\n"
+               "  --draft                      write a draft model for the configured one instead: same\n"
+               "                               vocabulary and eos, half the width, 2 layers, no MTP\n"
+               "  --quiet                      print nothing on success\n"
+               "  --help                       this text\n"
+               "\n"
+               "Dimensions (override the preset; names as in config.json):\n"
+               "  --vocab N                    vocab_size (the eos id follows as N-1 unless --eos is given)\n"
+               "  --hidden N                   hidden_size\n"
+               "  --intermediate N             intermediate_size (SwiGLU width)\n"
+               "  --layers N                   num_hidden_layers (the preset's layer pattern is repeated)\n"
+               "  --layer-pattern P            layer_types as a pattern repeated over the layers,\n"
+               "                               L = Gated DeltaNet (linear_attention), F = full_attention; e.g. LLLF\n"
+               "  --full-attention-interval N  the pattern of N-1 L then F\n"
+               "  --heads N                    num_attention_heads\n"
+               "  --kv-heads N                 num_key_value_heads\n"
+               "  --head-dim N                 head_dim\n"
+               "  --partial-rotary-factor F    fraction of each head that RoPE rotates (default: the preset's)\n"
+               "  --rope-theta F               rope_theta\n"
+               "  --linear-k-heads N           linear_num_key_heads\n"
+               "  --linear-v-heads N           linear_num_value_heads\n"
+               "  --linear-k-dim N             linear_key_head_dim\n"
+               "  --linear-v-dim N             linear_value_head_dim\n"
+               "  --conv-kernel N              linear_conv_kernel_dim\n"
+               "  --eos N[,N...]|none          eos_token_id\n"
+               "  --rms-norm-eps F             rms_norm_eps\n"
+               "  --max-position N             max_position_embeddings\n");
 }
 
 static void list_presets(void) {
@@ -102,19 +101,42 @@ typedef struct {
 } int_flag;
 
 enum {
-    O_VOCAB, O_HIDDEN, O_INTER, O_LAYERS, O_INTERVAL, O_HEADS, O_KV, O_HEAD_DIM, O_LK_HEADS, O_LV_HEADS,
-    O_LK_DIM, O_LV_DIM, O_CONV, O_MAXPOS, O_SHARDS, O_MEDUSA_HEADS, O_MEDUSA_LAYERS, N_INT
+    O_VOCAB,
+    O_HIDDEN,
+    O_INTER,
+    O_LAYERS,
+    O_INTERVAL,
+    O_HEADS,
+    O_KV,
+    O_HEAD_DIM,
+    O_LK_HEADS,
+    O_LV_HEADS,
+    O_LK_DIM,
+    O_LV_DIM,
+    O_CONV,
+    O_MAXPOS,
+    O_SHARDS,
+    O_MEDUSA_HEADS,
+    O_MEDUSA_LAYERS,
+    N_INT
 };
 
 static const int_flag int_flags[N_INT] = {
-    [O_VOCAB] = {"--vocab", 2, 1 << 24},          [O_HIDDEN] = {"--hidden", 1, 1 << 16},
-    [O_INTER] = {"--intermediate", 1, 1 << 20},   [O_LAYERS] = {"--layers", 1, CONFIG_MAX_LAYERS},
+    [O_VOCAB] = {"--vocab", 2, 1 << 24},
+    [O_HIDDEN] = {"--hidden", 1, 1 << 16},
+    [O_INTER] = {"--intermediate", 1, 1 << 20},
+    [O_LAYERS] = {"--layers", 1, CONFIG_MAX_LAYERS},
     [O_INTERVAL] = {"--full-attention-interval", 1, CONFIG_MAX_LAYERS},
-    [O_HEADS] = {"--heads", 1, 1024},             [O_KV] = {"--kv-heads", 1, 1024},
-    [O_HEAD_DIM] = {"--head-dim", 2, 4096},       [O_LK_HEADS] = {"--linear-k-heads", 1, 1024},
-    [O_LV_HEADS] = {"--linear-v-heads", 1, 1024}, [O_LK_DIM] = {"--linear-k-dim", 1, 4096},
-    [O_LV_DIM] = {"--linear-v-dim", 1, 4096},     [O_CONV] = {"--conv-kernel", 1, 64},
-    [O_MAXPOS] = {"--max-position", 1, 1 << 30},  [O_SHARDS] = {"--shards", 1, 99999},
+    [O_HEADS] = {"--heads", 1, 1024},
+    [O_KV] = {"--kv-heads", 1, 1024},
+    [O_HEAD_DIM] = {"--head-dim", 2, 4096},
+    [O_LK_HEADS] = {"--linear-k-heads", 1, 1024},
+    [O_LV_HEADS] = {"--linear-v-heads", 1, 1024},
+    [O_LK_DIM] = {"--linear-k-dim", 1, 4096},
+    [O_LV_DIM] = {"--linear-v-dim", 1, 4096},
+    [O_CONV] = {"--conv-kernel", 1, 64},
+    [O_MAXPOS] = {"--max-position", 1, 1 << 30},
+    [O_SHARDS] = {"--shards", 1, 99999},
     [O_MEDUSA_HEADS] = {"--medusa-heads", 1, MEDUSA_MAX_HEADS},
     [O_MEDUSA_LAYERS] = {"--medusa-layers", 1, MEDUSA_MAX_LAYERS},
 };
@@ -199,14 +221,21 @@ static int parse_args(int argc, char **argv, args *a) {
             if (errno || end == val || *end || val[0] == '-') return bad(flag, val, "an integer in [0, 2^64-1]");
             a->opts.seed = s;
         } else if (!strcmp(flag, "--dtype")) {
-            if (!strcmp(val, "bf16")) a->opts.dtype = DTYPE_BF16;
-            else if (!strcmp(val, "f16")) a->opts.dtype = DTYPE_F16;
-            else if (!strcmp(val, "f32")) a->opts.dtype = DTYPE_F32;
-            else return bad(flag, val, "bf16, f16 or f32");
+            if (!strcmp(val, "bf16"))
+                a->opts.dtype = DTYPE_BF16;
+            else if (!strcmp(val, "f16"))
+                a->opts.dtype = DTYPE_F16;
+            else if (!strcmp(val, "f32"))
+                a->opts.dtype = DTYPE_F32;
+            else
+                return bad(flag, val, "bf16, f16 or f32");
         } else if (!strcmp(flag, "--layout")) {
-            if (!strcmp(val, "full")) a->opts.layout = RANDMODEL_LAYOUT_FULL;
-            else if (!strcmp(val, "text")) a->opts.layout = RANDMODEL_LAYOUT_TEXT;
-            else return bad(flag, val, "full or text");
+            if (!strcmp(val, "full"))
+                a->opts.layout = RANDMODEL_LAYOUT_FULL;
+            else if (!strcmp(val, "text"))
+                a->opts.layout = RANDMODEL_LAYOUT_TEXT;
+            else
+                return bad(flag, val, "full or text");
         } else if (!strcmp(flag, "--layer-pattern")) {
             if (!*val || strspn(val, "LF") != strlen(val)) return bad(flag, val, "a string of L and F");
             a->pattern = val;
@@ -264,10 +293,18 @@ static int build_config(const args *a, model_config *c) {
     const model_config p = *c;
     const double factor = (double)p.rotary_dim / p.head_dim;
     int *fields[N_INT] = {
-        [O_VOCAB] = &c->vocab_size,      [O_HIDDEN] = &c->hidden_size,  [O_INTER] = &c->intermediate_size,
-        [O_LAYERS] = &c->num_layers,     [O_HEADS] = &c->num_heads,     [O_KV] = &c->num_kv_heads,
-        [O_HEAD_DIM] = &c->head_dim,     [O_LK_HEADS] = &c->lin_k_heads, [O_LV_HEADS] = &c->lin_v_heads,
-        [O_LK_DIM] = &c->lin_k_dim,      [O_LV_DIM] = &c->lin_v_dim,    [O_CONV] = &c->conv_kernel,
+        [O_VOCAB] = &c->vocab_size,
+        [O_HIDDEN] = &c->hidden_size,
+        [O_INTER] = &c->intermediate_size,
+        [O_LAYERS] = &c->num_layers,
+        [O_HEADS] = &c->num_heads,
+        [O_KV] = &c->num_kv_heads,
+        [O_HEAD_DIM] = &c->head_dim,
+        [O_LK_HEADS] = &c->lin_k_heads,
+        [O_LV_HEADS] = &c->lin_v_heads,
+        [O_LK_DIM] = &c->lin_k_dim,
+        [O_LV_DIM] = &c->lin_v_dim,
+        [O_CONV] = &c->conv_kernel,
         [O_MAXPOS] = &c->max_position_embeddings,
     };
     for (int k = 0; k < N_INT; k++)
@@ -275,7 +312,8 @@ static int build_config(const args *a, model_config *c) {
     /* layer types: an explicit pattern, an interval, or the preset's list repeated */
     for (int l = 0; l < c->num_layers; l++) {
         if (a->pattern)
-            c->layer_types[l] = a->pattern[l % strlen(a->pattern)] == 'F' ? LAYER_FULL_ATTENTION : LAYER_LINEAR_ATTENTION;
+            c->layer_types[l] =
+                a->pattern[l % strlen(a->pattern)] == 'F' ? LAYER_FULL_ATTENTION : LAYER_LINEAR_ATTENTION;
         else if (a->ints[O_INTERVAL] > 0)
             c->layer_types[l] = (l + 1) % a->ints[O_INTERVAL] ? LAYER_LINEAR_ATTENTION : LAYER_FULL_ATTENTION;
         else

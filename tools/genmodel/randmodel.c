@@ -228,7 +228,7 @@ static char *render_config(const model_config *c, const randmodel_opts *o) {
 
 /* Names the first field where b differs from a, or returns NULL. */
 static const char *config_diff(const model_config *a, const model_config *b) {
-#define SAME(field, json)                                                                                             \
+#define SAME(field, json)                                                                                              \
     if (a->field != b->field) return json
     SAME(vocab_size, "vocab_size");
     SAME(hidden_size, "hidden_size");
@@ -374,7 +374,8 @@ static int make_dirs(const char *dir, sp_error *err) {
         if (*p != '/' && *p) continue;
         char c = *p;
         *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST) return sp_fail(err, "%s: cannot create: %s", buf, strerror(errno));
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return sp_fail(err, "%s: cannot create: %s", buf, strerror(errno));
         if (!(*p = c)) return 0;
     }
 }

@@ -20,9 +20,9 @@ typedef enum {
 
 /* How to write; what to write (sizes, tying, MTP) is the model_config. */
 typedef struct {
-    uint64_t seed;           /* Philox key: the same seed gives bit-identical files */
-    dtype_t dtype;           /* storage dtype of every tensor */
-    int n_shards;            /* 1: model.safetensors; more: model-0000i-of-0000N + index */
+    uint64_t seed; /* Philox key: the same seed gives bit-identical files */
+    dtype_t dtype; /* storage dtype of every tensor */
+    int n_shards;  /* 1: model.safetensors; more: model-0000i-of-0000N + index */
     randmodel_layout layout;
     int medusa_heads;        /* random Medusa heads written beside the checkpoint; 0: none */
     int medusa_layers;       /* ResBlocks per head (0 means 1) */
@@ -33,11 +33,11 @@ typedef struct {
 /* What was written. */
 typedef struct {
     int n_tensors;
-    long long params;      /* elements of all tensors written */
-    long long mtp_params;  /* of which the MTP module's */
+    long long params;     /* elements of all tensors written */
+    long long mtp_params; /* of which the MTP module's */
     long long tensor_bytes;
-    long long file_bytes;  /* config.json, safetensors files and index on disk */
-    int n_files;           /* safetensors files */
+    long long file_bytes; /* config.json, safetensors files and index on disk */
+    int n_files;          /* safetensors files */
 } randmodel_report;
 
 typedef struct {
@@ -89,7 +89,6 @@ void randmodel_medusa_default_path(const char *dir, char *out, size_t size);
  * before rounding to the storage dtype. The Philox stream is a hash of the
  * name and shape; prefix (the layout's tensor prefix) is left out of it, so
  * the full and the text-only layout of one seed hold the same values. */
-void randmodel_fill(uint64_t seed, const tensor_spec *t, const char *prefix, float *dst, int64_t offset,
-                    int64_t count);
+void randmodel_fill(uint64_t seed, const tensor_spec *t, const char *prefix, float *dst, int64_t offset, int64_t count);
 
 #endif

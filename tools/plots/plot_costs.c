@@ -31,8 +31,9 @@ static void bytes_columns(FILE *f, double target, double step, int k) {
 static void gp_bytes_series(FILE *f, int first, const char *who, const char *const *shades, int dash, double scale,
                             int *n_series) {
     for (int a = 0; a < N_BYTES_ALPHAS; a++)
-        fprintf(f, "%s    'bytes_per_token.dat' using 1:($%d/%g) with linespoints lw 2 dt %d pt 7 ps 0.5 lc rgb '%s' "
-                   "title '%s, α = %g'",
+        fprintf(f,
+                "%s    'bytes_per_token.dat' using 1:($%d/%g) with linespoints lw 2 dt %d pt 7 ps 0.5 lc rgb '%s' "
+                "title '%s, α = %g'",
                 (*n_series)++ ? ", \\\n" : "", first + a, scale, dash, shades[a], who, bytes_alphas[a]);
 }
 
@@ -170,7 +171,8 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
         last = b;
         double tp = roofline_pass_time(d, &w->target, b, 1);
         fprintf(f, "%d %.10g %.10g", b, tp, b / tp);
-        for (int j = 0; j < N_BATCH_KS; j++) fprintf(f, " %.10g", roofline_speedup(d, w, b, t->batch_alpha, batch_ks[j]));
+        for (int j = 0; j < N_BATCH_KS; j++)
+            fprintf(f, " %.10g", roofline_speedup(d, w, b, t->batch_alpha, batch_ks[j]));
         for (int j = 0; j < N_BATCH_KS; j++)
             fprintf(f, " %.10g", roofline_speedup(d, &once, b, t->batch_alpha, batch_ks[j]));
         fputc('\n', f);
@@ -194,8 +196,8 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
             "set key bottom left box opaque font ',10'\n"
             "set offsets 0, 0, graph 0.5, 0\n"
             "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
-            t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9,
-            t->batch_alpha, w->context, BATCH_MAX, BATCH_MAX);
+            t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9, t->batch_alpha,
+            w->context, BATCH_MAX, BATCH_MAX);
     if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
         fprintf(f,
                 "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
@@ -210,11 +212,14 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
                 fit_spec, fit_spec, k_fit, k_fit + 1, d->memory / 1e9, fit_spec, fit_spec);
     fprintf(f, "plot \\\n");
     for (int j = 0; j < N_BATCH_KS; j++)
-        fprintf(f, "    'speedup_batch.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc %d "
-                   "title 'k = %d, a state slot written per verified position', \\\n",
+        fprintf(f,
+                "    'speedup_batch.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc %d "
+                "title 'k = %d, a state slot written per verified position', \\\n",
                 4 + j, j + 1, batch_ks[j]);
     for (int j = 0; j < N_BATCH_KS; j++)
-        fprintf(f, "    'speedup_batch.dat' using 1:%d with lines lw 2 dt 2 lc %d title 'k = %d, final state written once'%s\n",
+        fprintf(f,
+                "    'speedup_batch.dat' using 1:%d with lines lw 2 dt 2 lc %d title 'k = %d, final state written "
+                "once'%s\n",
                 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
     return plot_close(f, dir, "speedup_batch.gp", err);
 }

@@ -110,7 +110,7 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
 /* ---- (c) speed-up against k ----------------------------------------------------- */
 
 static const char *const case_colour[8] = {"#1b9e77", "#7570b3", "#1f78b4", "#e7298a",
-                                          "#d62728", "#66a61e", "#a6761d", "#666666"};
+                                           "#d62728", "#66a61e", "#a6761d", "#666666"};
 
 typedef struct {
     double alpha, c;
@@ -143,10 +143,9 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
 
     FILE *f = plot_open(dir, "speedup_k.dat", err);
     if (!f) return -1;
-    fprintf(f,
-            "# speedup_k.dat — expected speed-up over plain decoding when a proposer step costs c target\n"
-            "# passes: S(alpha,k,c) = (1 - alpha^(k+1)) / ((1 - alpha) (k c + 1)); S(alpha,0,c) = 1.\n"
-            "# columns: 1 k");
+    fprintf(f, "# speedup_k.dat — expected speed-up over plain decoding when a proposer step costs c target\n"
+               "# passes: S(alpha,k,c) = (1 - alpha^(k+1)) / ((1 - alpha) (k c + 1)); S(alpha,0,c) = 1.\n"
+               "# columns: 1 k");
     for (int i = 0; i < n; i++) fprintf(f, "  %d S(alpha=%.6g, c=%.6g)", i + 2, cases[i].alpha, cases[i].c);
     fputc('\n', f);
     for (int k = 0; k <= SPEEDUP_K_MAX; k++) {
@@ -189,9 +188,10 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
     for (int i = 0; i < n; i++)
         fprintf(f, "    'speedup_k.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.6 lc rgb '%s' title '%s', \\\n",
                 i + 2, case_colour[i % 8], cases[i].label);
-    fprintf(f,
-            "    'speedup_k_opt.dat' using 4:5 with points pt 9 ps 2.2 lc rgb 'black' title 'best k of each curve', \\\n"
-            "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels left offset char 0.2,1.2 font ',10' "
-            "notitle\n");
+    fprintf(
+        f,
+        "    'speedup_k_opt.dat' using 4:5 with points pt 9 ps 2.2 lc rgb 'black' title 'best k of each curve', \\\n"
+        "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels left offset char 0.2,1.2 font ',10' "
+        "notitle\n");
     return plot_close(f, dir, "speedup_k.gp", err);
 }

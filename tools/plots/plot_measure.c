@@ -32,9 +32,9 @@ void plots_accounting_add(run_accounting *dst, const run_accounting *src) {
 void plots_acceptance(const run_accounting *a, int d, double *reach, double *cond) {
     double r = NAN, r_prev = 1.0;
     if (d >= 1 && d <= ACC_MAX_DEPTH && a->proposed[d] > 0) r = (double)a->accepted[d] / a->proposed[d];
-    if (d > 1) r_prev = d - 1 <= ACC_MAX_DEPTH && a->proposed[d - 1] > 0
-                            ? (double)a->accepted[d - 1] / a->proposed[d - 1]
-                            : NAN;
+    if (d > 1)
+        r_prev =
+            d - 1 <= ACC_MAX_DEPTH && a->proposed[d - 1] > 0 ? (double)a->accepted[d - 1] / a->proposed[d - 1] : NAN;
     *reach = r;
     *cond = r_prev > 0 ? r / r_prev : NAN;
 }
@@ -62,8 +62,9 @@ int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *p
     int available[PLOT_METHOD_COUNT] = {pp->draft != NULL, target->w.has_mtp, pp->medusa != NULL};
     int n_methods = available[PLOT_DRAFT] + available[PLOT_MTP] + available[PLOT_MEDUSA];
     if (!n_methods)
-        return sp_fail(err, "%s has no MTP module and neither a draft model nor Medusa heads were given: nothing to "
-                            "measure",
+        return sp_fail(err,
+                       "%s has no MTP module and neither a draft model nor Medusa heads were given: nothing to "
+                       "measure",
                        target->path);
     if (prompts->n < 1) return sp_fail(err, "measurement: no prompts");
     medusa_tree tree;
@@ -73,8 +74,7 @@ int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *p
             tree = *pp->tree;
         else
             medusa_tree_default(&tree, pp->medusa->n_heads);
-        if (medusa_tree_validate(&tree, pp->medusa->n_heads, target->cfg.vocab_size, "the Medusa tree", err))
-            return -1;
+        if (medusa_tree_validate(&tree, pp->medusa->n_heads, target->cfg.vocab_size, "the Medusa tree", err)) return -1;
     }
     m->points = sp_xcalloc((size_t)n_methods * o->n_temperatures, sizeof *m->points, "plot points");
     m->runs = sp_xcalloc((size_t)n_methods * o->n_temperatures * prompts->n, sizeof *m->runs, "plot runs");

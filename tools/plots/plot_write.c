@@ -72,22 +72,21 @@ static void point_label(const plot_point *p, char *buf, size_t size) {
 int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *err) {
     FILE *f = plot_open(dir, "measured.dat", err);
     if (!f) return -1;
-    fprintf(f,
-            "# measured.dat — one row per (method, temperature): the accounting of its runs, added up\n"
-            "# (measured_runs.dat has every run on its own). From the counters:\n"
-            "#   tokens_per_pass = committed / target_passes\n"
-            "#   alpha_hat = accepted_sum / (accepted_sum + rejected_rounds)   (accounting_alpha)\n"
-            "#   E = (1 - alpha_hat^(k+1)) / (1 - alpha_hat)                    (the i.i.d. prediction)\n"
-            "#   bytes_per_token = (target_passes * target_bytes + proposer_steps * proposer_bytes) / committed\n"
-            "# columns:\n"
-            "# 1 label  2 method  3 temperature  4 k  5 runs  6 target_passes  7 committed  8 accepted_total\n"
-            "# 9 rejected_rounds  10 alpha_hat  11 tokens_per_pass  12 E(alpha_hat,k)  13 bytes_per_token\n"
-            "# 14 target_bytes  15 proposer_bytes  16 proposer_steps  17 accepted_sum\n"
-            "# 18 model_bytes_per_token = (target_bytes + k * proposer_bytes) / E(alpha_hat,k): the bandwidth\n"
-            "#    model at the measured alpha_hat (it counts k proposer steps a round; the reference's draft\n"
-            "#    also spends a catch-up step after a fully accepted round, which column 13 includes);\n"
-            "#    nan for Medusa, whose tree the chain formula does not describe\n"
-            "# 19 nodes (proposed per round: k for a chain, the tree's size for Medusa)  20 rule\n");
+    fprintf(f, "# measured.dat — one row per (method, temperature): the accounting of its runs, added up\n"
+               "# (measured_runs.dat has every run on its own). From the counters:\n"
+               "#   tokens_per_pass = committed / target_passes\n"
+               "#   alpha_hat = accepted_sum / (accepted_sum + rejected_rounds)   (accounting_alpha)\n"
+               "#   E = (1 - alpha_hat^(k+1)) / (1 - alpha_hat)                    (the i.i.d. prediction)\n"
+               "#   bytes_per_token = (target_passes * target_bytes + proposer_steps * proposer_bytes) / committed\n"
+               "# columns:\n"
+               "# 1 label  2 method  3 temperature  4 k  5 runs  6 target_passes  7 committed  8 accepted_total\n"
+               "# 9 rejected_rounds  10 alpha_hat  11 tokens_per_pass  12 E(alpha_hat,k)  13 bytes_per_token\n"
+               "# 14 target_bytes  15 proposer_bytes  16 proposer_steps  17 accepted_sum\n"
+               "# 18 model_bytes_per_token = (target_bytes + k * proposer_bytes) / E(alpha_hat,k): the bandwidth\n"
+               "#    model at the measured alpha_hat (it counts k proposer steps a round; the reference's draft\n"
+               "#    also spends a catch-up step after a fully accepted round, which column 13 includes);\n"
+               "#    nan for Medusa, whose tree the chain formula does not describe\n"
+               "# 19 nodes (proposed per round: k for a chain, the tree's size for Medusa)  20 rule\n");
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
         const run_accounting *a = &p->acc;
@@ -97,8 +96,8 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
         char label[64];
         point_label(p, label, sizeof label);
         int chain = p->method != PLOT_MEDUSA;
-        fprintf(f, "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g %d %s\n", label,
-                a->method, p->temperature, p->k, p->runs, a->target_passes, a->committed, a->accepted_total,
+        fprintf(f, "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g %d %s\n",
+                label, a->method, p->temperature, p->k, p->runs, a->target_passes, a->committed, a->accepted_total,
                 a->rejected_rounds, alpha, accounting_tokens_per_pass(a),
                 isnan(alpha) ? NAN : expected_tokens_per_pass(alpha, p->k), accounting_bytes_per_token(a),
                 a->target_bytes_per_pass, a->proposer_bytes_per_step, a->proposer_steps, acc_sum,
@@ -110,13 +109,12 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
     if (plot_close(f, dir, "measured.dat", err)) return -1;
 
     if (!(f = plot_open(dir, "measured_runs.dat", err))) return -1;
-    fprintf(f,
-            "# measured_runs.dat — one row per generation, from its own accounting (same formulas as\n"
-            "# measured.dat). point: the row of measured.dat (0-based) it is added into.\n"
-            "# columns:\n"
-            "# 1 point  2 method  3 temperature  4 prompt  5 seed  6 k  7 target_passes  8 committed\n"
-            "# 9 accepted_sum  10 rejected_rounds  11 alpha_hat  12 tokens_per_pass  13 bytes_per_token\n"
-            "# 14 proposer_steps\n");
+    fprintf(f, "# measured_runs.dat — one row per generation, from its own accounting (same formulas as\n"
+               "# measured.dat). point: the row of measured.dat (0-based) it is added into.\n"
+               "# columns:\n"
+               "# 1 point  2 method  3 temperature  4 prompt  5 seed  6 k  7 target_passes  8 committed\n"
+               "# 9 accepted_sum  10 rejected_rounds  11 alpha_hat  12 tokens_per_pass  13 bytes_per_token\n"
+               "# 14 proposer_steps\n");
     for (int i = 0; m && i < m->n_runs; i++) {
         const plot_run *r = &m->runs[i];
         const run_accounting *a = &r->acc;
@@ -145,15 +143,14 @@ void plots_wilson(double p, long n, double *low, double *high) {
 int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error *err) {
     FILE *f = plot_open(dir, "acceptance.dat", err);
     if (!f) return -1;
-    fprintf(f,
-            "# acceptance.dat — acceptance per draft position d, one block per row of measured.dat\n"
-            "# (gnuplot: index i). From the run accounting's counters:\n"
-            "#   reach = accepted / proposed            P(the accepted path reaches depth d); alpha^d if i.i.d.\n"
-            "#   conditional = reach(d) / reach(d-1)    P(d accepted | 1..d-1 accepted); alpha if i.i.d.\n"
-            "#   trials = the rounds that tested position d: accepted(d-1), proposed(1) for d = 1\n"
-            "#   low, high: the 95 %% Wilson score interval of conditional over `trials` trials, z = 1.96:\n"
-            "#     (c + z^2/2n -+ z sqrt(c(1-c)/n + z^2/4n^2)) / (1 + z^2/n)\n"
-            "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional  6 trials  7 low  8 high\n");
+    fprintf(f, "# acceptance.dat — acceptance per draft position d, one block per row of measured.dat\n"
+               "# (gnuplot: index i). From the run accounting's counters:\n"
+               "#   reach = accepted / proposed            P(the accepted path reaches depth d); alpha^d if i.i.d.\n"
+               "#   conditional = reach(d) / reach(d-1)    P(d accepted | 1..d-1 accepted); alpha if i.i.d.\n"
+               "#   trials = the rounds that tested position d: accepted(d-1), proposed(1) for d = 1\n"
+               "#   low, high: the 95 %% Wilson score interval of conditional over `trials` trials, z = 1.96:\n"
+               "#     (c + z^2/2n -+ z sqrt(c(1-c)/n + z^2/4n^2)) / (1 + z^2/n)\n"
+               "# columns: 1 position  2 proposed  3 accepted  4 reach  5 conditional  6 trials  7 low  8 high\n");
     int k_max = 1;
     for (int i = 0; i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
@@ -177,16 +174,17 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
     if (!(f = plot_open(dir, "acceptance.gp", err))) return -1;
     plot_gp_head(f, "acceptance", "(b) measured acceptance per draft position, per method and temperature.",
                  "acceptance.dat", 1000, 640);
-    fprintf(f,
-            "set title \"Acceptance per draft position, measured (bars: 95 %% intervals; the i.i.d. model: flat at α)\"\n"
-            "set xlabel \"draft position d (1 = the first proposed token)\"\n"
-            "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
-            "set xrange [0.7:%g]\n"
-            "set xtics 1\n"
-            "set yrange [0:1.05]\n"
-            "set key outside right top box\n"
-            "plot \\\n",
-            k_max + 0.3);
+    fprintf(
+        f,
+        "set title \"Acceptance per draft position, measured (bars: 95 %% intervals; the i.i.d. model: flat at α)\"\n"
+        "set xlabel \"draft position d (1 = the first proposed token)\"\n"
+        "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
+        "set xrange [0.7:%g]\n"
+        "set xtics 1\n"
+        "set yrange [0:1.05]\n"
+        "set key outside right top box\n"
+        "plot \\\n",
+        k_max + 0.3);
     static const int dash[] = {1, 2, 4, 5, 3};
     for (int i = 0; i < m->n_points; i++) {
         const plot_point *p = &m->points[i];

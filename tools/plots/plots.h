@@ -38,7 +38,7 @@ typedef struct {
 
 typedef struct {
     plot_method method;
-    const char *label;  /* "draft", "MTP", "Medusa" */
+    const char *label; /* "draft", "MTP", "Medusa" */
     double temperature;
     int k;              /* chain depth, or the Medusa tree's depth */
     int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa */
@@ -48,8 +48,8 @@ typedef struct {
 } plot_point;
 
 typedef struct {
-    int point;          /* index into plot_measurements.points */
-    int prompt;         /* index into the prompts */
+    int point;  /* index into plot_measurements.points */
+    int prompt; /* index into the prompts */
     uint64_t seed;
     run_accounting acc; /* this generation's own accounting */
 } plot_run;
@@ -64,10 +64,10 @@ typedef struct {
 typedef struct {
     const double *temperatures; /* [n_temperatures] 0 = greedy */
     int n_temperatures;
-    int tokens;                 /* tokens per generation (EOS does not stop it) */
-    int k;                      /* proposal depth of the chains (Medusa: its tree's) */
-    uint64_t seed;              /* run r of a (method, temperature) uses seed + r */
-    int progress;               /* 1: a line per generation on stderr */
+    int tokens;    /* tokens per generation (EOS does not stop it) */
+    int k;         /* proposal depth of the chains (Medusa: its tree's) */
+    uint64_t seed; /* run r of a (method, temperature) uses seed + r */
+    int progress;  /* 1: a line per generation on stderr */
 } plot_measure_opts;
 
 /* Runs every method the models allow (draft and Medusa when given, MTP

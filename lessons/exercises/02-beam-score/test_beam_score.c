@@ -10,11 +10,11 @@
 
 START_TEST(test_worked_examples) {
     /* 3 tokens, log-probabilities −1, −2, −3 */
-    ck_assert_double_eq_tol(beam_length_normalised(-6.0, 3, 1.0), -2.0, 1e-12);  /* the mean */
-    ck_assert_double_eq_tol(beam_length_normalised(-6.0, 3, 0.0), -6.0, 1e-12);  /* no normalisation */
+    ck_assert_double_eq_tol(beam_length_normalised(-6.0, 3, 1.0), -2.0, 1e-12); /* the mean */
+    ck_assert_double_eq_tol(beam_length_normalised(-6.0, 3, 0.0), -6.0, 1e-12); /* no normalisation */
     ck_assert_double_eq_tol(beam_length_normalised(-6.0, 3, 2.0), -6.0 / 9, 1e-12);
     ck_assert_double_eq_tol(beam_length_normalised(-6.0, 4, 0.5), -3.0, 1e-12);
-    ck_assert_double_eq_tol(beam_length_normalised(-2.5, 1, 1.7), -2.5, 1e-12);   /* one token: any penalty */
+    ck_assert_double_eq_tol(beam_length_normalised(-2.5, 1, 1.7), -2.5, 1e-12); /* one token: any penalty */
 }
 END_TEST
 

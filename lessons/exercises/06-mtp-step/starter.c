@@ -11,7 +11,7 @@
 
 #include "layers.h" /* decoder_layer_forward: one full decoder layer, in place */
 #include "model.h"
-#include "ops.h"    /* op_rmsnorm, op_matvec */
+#include "ops.h" /* op_rmsnorm, op_matvec */
 
 /* The pieces, all in m->w (reference/weights.h):
  *   embed [V, D]             the shared token embedding (row next_token)

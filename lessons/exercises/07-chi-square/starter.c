@@ -14,8 +14,8 @@
 
 #define SUM_TOL 1e-4 /* probabilities must sum to 1 within this (see reference/stats.c) */
 
-static int check_inputs(const int64_t *counts, const double *probs, int K, stats_method method, double *sum,
-                        int64_t *n, sp_error *err) {
+static int check_inputs(const int64_t *counts, const double *probs, int K, stats_method method, double *sum, int64_t *n,
+                        sp_error *err) {
     if (!counts || !probs) return sp_fail(err, "stats_gof: NULL argument");
     if (K < 2) return sp_fail(err, "stats_gof: need at least 2 cells, got %d", K);
     if (method != STATS_PEARSON && method != STATS_G)
@@ -55,7 +55,8 @@ int stats_gof(const int64_t *counts, const double *probs, int K, stats_method me
      * min_expected, group), which returns the number of groups G (cells of
      * probability 0 get group −1 and take no part). With G < 2 there is no
      * test: free what you allocated and fail with the message
-     *   "stats: only %d cell(s) left after pooling cells with expected count < %g at n = %lld; a test needs 2 (draw more samples)"
+     *   "stats: only %d cell(s) left after pooling cells with expected count < %g at n = %lld; a test needs 2 (draw
+     * more samples)"
      * ---- */
 
     /* ---- gap 3: observed O[g] and expected E[g] per group; the statistic
