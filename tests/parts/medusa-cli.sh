@@ -3,7 +3,8 @@
 # model: genmodel --medusa-heads, `specula generate --method medusa` in every
 # rule (temperature 0 equals greedy), its errors (bad combinations, a tree
 # that does not fit, heads of another base), and a short `specula
-# medusa-train` whose file loads back. Writes "passed failed skipped" to COUNTS.
+# medusa-train whose file loads back; the Medusa row of `specula bench`.
+# Writes "passed failed skipped" to COUNTS.
 # (The library is tested in tests/unit/test_medusa*.c.)
 set -u
 build=${1:-build}
@@ -84,6 +85,12 @@ check "medusa-train reports every head" grep -q "t+3" "$tmp/train"
 gen --method medusa --temperature 0 --medusa "$tmp/trained/heads.safetensors" --tree "$tmp/trained/tree.json" \
     >"$tmp/trained.out" 2>&1
 check "trained heads and their suggested tree decode greedily" cmp -s <(head -1 "$tmp/trained.out") "$tmp/greedy.tokens"
+# bench: a Medusa row from the heads beside the model, and the same refusal of foreign heads
+"$specula" bench "$m" --runs 1 --tokens 8 >"$tmp/bench" 2>&1
+check "bench exits 0 with heads beside the model" test $? -eq 0
+check "bench prints a medusa row beside greedy" grep -qE "^medusa +[0-9.]+ +[0-9.]+ " "$tmp/bench"
+expect_error "bench refuses heads of another base" 1 "do not belong to this model" \
+    bench "$tmp/other" --runs 1 --tokens 8 --medusa "$m-medusa/medusa_heads.safetensors"
 expect_error "medusa-train needs a prompt source" 2 "exactly one prompt source" medusa-train --model "$m" --out "$tmp/x"
 expect_error "medusa-train needs --out" 2 "with --out" medusa-train --model "$m" --random-prompts
 
