@@ -31,13 +31,31 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 WERROR ?= -Werror
 WARN := -Wall -Wextra $(WERROR) -Wshadow -Wvla -Wno-unused-parameter
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP -Ireference -Ioptimized -Ikernels -Itools $(PKG_CFLAGS)
+# The reference is layered: core (shared with the engine) ← model (the plain-C
+# forward) and decoding (the round loop, beam search, proposers, method
+# factory; backend-neutral) ← verify (statistics, laws, planted bugs) and
+# analysis (cost models, trainers). Each layer compiles with the include
+# paths of the layers below it only, so a header included across the rule is
+# a compile error (docs/architecture.md).
+INC_core := -Ireference/core
+INC_model := $(INC_core) -Ireference/model -Ireference/decoding
+INC_decoding := $(INC_core) -Ireference/decoding -Ireference/model
+INC_verify := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/verify
+INC_analysis := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/analysis
+INC_all := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/verify -Ireference/analysis
+LAYER_INC = $(INC_all) -Ioptimized -Ikernels -Itools
+$(BUILD)/obj/reference/core/%.o $(BUILD)/asan/reference/core/%.o: LAYER_INC = $(INC_core)
+$(BUILD)/obj/reference/model/%.o $(BUILD)/asan/reference/model/%.o: LAYER_INC = $(INC_model)
+$(BUILD)/obj/reference/decoding/%.o $(BUILD)/asan/reference/decoding/%.o: LAYER_INC = $(INC_decoding)
+$(BUILD)/obj/reference/verify/%.o $(BUILD)/asan/reference/verify/%.o: LAYER_INC = $(INC_verify)
+$(BUILD)/obj/reference/analysis/%.o $(BUILD)/asan/reference/analysis/%.o: LAYER_INC = $(INC_analysis)
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
 LDLIBS = $(PKG_LIBS) -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
 
-REF_SRC := $(sort $(wildcard reference/*.c))
+REF_SRC := $(sort $(wildcard reference/*/*.c))
 TOOL_LIB_SRC := $(sort $(wildcard tools/genmodel/*.c tools/plots/*.c))
 CLI_SRC := $(sort $(wildcard cli/*.c))
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
@@ -121,9 +139,8 @@ CUBLAS_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64
 CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
-NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
-GPUCHECK_C_SRC := reference/ops.c reference/dtype.c reference/philox.c reference/sampler.c reference/accept.c reference/tree.c \
-                  reference/error.c $(KERNEL_C_SRC)
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ireference/model -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
 cuda:
@@ -142,7 +159,7 @@ $(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
 
 CXX_EMU ?= g++
 EMU_FLAGS = -std=c++17 -DKN_EMU -x c++ $(WARN) -Wno-unknown-pragmas -fno-exceptions -fno-rtti \
-            -fno-threadsafe-statics -Ireference -Ikernels -Ikernels/check -MMD -MP
+            -fno-threadsafe-statics -Ireference/core -Ireference/model -Ikernels -Ikernels/check -MMD -MP
 
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)
@@ -156,7 +173,7 @@ $(BUILD)/emu-asan/%.o: %
 # Notebook cells are complete programs built with the project's own flags
 # against the library; NOTEBOOK_ARGS passes runner options (--counts FILE).
 NOTEBOOKS := $(sort $(wildcard notebooks-c/[0-9]*.md))
-NB_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -Ireference -Itools $(PKG_CFLAGS)
+NB_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(INC_all) -Itools $(PKG_CFLAGS)
 NB_RUN = tools/notebook/run.sh --build $(BUILD) --cc "$(CC)" --cflags "$(NB_CFLAGS)" --libs "$(LIB) $(LDLIBS)"
 notebooks: $(LIB)
 	@$(NB_RUN) $(NOTEBOOK_ARGS) $(NOTEBOOKS)
