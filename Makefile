@@ -14,6 +14,7 @@
 #   make exercise EX=N [FILE=path | FILE=reference]   check a course exercise
 .DEFAULT_GOAL := all
 .SUFFIXES:
+.SECONDEXPANSION:
 SHELL := /bin/bash
 
 BUILD ?= build
@@ -31,24 +32,25 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 WERROR ?= -Werror
 WARN := -Wall -Wextra $(WERROR) -Wshadow -Wvla -Wno-unused-parameter
 CFLAGS ?= -O2 -g
-# The reference is layered: core (shared with the engine) ← model (the plain-C
-# forward) and decoding (the round loop, beam search, proposers, method
-# factory; backend-neutral) ← verify (statistics, laws, planted bugs) and
-# analysis (cost models, trainers). Each layer compiles with the include
-# paths of the layers below it only, so a header included across the rule is
-# a compile error (docs/architecture.md).
+# The reference is layered. core (config, loader, tokenizer, sampler, tree,
+# acceptance, accounting: shared with the engine) is at the bottom; model (the
+# plain-C forward and its state) and decoding (the round loop, beam search,
+# proposers, the method factory: backend-neutral) each sit on core alone;
+# backend (the reference target and steppers) joins the two; analysis (cost
+# models, trainers) sits on decoding, verify (statistics, laws, planted bugs,
+# the case catalogue) on everything below it. Each layer compiles with the include paths of
+# the layers it may use only, so a header included across the rule is a
+# compile error (docs/architecture.md).
 INC_core := -Ireference/core
-INC_model := $(INC_core) -Ireference/model -Ireference/decoding
-INC_decoding := $(INC_core) -Ireference/decoding -Ireference/model
-INC_verify := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/verify
-INC_analysis := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/analysis
-INC_all := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/verify -Ireference/analysis
+INC_model := $(INC_core) -Ireference/model
+INC_decoding := $(INC_core) -Ireference/decoding
+INC_backend := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/backend
+INC_verify := $(INC_backend) -Ireference/verify
+INC_analysis := $(INC_decoding) -Ireference/analysis
+INC_all := $(INC_backend) -Ireference/verify -Ireference/analysis
 LAYER_INC = $(INC_all) -Ioptimized -Ikernels -Itools
-$(BUILD)/obj/reference/core/%.o $(BUILD)/asan/reference/core/%.o: LAYER_INC = $(INC_core)
-$(BUILD)/obj/reference/model/%.o $(BUILD)/asan/reference/model/%.o: LAYER_INC = $(INC_model)
-$(BUILD)/obj/reference/decoding/%.o $(BUILD)/asan/reference/decoding/%.o: LAYER_INC = $(INC_decoding)
-$(BUILD)/obj/reference/verify/%.o $(BUILD)/asan/reference/verify/%.o: LAYER_INC = $(INC_verify)
-$(BUILD)/obj/reference/analysis/%.o $(BUILD)/asan/reference/analysis/%.o: LAYER_INC = $(INC_analysis)
+LAYERS := core model decoding backend verify analysis
+$(foreach l,$(LAYERS),$(eval $(BUILD)/obj/reference/$(l)/%.o $(BUILD)/asan/reference/$(l)/%.o: LAYER_INC = $$(INC_$(l))))
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
 LDLIBS = $(PKG_LIBS) -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -71,8 +73,21 @@ EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(CU_SRC) $(CU_CHECK_SRC) kerne
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 
-LIB := $(BUILD)/libspecula.a
-LIB_OBJ := $(call obj,$(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+# Archives, in link order (each uses only those after it):
+#   tools     tools/plots, tools/genmodel and the kernels' C twins
+#   analysis  reference/analysis
+#   verify    reference/verify (the only part that needs GSL)
+#   ref       reference/model + reference/backend: the plain-C forward behind the interfaces
+#   core      reference/core + reference/decoding: what an engine links
+lib = $(BUILD)/libspecula-$(1).a
+LIB_PARTS := tools analysis verify ref core
+LIB := $(foreach p,$(LIB_PARTS),$(call lib,$(p)))
+ref_src = $(sort $(wildcard $(addprefix reference/,$(addsuffix /*.c,$(1)))))
+LIB_OBJ_core := $(call obj,$(call ref_src,core decoding))
+LIB_OBJ_ref := $(call obj,$(call ref_src,model backend))
+LIB_OBJ_verify := $(call obj,$(call ref_src,verify))
+LIB_OBJ_analysis := $(call obj,$(call ref_src,analysis))
+LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
@@ -86,7 +101,7 @@ $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
+$(BUILD)/libspecula-%.a: $$(LIB_OBJ_$$*)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 

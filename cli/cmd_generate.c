@@ -10,10 +10,7 @@
 #include "args.h"
 #include "beam.h"
 #include "commands.h"
-#include "decode.h"
-#include "medusa_cli.h"
-#include "mtp.h"
-#include "speculative.h"
+#include "method_cli.h"
 #include "tokenizer.h"
 
 #include <utf8proc.h>
@@ -21,205 +18,67 @@
 #define DEFAULT_PROMPT "ROMEO:\n"
 #define DEFAULT_PROMPT_ESCAPED "ROMEO:\\n"
 
-typedef enum { M_GREEDY, M_SAMPLE, M_BEAM, M_SPEC, M_MEDUSA, M_MTP, M_COUNT } method_id;
-static const char *const method_names[M_COUNT] = {"greedy", "sample", "beam", "spec", "medusa", "mtp"};
-
 typedef struct {
-    const char *model_dir, *draft_dir, *tokens_text, *prompt_text;
-    method_id method;
-    int k, json, stream, mtp_sample, temperature_given, print_ids, k_given;
-    decode_options opt;
-    beam_options beam;
-    const char *beam_flag;    /* a beam-only flag that was given, for the error when the method is not beam */
-    const char *nonbeam_flag; /* a flag that beam search has no use for, for the error when it is */
-    medusa_cli medusa;
+    method_spec spec;
+    model_flags models;
+    const char *tokens_text, *prompt_text;
+    int json, stream, print_ids;
 } generate_args;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula generate [options]\n"
             "Generates tokens with one decoding method and reports the run's accounting.\n"
-            "  --model DIR          target model (default %s)\n"
             "  --prompt TEXT        prompt text, encoded with MODEL/tokenizer.json (default \"%s\")\n"
             "  --tokens IDS         prompt as token ids instead, e.g. 1,5,9\n"
             "  --ids                print token ids instead of text\n"
-            "  --method NAME        greedy | sample | beam | spec | medusa | mtp   (default sample)\n"
-            "  --draft DIR          draft model for --method spec (default %s-draft)\n"
-            "  --k N                tokens proposed per round (spec, mtp; default 4)\n"
-            "  --mtp-sample         MTP drafts sampled from its distribution (default: argmax drafts)\n"
-            "  --beams N            beam width (beam; default 4)\n"
-            "  --length-penalty X   beam: score = sum log p / generated_length^X (default 1)\n"
-            "  --early-stopping M   beam: true | heuristic | never (default heuristic, Hugging Face's False)\n"
-            "  --num-return N       beam: hypotheses returned, best first, N <= beams (default 1)\n"
-            "  --temperature T      default 1 (greedy: 0); the same processing applies to p and q;\n"
-            "                       beam search scores raw log-probabilities and takes none of these\n"
-            "  --top-k K, --top-p P, --min-p P   cuts of the processed distribution\n"
-            "  --seed N             seed of every random draw (default 1)\n"
-            "  --max-tokens N       tokens to generate (default 32)\n"
-            "  --no-eos             keep going past the end-of-sequence token\n"
             "  --stream             print each burst of committed tokens as it is committed\n"
-            "  --json               print the tokens and the accounting as one JSON object\n",
-            default_model_dir(), DEFAULT_PROMPT_ESCAPED, default_model_dir());
-    medusa_cli_usage(f);
+            "  --json               print the tokens and the accounting as one JSON object\n"
+            "The model:\n",
+            DEFAULT_PROMPT_ESCAPED);
+    model_flags_usage(f);
+    fprintf(f, "The method (the same flags as bench, plot and the verify catalogue):\n");
+    method_spec_usage(f, METHODS_ALL, NULL);
 }
 
-/* The combinations beam search refuses (parse has read every flag). */
-static int beam_check(generate_args *a) {
-    if (a->nonbeam_flag) {
-        const char *f = a->nonbeam_flag,
-                   *why = !strcmp(f, "--seed") ? "it draws nothing at random"
-                          : !strcmp(f, "--k")  ? "it proposes no draft tokens"
-                          : !strcmp(f, "--stream")
-                              ? "its result is known only when the search stops"
-                              : "it scores raw log-probabilities (temperature and cuts apply only to sampling)";
-        fprintf(stderr, "specula generate: %s does not apply to --method beam: %s\n", f, why);
-        return -1;
-    }
-    if (a->beam.num_return > a->beam.num_beams) {
-        fprintf(stderr, "specula generate: --num-return %d exceeds --beams %d\n", a->beam.num_return,
-                a->beam.num_beams);
-        return -1;
-    }
-    a->beam.max_new_tokens = a->opt.max_tokens;
-    a->beam.stop_at_eos = a->opt.stop_at_eos;
-    return 0;
+/* A generate-only flag: 1 consumed, 0 not one, -1 a missing value. */
+static int own_flag(generate_args *a, int argc, char **argv, int *i) {
+    const char *f = argv[*i];
+    if (!strcmp(f, "--ids")) return a->print_ids = 1;
+    if (!strcmp(f, "--json")) return a->json = 1;
+    if (!strcmp(f, "--stream")) return a->stream = 1;
+    const char **slot = !strcmp(f, "--tokens") ? &a->tokens_text : !strcmp(f, "--prompt") ? &a->prompt_text : NULL;
+    if (!slot) return 0;
+    return (*slot = arg_value(argc, argv, i)) ? 1 : -1;
 }
 
 static int parse(int argc, char **argv, generate_args *a) {
     memset(a, 0, sizeof *a);
-    a->opt = decode_defaults();
-    a->opt.max_tokens = 32;
-    a->method = M_SAMPLE;
-    a->k = 4;
-    a->beam = beam_defaults();
-    medusa_cli_init(&a->medusa);
-    int rc = 0;
+    a->spec = method_spec_defaults();
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = NULL;
-#define VALUE()                                                                                                        \
-    if (!(v = arg_value(argc, argv, &i))) return 2
-        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 1;
-        } else if (!strcmp(f, "--model")) {
-            VALUE();
-            a->model_dir = v;
-        } else if (!strcmp(f, "--draft")) {
-            VALUE();
-            a->draft_dir = v;
-        } else if (!strcmp(f, "--tokens")) {
-            VALUE();
-            a->tokens_text = v;
-        } else if (!strcmp(f, "--prompt")) {
-            VALUE();
-            a->prompt_text = v;
-        } else if (!strcmp(f, "--ids")) {
-            a->print_ids = 1;
-        } else if (!strcmp(f, "--method")) {
-            VALUE();
-            int found = -1;
-            for (int m = 0; m < M_COUNT; m++)
-                if (!strcmp(v, method_names[m])) found = m;
-            if (found < 0) {
-                fprintf(stderr, "specula generate: unknown method '%s'\n", v);
-                return 2;
-            }
-            a->method = (method_id)found;
-        } else if (!strcmp(f, "--k")) {
-            VALUE();
-            if (arg_int(f, v, 1, 32, &a->k)) return 2;
-            a->nonbeam_flag = f;
-            a->k_given = 1;
-        } else if (!strcmp(f, "--temperature")) {
-            VALUE();
-            if (arg_float(f, v, 0, 100, &a->opt.sampling.temperature)) return 2;
-            a->temperature_given = 1;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--top-k")) {
-            VALUE();
-            if (arg_int(f, v, 0, 1 << 30, &a->opt.sampling.top_k)) return 2;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--top-p")) {
-            VALUE();
-            if (arg_float(f, v, 1e-6, 1, &a->opt.sampling.top_p)) return 2;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--min-p")) {
-            VALUE();
-            if (arg_float(f, v, 0, 0.999999, &a->opt.sampling.min_p)) return 2;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--seed")) {
-            VALUE();
-            if (arg_u64(f, v, &a->opt.seed)) return 2;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--max-tokens")) {
-            VALUE();
-            if (arg_int(f, v, 1, 1 << 20, &a->opt.max_tokens)) return 2;
-        } else if (!strcmp(f, "--no-eos")) {
-            a->opt.stop_at_eos = 0;
-        } else if (!strcmp(f, "--mtp-sample")) {
-            a->mtp_sample = 1;
-        } else if (!strcmp(f, "--stream")) {
-            a->stream = 1;
-            a->nonbeam_flag = f;
-        } else if (!strcmp(f, "--beams")) {
-            VALUE();
-            if (arg_int(f, v, 1, 4096, &a->beam.num_beams)) return 2;
-            a->beam_flag = f;
-        } else if (!strcmp(f, "--length-penalty")) {
-            VALUE();
-            if (arg_float(f, v, -100, 100, &a->beam.length_penalty)) return 2;
-            a->beam_flag = f;
-        } else if (!strcmp(f, "--early-stopping")) {
-            VALUE();
-            if (beam_early_stopping_parse(v, &a->beam.early_stopping)) {
-                fprintf(stderr,
-                        "specula: --early-stopping expects true, heuristic or never (Hugging Face's False is "
-                        "heuristic), got '%s'\n",
-                        v);
-                return 2;
-            }
-            a->beam_flag = f;
-        } else if (!strcmp(f, "--num-return")) {
-            VALUE();
-            if (arg_int(f, v, 1, 4096, &a->beam.num_return)) return 2;
-            a->beam_flag = f;
-        } else if (!strcmp(f, "--json")) {
-            a->json = 1;
-        } else if (medusa_cli_flag(&a->medusa, argc, argv, &i, &rc)) {
-            if (rc) return rc;
-        } else {
-            fprintf(stderr, "specula generate: unknown option '%s'\n", f);
+        }
+        int rc = own_flag(a, argc, argv, &i);
+        if (!rc) rc = method_cli_flag(&a->spec, &a->models, argc, argv, &i, "generate");
+        if (rc < 0) return 2;
+        if (!rc) {
+            fprintf(stderr, "specula generate: unknown option '%s'\n", argv[i]);
             return 2;
         }
-#undef VALUE
     }
-    if (a->method == M_GREEDY) {
-        if (a->temperature_given && a->opt.sampling.temperature != 0) {
-            fprintf(stderr, "specula generate: --method greedy decodes at temperature 0; drop --temperature "
-                            "or use --method sample\n");
-            return 2;
-        }
-        a->opt.sampling.temperature = 0;
-    }
-    if (a->draft_dir && a->method != M_SPEC) {
-        fprintf(stderr, "specula generate: --draft only applies to --method spec\n");
+    if (a->stream && a->spec.kind == METHOD_BEAM) {
+        fprintf(stderr, "specula generate: --stream does not apply to --method beam: its result is known only when "
+                        "the search stops\n");
         return 2;
     }
-    if (a->k_given && (a->method == M_GREEDY || a->method == M_SAMPLE || a->method == M_MEDUSA)) {
-        fprintf(stderr, "specula generate: --k applies to --method spec and mtp%s\n",
-                a->method == M_MEDUSA ? " (Medusa's depth is the tree's: see --tree)" : "");
+    sp_error err;
+    if (method_spec_finish(&a->spec, 1, &err)) {
+        fprintf(stderr, "specula generate: %s\n", err.msg);
         return 2;
     }
-    if (a->mtp_sample && a->method != M_MTP) {
-        fprintf(stderr, "specula generate: --mtp-sample only applies to --method mtp\n");
-        return 2;
-    }
-    if (a->method == M_BEAM && beam_check(a)) return 2;
-    if (a->beam_flag && a->method != M_BEAM) {
-        fprintf(stderr, "specula generate: %s only applies to --method beam\n", a->beam_flag);
-        return 2;
-    }
-    if ((rc = medusa_cli_finish(&a->medusa, a->method == M_MEDUSA, &a->opt))) return rc;
+    if (model_flags_check(&a->models, a->spec.kind, "generate")) return 2;
     if (a->tokens_text && a->prompt_text) {
         fprintf(stderr, "specula generate: give the prompt as --prompt TEXT or as --tokens IDS, not both\n");
         return 2;
@@ -315,15 +174,16 @@ static void beam_text_field(FILE *f, const beam_hypothesis *h, void *user) {
 
 /* --method beam: the n-best list, as text through the tokenizer when there
  * is one, then the ids, the accounting and the beam figures. */
-static int run_beam(const generate_args *a, model *target, const printer *pr, const int *prompt, int n_prompt) {
+static int run_beam(const generate_args *a, decode_target *t, const printer *pr, const int *prompt, int n_prompt) {
     beam_output out;
     sp_error err;
-    if (beam_run(target, prompt, n_prompt, &a->beam, &out, &err)) {
+    if (beam_run(t, prompt, n_prompt, &a->spec.beam, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         return 1;
     }
     if (a->json) {
-        beam_print_json(&out, &a->beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL, (void *)pr->tok);
+        beam_print_json(&out, &a->spec.beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL,
+                        (void *)pr->tok);
     } else {
         if (pr->tok)
             for (int i = 0; i < out.n_best; i++) {
@@ -331,121 +191,107 @@ static int run_beam(const generate_args *a, model *target, const printer *pr, co
                 print_tokens(pr, prompt, n_prompt, "");
                 print_tokens(pr, out.best[i].tokens, out.best[i].n, "\n");
             }
-        beam_print(&out, &a->beam, stdout);
+        beam_print(&out, &a->spec.beam, stdout);
     }
     beam_output_free(&out);
     return 0;
 }
 
-int cmd_generate(int argc, char **argv) {
-    generate_args a;
-    int rc = parse(argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : rc;
-    const char *dir = a.model_dir ? a.model_dir : default_model_dir();
+static void print_json(const decode_output *out, const int *prompt, int n_prompt, const tokenizer *tok) {
+    printf("{\"prompt_tokens\": [");
+    for (int i = 0; i < n_prompt; i++) printf("%s%d", i ? ", " : "", prompt[i]);
+    printf("], \"tokens\": [");
+    for (int i = 0; i < out->n; i++) printf("%s%d", i ? ", " : "", out->tokens[i]);
+    printf("]");
+    char *text;
+    size_t len;
     sp_error err;
-    model target, draft;
-    if (model_load(&target, dir, &err)) {
+    if (tok && tokenizer_decode(tok, out->tokens, out->n, &text, &len, &err) == 0) {
+        printf(", \"text\": ");
+        print_json_string((const unsigned char *)text, len);
+        free(text);
+    }
+    printf(", \"accounting\": ");
+    accounting_print_json(&out->acc, stdout);
+    printf("}\n");
+}
+
+/* Every method but beam: built by the factory, run by the round loop. */
+static int run_method(generate_args *a, const method_parts *parts, const printer *pr, const tokenizer *tok,
+                      const int *prompt, int n_prompt) {
+    method_built m;
+    sp_error err;
+    if (method_build(&m, &a->spec, parts, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         return 1;
     }
-    tokenizer tok;
-    int have_tok = 0;
-    if (!a.print_ids || !a.tokens_text) {
-        char tok_path[4200];
-        snprintf(tok_path, sizeof tok_path, "%s/tokenizer.json", dir);
-        if (access(tok_path, R_OK) == 0) {
-            if (tokenizer_load(&tok, tok_path, &err)) {
-                fprintf(stderr, "specula generate: %s\n", err.msg);
-                model_free(&target);
-                return 1;
-            }
-            have_tok = 1;
-        }
-    }
-    printer pr = {have_tok && !a.print_ids ? &tok : NULL};
-    int *prompt, n_prompt;
-    if ((rc = prompt_ids(&a, have_tok ? &tok : NULL, target.cfg.vocab_size, dir, &prompt, &n_prompt))) {
-        if (have_tok) tokenizer_free(&tok);
-        model_free(&target);
-        return rc;
-    }
-    if (a.method == M_BEAM) {
-        int status = run_beam(&a, &target, &pr, prompt, n_prompt);
-        free(prompt);
-        if (have_tok) tokenizer_free(&tok);
-        model_free(&target);
-        return status;
-    }
-    proposer prop, *pp = NULL;
-    int have_draft = 0, status = 0;
-    char draft_default[4200];
-    if (a.method == M_SPEC) {
-        snprintf(draft_default, sizeof draft_default, "%s-draft", dir);
-        const char *ddir = a.draft_dir ? a.draft_dir : draft_default;
-        if (model_load(&draft, ddir, &err) ||
-            (have_draft = 1, spec_proposer_build(&prop, &draft, &target, a.k, &a.opt.sampling, a.opt.seed, &err))) {
-            fprintf(stderr, "specula generate: %s\n", err.msg);
-            status = 1;
-            goto done;
-        }
-        pp = &prop;
-    } else if (a.method == M_MEDUSA) {
-        if (medusa_cli_build(&a.medusa, &prop, &target, dir, &a.opt, &a.k)) {
-            status = 1;
-            goto done;
-        }
-        pp = &prop;
-    } else if (a.method == M_MTP) {
-        if (mtp_proposer_build(&prop, &target, a.k, a.mtp_sample, &a.opt.sampling, a.opt.seed, &err)) {
-            fprintf(stderr, "specula generate: %s\n", err.msg);
-            status = 1;
-            goto done;
-        }
-        pp = &prop;
-    }
-    if (a.stream) {
-        a.opt.on_commit = print_burst;
-        a.opt.user = &pr;
-        print_tokens(&pr, prompt, n_prompt, pr.tok ? "" : " || ");
+    if (a->stream) {
+        m.options.on_commit = print_burst;
+        m.options.user = (void *)pr;
+        print_tokens(pr, prompt, n_prompt, pr->tok ? "" : " || ");
     }
     decode_output out;
-    if (decode_run(&target, pp, method_names[a.method], pp ? a.k : 0, prompt, n_prompt, &a.opt, &out, &err)) {
+    int status = 0;
+    if (decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         status = 1;
     } else {
-        if (a.stream) printf("\n");
-        if (a.json) {
-            printf("{\"prompt_tokens\": [");
-            for (int i = 0; i < n_prompt; i++) printf("%s%d", i ? ", " : "", prompt[i]);
-            printf("], \"tokens\": [");
-            for (int i = 0; i < out.n; i++) printf("%s%d", i ? ", " : "", out.tokens[i]);
-            printf("]");
-            char *text;
-            size_t len;
-            if (have_tok && tokenizer_decode(&tok, out.tokens, out.n, &text, &len, &err) == 0) {
-                printf(", \"text\": ");
-                print_json_string((const unsigned char *)text, len);
-                free(text);
-            }
-            printf(", \"accounting\": ");
-            accounting_print_json(&out.acc, stdout);
-            printf("}\n");
+        if (a->stream) printf("\n");
+        if (a->json) {
+            print_json(&out, prompt, n_prompt, tok);
         } else {
-            if (!a.stream) {
-                print_tokens(&pr, prompt, n_prompt, pr.tok ? "" : " || ");
-                print_tokens(&pr, out.tokens, out.n, "");
+            if (!a->stream) {
+                print_tokens(pr, prompt, n_prompt, pr->tok ? "" : " || ");
+                print_tokens(pr, out.tokens, out.n, "");
             }
             printf("\n---\n");
             accounting_print(&out.acc, stdout);
         }
         decode_output_free(&out);
     }
-    if (pp) pp->release(pp);
-done:
-    medusa_cli_release(&a.medusa);
-    if (have_draft) model_free(&draft);
-    free(prompt);
+    method_release(&m);
+    return status;
+}
+
+/* The tokenizer beside the model, when there is one and it is needed. 1
+ * loaded, 0 none, -1 a broken one (printed). */
+static int load_tokenizer(const generate_args *a, const char *dir, tokenizer *tok) {
+    if (a->print_ids && a->tokens_text) return 0;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (access(path, R_OK) != 0) return 0;
+    sp_error err;
+    if (tokenizer_load(tok, path, &err)) {
+        fprintf(stderr, "specula generate: %s\n", err.msg);
+        return -1;
+    }
+    return 1;
+}
+
+int cmd_generate(int argc, char **argv) {
+    generate_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    const char *dir = a.models.model_dir ? a.models.model_dir : default_model_dir();
+    loaded_models lm;
+    if (models_load(&lm, &a.models, a.spec.kind == METHOD_SPEC ? COMPANION_NEEDED : COMPANION_NO,
+                    a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "generate"))
+        return 1;
+    tokenizer tok;
+    const int have_tok = load_tokenizer(&a, dir, &tok);
+    if (have_tok < 0) {
+        models_release(&lm);
+        return 1;
+    }
+    printer pr = {have_tok && !a.print_ids ? &tok : NULL};
+    int *prompt, n_prompt, status;
+    if ((status = prompt_ids(&a, have_tok ? &tok : NULL, lm.target.cfg.vocab_size, dir, &prompt, &n_prompt)) == 0) {
+        status = a.spec.kind == METHOD_BEAM
+                     ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
+                     : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
+        free(prompt);
+    }
     if (have_tok) tokenizer_free(&tok);
-    model_free(&target);
+    models_release(&lm);
     return status;
 }

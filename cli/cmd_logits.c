@@ -1,7 +1,9 @@
 /* cmd_logits.c — `specula logits MODEL --tokens …`: run the reference
  * forward over a token sequence and print or dump the logits of every
  * position (and of the MTP module), so other implementations can be
- * compared with it (tools/peer/ does exactly that). */
+ * compared with it (tools/peer/ does exactly that). The model is reached
+ * through the decoding layer's interfaces: a prefill of the target, steps
+ * of the MTP module. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +11,7 @@
 #include "args.h"
 #include "commands.h"
 #include "model.h"
+#include "reference_target.h"
 #include "sampler.h"
 
 static void usage(FILE *f) {
@@ -41,6 +44,33 @@ static int write_rows(const char *path, const float *rows, size_t n_floats) {
         return -1;
     }
     return 0;
+}
+
+/* Row t = MTP(hidden_t, token_t+1) at position t, the module's KV cache
+ * accumulating; rows after chain_from (≥ 0) read the module's own previous
+ * output hidden state, as a chained draft does. Written to path. */
+static int mtp_rows(model *m, const int *ids, int T, const float *hidden, int chain_from, const char *path) {
+    const int V = m->cfg.vocab_size, D = m->cfg.hidden_size;
+    stepper mtp;
+    sp_error err;
+    if (reference_mtp_stepper_build(&mtp, m, &err)) {
+        fprintf(stderr, "specula logits: %s\n", err.msg);
+        return -1;
+    }
+    float *rows = sp_xcalloc((size_t)(T > 1 ? T - 1 : 1) * V, sizeof(float), "MTP logits");
+    float *h = sp_xcalloc((size_t)D, sizeof(float), "MTP hidden");
+    int rc = 0;
+    for (int t = 0; t + 1 < T && !rc; t++) {
+        /* a chained step reads the MTP's own previous output (already in h) */
+        if (chain_from < 0 || t <= chain_from) memcpy(h, hidden + (size_t)t * D, (size_t)D * sizeof(float));
+        if ((rc = mtp.step(&mtp, &ids[t + 1], h, 1, rows + (size_t)t * V, h, &err)))
+            fprintf(stderr, "specula logits: %s\n", err.msg);
+    }
+    if (!rc) rc = write_rows(path, rows, (size_t)(T - 1) * V);
+    mtp.release(&mtp);
+    free(rows);
+    free(h);
+    return rc;
 }
 
 int cmd_logits(int argc, char **argv) {
@@ -94,12 +124,18 @@ int cmd_logits(int argc, char **argv) {
     }
     float *logits = sp_xcalloc((size_t)T * V, sizeof(float), "logits");
     float *hidden = sp_xcalloc((size_t)T * D, sizeof(float), "hidden states");
-    model_state s;
-    state_build(&s, &m.cfg, NULL);
-    for (int t = 0; t < T; t++) model_forward(&m, &s, ids[t], logits + (size_t)t * V, hidden + (size_t)t * D);
-    state_free(&s);
+    decode_target target;
+    reference_target_build(&target, &m);
+    const int seq = target.seq_open(&target, &err);
+    if (seq < 0 || target.prefill(&target, seq, ids, T, logits, hidden, &err)) {
+        fprintf(stderr, "specula logits: %s\n", err.msg);
+        rc = -1;
+    }
+    if (seq >= 0) target.seq_close(&target, seq);
+    target.release(&target);
 
-    if (out) {
+    if (rc) {
+    } else if (out) {
         rc = write_rows(out, logits, (size_t)T * V);
     } else {
         for (int t = 0; t < T; t++) {
@@ -109,21 +145,7 @@ int cmd_logits(int argc, char **argv) {
                    hash_floats(row, V));
         }
     }
-    if (!rc && mtp_out) {
-        float *mtp_logits = sp_xcalloc((size_t)(T > 1 ? T - 1 : 1) * V, sizeof(float), "MTP logits");
-        float *h = sp_xcalloc((size_t)D, sizeof(float), "MTP hidden");
-        model_state ms;
-        state_build_mtp(&ms, &m.cfg);
-        for (int t = 0; t + 1 < T; t++) {
-            /* a chained step reads the MTP's own previous output (already in h) */
-            if (chain_from < 0 || t <= chain_from) memcpy(h, hidden + (size_t)t * D, (size_t)D * sizeof(float));
-            model_mtp_forward(&m, &ms, h, ids[t + 1], mtp_logits + (size_t)t * V, h);
-        }
-        state_free(&ms);
-        rc = write_rows(mtp_out, mtp_logits, (size_t)(T - 1) * V);
-        free(mtp_logits);
-        free(h);
-    }
+    if (!rc && mtp_out) rc = mtp_rows(&m, ids, T, hidden, chain_from, mtp_out);
     free(logits);
     free(hidden);
     free(ids);

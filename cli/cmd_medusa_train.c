@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "medusa_train.h"
 #include "philox.h"
+#include "reference_target.h"
 #include "tokenizer.h"
 
 typedef struct {
@@ -384,136 +385,163 @@ static void print_eval(const medusa_eval *e, const medusa_tree *def, const medus
            medusa_eval_tree_gain(e, def), def->n, medusa_eval_tree_gain(e, suggested), suggested->n);
 }
 
-int cmd_medusa_train(int argc, char **argv) {
+/* One training run, start to finish: what each step below reads and leaves. */
+typedef struct {
     train_args a;
-    int rc = parse(argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : rc;
-    const char *dir = a.model_dir ? a.model_dir : default_model_dir();
-    sp_error err;
+    const char *dir;
     model target;
-    if (model_load(&target, dir, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        return 1;
+    decode_target target_if; /* the target as the dataset generator runs it */
+    int *corpus, n_corpus, split;
+    medusa_dataset train, held;
+    medusa_heads heads, loaded;
+    medusa_eval ev, on_train;
+    medusa_tree def, suggested;
+    double minutes;
+    char sha[65];
+} train_run;
+
+/* The corpus: random prompts, token ids, or text through the tokenizer; the
+ * last tenth (or the text's own split) gives the held-out prompts. */
+static int load_corpus(train_run *r) {
+    const int V = r->target.cfg.vocab_size;
+    if (r->a.random_prompts) {
+        r->n_corpus = 1 << 16;
+        r->corpus = sp_xcalloc((size_t)r->n_corpus, sizeof(int), "random prompts");
+        for (int i = 0; i < r->n_corpus; i++)
+            r->corpus[i] = (int)(philox_uniform(r->a.data.seed, 0x9e3779b9ull, (uint64_t)i, 0) * V) % V;
+    } else if (r->a.corpus_ids ? read_ids(r->a.corpus_ids, V, &r->corpus, &r->n_corpus)
+                               : encode_corpus(r->a.corpus_text, r->dir, V, &r->corpus, &r->n_corpus, &r->split)) {
+        r->corpus = NULL;
+        return 1; /* read_ids and encode_corpus say why */
     }
-    const int V = target.cfg.vocab_size;
-    int *corpus = NULL, n_corpus = 0, split = 0, status = 1;
-    medusa_dataset train = {0}, held = {0};
-    medusa_heads heads = {0}, loaded = {0};
-    medusa_eval ev = {0}, on_train = {0};
-    if (a.random_prompts) {
-        n_corpus = 1 << 16;
-        corpus = sp_xcalloc((size_t)n_corpus, sizeof(int), "random prompts");
-        for (int i = 0; i < n_corpus; i++)
-            corpus[i] = (int)(philox_uniform(a.data.seed, 0x9e3779b9ull, (uint64_t)i, 0) * V) % V;
-    } else if (a.corpus_ids ? read_ids(a.corpus_ids, V, &corpus, &n_corpus)
-                            : encode_corpus(a.corpus_text, dir, V, &corpus, &n_corpus, &split)) {
-        corpus = NULL;
-        goto done;
-    }
-    if (!a.corpus_text) split = n_corpus - n_corpus / 10; /* the last tenth gives the held-out prompts */
-    medusa_data_opts held_opts = a.data;
-    held_opts.n_sequences = a.eval_sequences;
+    if (!r->a.corpus_text) r->split = r->n_corpus - r->n_corpus / 10;
+    return 0;
+}
+
+/* The training and held-out examples: the target's continuations. */
+static int make_datasets(train_run *r, sp_error *err) {
+    const train_args *a = &r->a;
+    medusa_data_opts held_opts = a->data;
+    held_opts.n_sequences = a->eval_sequences;
     held_opts.temperature = 0; /* agreement is measured against the greedy continuation */
     held_opts.stream = 1;
-    printf("target %s: D %d, V %d; %d corpus tokens (%d for training prompts, %d held out)\n", dir,
-           target.cfg.hidden_size, V, n_corpus, split, n_corpus - split);
-    printf("generating %d training continuations (%d + %d tokens, %s) ...\n", a.data.n_sequences, a.data.prompt_len,
-           a.data.gen_len, a.data.temperature == 0 ? "greedy" : "sampled");
+    printf("target %s: D %d, V %d; %d corpus tokens (%d for training prompts, %d held out)\n", r->dir,
+           r->target.cfg.hidden_size, r->target.cfg.vocab_size, r->n_corpus, r->split, r->n_corpus - r->split);
+    printf("generating %d training continuations (%d + %d tokens, %s) ...\n", a->data.n_sequences,
+           a->data.prompt_len, a->data.gen_len, a->data.temperature == 0 ? "greedy" : "sampled");
     fflush(stdout);
-    if (medusa_dataset_generate(&target, corpus, split, a.n_heads, &a.data, &train, stdout, &err) ||
-        (printf("generating %d held-out continuations ...\n", a.eval_sequences), fflush(stdout),
-         medusa_dataset_generate(&target, corpus + split, n_corpus - split, a.n_heads, &held_opts, &held, stdout,
-                                 &err))) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    if (medusa_build(&heads, a.n_heads, a.n_layers, target.cfg.hidden_size, V, !a.shared, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    medusa_share_lm_head(&heads, target.w.lm_head);
-    medusa_train_init(&heads, &target);
+    if (medusa_dataset_generate(&r->target_if, r->corpus, r->split, a->n_heads, &a->data, &r->train, stdout, err))
+        return -1;
+    printf("generating %d held-out continuations ...\n", a->eval_sequences);
+    fflush(stdout);
+    return medusa_dataset_generate(&r->target_if, r->corpus + r->split, r->n_corpus - r->split, a->n_heads,
+                                   &held_opts, &r->held, stdout, err);
+}
+
+static int train_heads(train_run *r, sp_error *err) {
+    const train_args *a = &r->a;
+    if (medusa_build(&r->heads, a->n_heads, a->n_layers, r->target.cfg.hidden_size, r->target.cfg.vocab_size,
+                     !a->shared, err))
+        return -1;
+    medusa_share_lm_head(&r->heads, r->target.w.lm_head);
+    medusa_train_init(&r->heads, r->target.w.lm_head);
     printf("training %d heads (%d ResBlock%s, %s) on %d examples: %d steps of %d, lr %g, head weights %g^i\n",
-           a.n_heads, a.n_layers, a.n_layers > 1 ? "s" : "", a.shared ? "shared lm_head" : "own projections", train.n,
-           a.train.steps, a.train.batch, a.train.lr, a.train.decay);
+           a->n_heads, a->n_layers, a->n_layers > 1 ? "s" : "", a->shared ? "shared lm_head" : "own projections",
+           r->train.n, a->train.steps, a->train.batch, a->train.lr, a->train.decay);
     fflush(stdout);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (medusa_train(&heads, &train, &a.train, stdout, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
+    if (medusa_train(&r->heads, &r->train, &a->train, stdout, err)) return -1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    const double minutes = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / 60;
-    /* measure what the file will hold: round to the storage dtype first */
-    if (a.dtype == DTYPE_BF16)
-        for (size_t k = 0; k < heads.arena_floats; k++) heads.arena[k] = bf16_to_f32(f32_to_bf16(heads.arena[k]));
-    medusa_tree def, suggested;
-    medusa_tree_default(&def, a.n_heads);
-    if (medusa_evaluate(&heads, &held, &ev, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    medusa_dataset first = train; /* the training figures, on a bounded number of examples */
-    if (first.n > 10000) first.n = 10000;
-    if (medusa_evaluate(&heads, &first, &on_train, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    printf("training examples: top-1 per head");
-    for (int i = 0; i < on_train.n_heads; i++) printf(" %.3f", on_train.top1[i]);
-    printf(" (first %d)\n", on_train.n);
-    medusa_eval_suggest_tree(&ev, 63, &suggested);
-    print_eval(&ev, &def, &suggested);
+    r->minutes = ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / 60;
+    return 0;
+}
 
-    char sha[65], seed[32], steps[32], top1[256] = "", command[2048] = "specula";
-    if (medusa_base_sha256(dir, sha, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    for (int i = 0; i < ev.n_heads; i++)
-        snprintf(top1 + strlen(top1), sizeof top1 - strlen(top1), "%s%.4f", i ? " " : "", ev.top1[i]);
+/* Held-out and training agreement of what the file will hold, and the suggested tree. */
+static int evaluate(train_run *r, sp_error *err) {
+    if (r->a.dtype == DTYPE_BF16) /* measure what the file will hold: round to the storage dtype first */
+        for (size_t k = 0; k < r->heads.arena_floats; k++)
+            r->heads.arena[k] = bf16_to_f32(f32_to_bf16(r->heads.arena[k]));
+    medusa_tree_default(&r->def, r->a.n_heads);
+    if (medusa_evaluate(&r->heads, &r->held, &r->ev, err)) return -1;
+    medusa_dataset first = r->train; /* the training figures, on a bounded number of examples */
+    if (first.n > 10000) first.n = 10000;
+    if (medusa_evaluate(&r->heads, &first, &r->on_train, err)) return -1;
+    printf("training examples: top-1 per head");
+    for (int i = 0; i < r->on_train.n_heads; i++) printf(" %.3f", r->on_train.top1[i]);
+    printf(" (first %d)\n", r->on_train.n);
+    medusa_eval_suggest_tree(&r->ev, 63, &r->suggested);
+    print_eval(&r->ev, &r->def, &r->suggested);
+    return 0;
+}
+
+/* Writes the heads with their metadata, reads them back the way generate
+ * does (base check included), then the tree and the manifest. */
+static int save(train_run *r, int argc, char **argv, sp_error *err) {
+    const train_args *a = &r->a;
+    char seed[32], steps[32], top1[256] = "", command[2048] = "specula";
+    if (medusa_base_sha256(r->dir, r->sha, err)) return -1;
+    for (int i = 0; i < r->ev.n_heads; i++)
+        snprintf(top1 + strlen(top1), sizeof top1 - strlen(top1), "%s%.4f", i ? " " : "", r->ev.top1[i]);
     for (int i = 0; i < argc; i++)
         snprintf(command + strlen(command), sizeof command - strlen(command), " %s", argv[i]);
-    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a.data.seed);
-    snprintf(steps, sizeof steps, "%d", a.train.steps);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)a->data.seed);
+    snprintf(steps, sizeof steps, "%d", a->train.steps);
     const char *keys[] = {"specula.trainer", "specula.command", "specula.seed", "specula.steps",
                           "specula.heldout_top1"};
     const char *values[] = {"specula medusa-train (self-distillation)", command, seed, steps, top1};
-    if (make_parent_dirs(a.out)) goto done;
-    if (medusa_save(&heads, a.out, a.dtype, sha, keys, values, 5, &err)) {
-        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        goto done;
-    }
-    /* read it back the way generate does, base check included */
-    if (medusa_load(&loaded, a.out, &target, 0, &err)) {
-        fprintf(stderr, "specula medusa-train: the written file does not load: %s\n", err.msg);
-        goto done;
-    }
-    printf("wrote %s (%d heads, base sha256 %s)\n", a.out, loaded.n_heads, sha);
-    if (a.tree_out) {
+    if (make_parent_dirs(a->out)) return 1;
+    if (medusa_save(&r->heads, a->out, a->dtype, r->sha, keys, values, 5, err)) return -1;
+    const medusa_base base = reference_medusa_base(&r->target);
+    if (medusa_load(&r->loaded, a->out, &base, 0, err)) return sp_wrap(err, "the written file does not load: ");
+    printf("wrote %s (%d heads, base sha256 %s)\n", a->out, r->loaded.n_heads, r->sha);
+    if (a->tree_out) {
         char json[8192];
-        medusa_tree_format(&suggested, json, sizeof json);
-        FILE *f = fopen(a.tree_out, "w");
+        medusa_tree_format(&r->suggested, json, sizeof json);
+        FILE *f = fopen(a->tree_out, "w");
         if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "specula medusa-train: cannot write %s\n", a.tree_out);
-            goto done;
+            fprintf(stderr, "specula medusa-train: cannot write %s\n", a->tree_out);
+            return 1;
         }
-        printf("wrote the suggested tree to %s\n", a.tree_out);
+        printf("wrote the suggested tree to %s\n", a->tree_out);
     }
-    if (a.manifest &&
-        write_manifest(&a, command, dir, sha, &heads, &train, &held, &on_train, &ev, medusa_eval_tree_gain(&ev, &def),
-                       medusa_eval_tree_gain(&ev, &suggested), split, n_corpus - split, minutes))
-        goto done;
-    status = 0;
-done:
-    medusa_eval_free(&ev);
-    medusa_eval_free(&on_train);
-    if (loaded.arena) medusa_free(&loaded);
-    if (heads.arena) medusa_free(&heads);
-    medusa_dataset_free(&train);
-    medusa_dataset_free(&held);
-    free(corpus);
-    model_free(&target);
-    return status;
+    if (a->manifest && write_manifest(a, command, r->dir, r->sha, &r->heads, &r->train, &r->held, &r->on_train,
+                                      &r->ev, medusa_eval_tree_gain(&r->ev, &r->def),
+                                      medusa_eval_tree_gain(&r->ev, &r->suggested), r->split, r->n_corpus - r->split,
+                                      r->minutes))
+        return 1;
+    return 0;
+}
+
+static void run_free(train_run *r) {
+    medusa_eval_free(&r->ev);
+    medusa_eval_free(&r->on_train);
+    if (r->loaded.arena) medusa_free(&r->loaded);
+    if (r->heads.arena) medusa_free(&r->heads);
+    medusa_dataset_free(&r->train);
+    medusa_dataset_free(&r->held);
+    free(r->corpus);
+    r->target_if.release(&r->target_if);
+    model_free(&r->target);
+}
+
+int cmd_medusa_train(int argc, char **argv) {
+    static train_run r; /* large: the trees and the buffers' bookkeeping */
+    memset(&r, 0, sizeof r);
+    int rc = parse(argc, argv, &r.a);
+    if (rc) return rc == 1 ? 0 : rc;
+    r.dir = r.a.model_dir ? r.a.model_dir : default_model_dir();
+    sp_error err;
+    if (model_load(&r.target, r.dir, &err)) {
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
+        return 1;
+    }
+    reference_target_build(&r.target_if, &r.target);
+    /* each step returns 0, −1 with err set, or 1 after printing its own message */
+    if ((rc = load_corpus(&r)) == 0 && (rc = make_datasets(&r, &err)) == 0 && (rc = train_heads(&r, &err)) == 0 &&
+        (rc = evaluate(&r, &err)) == 0)
+        rc = save(&r, argc, argv, &err);
+    if (rc < 0) fprintf(stderr, "specula medusa-train: %s\n", err.msg);
+    run_free(&r);
+    return rc ? 1 : 0;
 }

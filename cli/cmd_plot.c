@@ -11,6 +11,7 @@
 #include "args.h"
 #include "commands.h"
 #include "footprint.h"
+#include "method_cli.h"
 #include "plots/plots.h"
 #include "tokenizer.h"
 
@@ -31,8 +32,10 @@ static const char *const text_prompts[] = {
 #define N_TEXT_PROMPTS (int)(sizeof text_prompts / sizeof text_prompts[0])
 
 typedef struct {
-    const char *out, *term, *model_dir, *draft_dir, *big_dir, *medusa_path, *tree_path;
-    int model_given, measure, prompts, k;
+    const char *out, *term, *big_dir;
+    model_flags models;
+    method_spec base; /* the method flags every measured point is built from */
+    int measure, prompts;
     double temperatures[MAX_TEMPERATURES];
     int n_temperatures;
     plot_measure_opts mo;
@@ -40,6 +43,9 @@ typedef struct {
     double alpha;
     int context;
 } plot_args;
+
+/* Method flags plot sets itself, per point. */
+static const char *const refused[] = {"--method", "--temperature", "--max-tokens", "--no-eos", NULL};
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -59,21 +65,21 @@ static void usage(FILE *f) {
             "  --model DIR          target (default %s)\n"
             "  --draft DIR          draft model (default MODEL-draft when it exists)\n"
             "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
-            "  --tree FILE          Medusa tree as JSON paths (default: the built-in tree)\n"
             "  --no-measure         the formulas only: no generations\n"
             "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
             "  --prompts N          prompts per temperature, 1..%d (default 6)\n"
             "  --tokens N           tokens per generation (default 96)\n"
-            "  --k N                tokens proposed per round in the measured runs (default 4)\n"
-            "  --seed N             seed of the runs (run i uses seed + i) and of the simulation (default 1)\n"
             "  --big DIR            config of the large model for (d) and (e) (default models/qwen3.8-27b)\n"
             "  --alpha A            acceptance rate assumed by the batch model (default 0.8)\n"
             "  --context N          context length assumed by the batch model (default 4096)\n"
             "  --bandwidth TBPS     memory bandwidth assumed, TB/s (default 4.8, H200 datasheet)\n"
             "  --tflops T           dense bf16 peak assumed, TFLOP/s (default 989, H200 datasheet)\n"
             "Progress of the measured runs goes to stderr. gnuplot (Debian: gnuplot-nox) draws the\n"
-            "images; without it the data and scripts are still written.\n",
+            "images; without it the data and scripts are still written.\n"
+            "The measured methods take the method flags of `specula generate` (and `bench`), with the\n"
+            "same defaults; --seed also seeds the simulation, and run i of a point uses seed + i:\n",
             default_model_dir(), N_TEXT_PROMPTS);
+    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
 }
 
 /* "0,0.7,1" → temperatures. */
@@ -103,9 +109,8 @@ static int parse(int argc, char **argv, plot_args *a) {
     a->term = "both";
     a->measure = 1;
     a->prompts = 6;
-    a->k = 4;
     a->mo.tokens = 96;
-    a->mo.seed = 1;
+    a->base = method_spec_defaults();
     a->device = roofline_h200();
     a->alpha = 0.8;
     a->context = 4096;
@@ -131,19 +136,6 @@ static int parse(int argc, char **argv, plot_args *a) {
                 return 2;
             }
             a->term = v;
-        } else if (!strcmp(f, "--model")) {
-            VALUE();
-            a->model_dir = v;
-            a->model_given = 1;
-        } else if (!strcmp(f, "--draft")) {
-            VALUE();
-            a->draft_dir = v;
-        } else if (!strcmp(f, "--medusa")) {
-            VALUE();
-            a->medusa_path = v;
-        } else if (!strcmp(f, "--tree")) {
-            VALUE();
-            a->tree_path = v;
         } else if (!strcmp(f, "--big")) {
             VALUE();
             a->big_dir = v;
@@ -158,12 +150,6 @@ static int parse(int argc, char **argv, plot_args *a) {
         } else if (!strcmp(f, "--tokens")) {
             VALUE();
             if (arg_int(f, v, 2, 1 << 16, &a->mo.tokens)) return 2;
-        } else if (!strcmp(f, "--k")) {
-            VALUE();
-            if (arg_int(f, v, 1, 32, &a->k)) return 2;
-        } else if (!strcmp(f, "--seed")) {
-            VALUE();
-            if (arg_u64(f, v, &a->mo.seed)) return 2;
         } else if (!strcmp(f, "--alpha")) {
             VALUE();
             if (arg_float(f, v, 0, 1, &x)) return 2;
@@ -182,16 +168,25 @@ static int parse(int argc, char **argv, plot_args *a) {
             a->device.peak_flops = x * 1e12;
             custom_device = 1;
         } else {
-            fprintf(stderr, "specula plot: unknown option '%s'\n", f);
-            usage(stderr);
-            return 2;
+            const int rc = method_cli_flag(&a->base, &a->models, argc, argv, &i, "plot");
+            if (rc < 0) return 2;
+            if (rc == 0) {
+                fprintf(stderr, "specula plot: unknown option '%s'\n", f);
+                usage(stderr);
+                return 2;
+            }
         }
 #undef VALUE
     }
+    static const char *const beam_flags[] = {"--beams", "--length-penalty", "--early-stopping", "--num-return", NULL};
+    if (method_cli_refuse(&a->base, refused, "plot measures each method at --temperatures for --tokens tokens",
+                          "plot") ||
+        method_cli_refuse(&a->base, beam_flags, "plot measures no beam search", "plot"))
+        return 2;
     if (custom_device) a->device.name = "custom device (--bandwidth/--tflops)";
     a->mo.temperatures = a->temperatures;
     a->mo.n_temperatures = a->n_temperatures;
-    a->mo.k = a->k;
+    a->mo.seed = a->base.seed;
     a->mo.progress = 1;
     return 0;
 }
@@ -257,43 +252,6 @@ static const char *base_name(const char *path, char *buf, size_t size) {
     return buf;
 }
 
-/* Medusa heads: --medusa, or MODEL-medusa/medusa_heads.safetensors when it
- * exists and was trained on this checkpoint (checked by its sha256); the
- * tree from --tree. 0 (with or without heads), or 1 after printing why. */
-static int load_medusa(const plot_args *a, const model *target, medusa_heads *heads, int *have_heads, medusa_tree *tree,
-                       int *have_tree) {
-    char path[4200];
-    sp_error err;
-    if (a->medusa_path) {
-        snprintf(path, sizeof path, "%s", a->medusa_path);
-    } else {
-        size_t n = strlen(a->model_dir);
-        while (n > 1 && a->model_dir[n - 1] == '/') n--;
-        snprintf(path, sizeof path, "%.*s-medusa/medusa_heads.safetensors", (int)n, a->model_dir);
-        if (access(path, R_OK) != 0) {
-            if (a->tree_path) fprintf(stderr, "specula plot: --tree given, but no Medusa heads at %s\n", path);
-            return a->tree_path ? 1 : 0;
-        }
-    }
-    if (medusa_load(heads, path, target, 0, &err)) {
-        /* heads found beside the model but not made for it (another training
-         * of the target, say) leave Medusa out; heads asked for by name must load */
-        fprintf(stderr, "specula plot: %s%s\n", a->medusa_path ? "" : "no Medusa points: ", err.msg);
-        return a->medusa_path || a->tree_path ? 1 : 0;
-    }
-    *have_heads = 1;
-    if (a->tree_path) {
-        if (medusa_tree_load(tree, a->tree_path, &err)) {
-            fprintf(stderr, "specula plot: %s\n", err.msg);
-            medusa_free(heads);
-            *have_heads = 0;
-            return 1;
-        }
-        *have_tree = 1;
-    }
-    return 0;
-}
-
 /* The images of the written plots in the format asked for; 0, or 1 after
  * printing why. */
 static int draw(const plot_args *a, const int *written) {
@@ -332,8 +290,8 @@ int cmd_plot(int argc, char **argv) {
     plot_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
-    if (!a.model_dir) a.model_dir = default_model_dir();
-    char root[4096], big_default[4200], beside[4200], name[256], pair_name[600], big_name[600];
+    const char *dir = a.models.model_dir ? a.models.model_dir : default_model_dir();
+    char root[4096], big_default[4200], name[256], pair_name[600], big_name[600];
     models_root(root, sizeof root);
     snprintf(big_default, sizeof big_default, "%s/qwen3.8-27b", root);
     if (!a.big_dir) a.big_dir = big_default;
@@ -346,43 +304,32 @@ int cmd_plot(int argc, char **argv) {
     t.mc_seed = a.mo.seed;
 
     /* the models: measured points and the embedded pair's bytes */
-    model target, draft;
-    medusa_heads heads;
-    medusa_tree tree;
-    int have_target = 0, have_draft = 0, have_heads = 0, have_tree = 0, status = 0;
+    loaded_models lm;
+    int have_target = 0, status = 0;
     sp_error err;
-    if (model_load(&target, a.model_dir, &err) == 0) {
+    if (models_load_target(&lm, &a.models, &err) == 0) {
         have_target = 1;
-    } else if (a.model_given) {
+    } else if (a.models.model_dir) {
         fprintf(stderr, "specula plot: %s\n", err.msg);
         return 1;
     } else {
         fprintf(stderr, "specula plot: no measured points or embedded-pair curves: %s\n", err.msg);
     }
     if (have_target) {
-        snprintf(beside, sizeof beside, "%s-draft", a.model_dir);
-        const char *ddir = a.draft_dir ? a.draft_dir : (access(beside, R_OK) == 0 ? beside : NULL);
-        if (ddir) {
-            if (model_load(&draft, ddir, &err) == 0) {
-                have_draft = 1;
-            } else {
-                fprintf(stderr, "specula plot: %s\n", err.msg);
-                model_free(&target);
-                return 1;
-            }
-        }
-        if (load_medusa(&a, &target, &heads, &have_heads, &tree, &have_tree)) {
-            if (have_draft) model_free(&draft);
-            model_free(&target);
+        if (models_load_companions(&lm, &a.models, COMPANION_PRESENT, COMPANION_IF_FITS, "plot")) return 1;
+        if (method_spec_given(&a.base, "--tree") && !lm.have_heads) {
+            fprintf(stderr, "specula plot: --tree given, but there are no Medusa heads to run it with\n");
+            models_release(&lm);
             return 1;
         }
+        const model *target = &lm.target;
         model_footprint fp;
-        footprint_compute(&target.cfg, 1, target.storage_bytes, 2.0, &fp);
-        t.pair_target_bytes = target.weight_bytes_per_step;
-        t.pair_draft_bytes = have_draft ? draft.weight_bytes_per_step : 0;
-        t.pair_mtp_bytes = target.w.has_mtp ? fp.mtp_bytes_per_step : 0;
-        snprintf(pair_name, sizeof pair_name, "%s%s (%s)", base_name(a.model_dir, name, sizeof name),
-                 have_draft ? " + its draft" : "", target.storage_bytes == 2 ? "16-bit weights" : "float32 weights");
+        footprint_compute(&target->cfg, 1, target->storage_bytes, 2.0, &fp);
+        t.pair_target_bytes = target->weight_bytes_per_step;
+        t.pair_draft_bytes = lm.have_draft ? lm.draft.weight_bytes_per_step : 0;
+        t.pair_mtp_bytes = target->w.has_mtp ? fp.mtp_bytes_per_step : 0;
+        snprintf(pair_name, sizeof pair_name, "%s%s (%s)", base_name(dir, name, sizeof name),
+                 lm.have_draft ? " + its draft" : "", target->storage_bytes == 2 ? "16-bit weights" : "float32 weights");
         t.pair_name = pair_name;
     }
 
@@ -406,18 +353,15 @@ int cmd_plot(int argc, char **argv) {
     if (have_target && a.measure) {
         plot_prompts prompts;
         memset(&prompts, 0, sizeof prompts);
-        plot_proposers pp = {have_draft ? &draft : NULL, have_heads ? &heads : NULL, have_tree ? &tree : NULL};
-        if (build_prompts(a.model_dir, target.cfg.vocab_size, a.prompts, &prompts)) {
+        if (build_prompts(dir, lm.target.cfg.vocab_size, a.prompts, &prompts)) {
             status = 1;
-        } else if (plots_measure(&target, &pp, &prompts, &a.mo, &m, &err)) {
+        } else if (plots_measure(&lm.parts, &a.base, &prompts, &a.mo, &m, &err)) {
             fprintf(stderr, "specula plot: %s\n", err.msg);
             status = 1;
         }
         free_prompts(&prompts);
     }
-    if (have_heads) medusa_free(&heads);
-    if (have_draft) model_free(&draft);
-    if (have_target) model_free(&target);
+    if (have_target) models_release(&lm);
     if (status) return status;
 
     int written[PLOTS_COUNT];

@@ -463,6 +463,7 @@ int cmd_verify(int argc, char **argv) {
     }
     for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
     free(rows);
+    verify_world_free(&w);
     medusa_free(&heads);
     model_free(&draft);
     model_free(&target);

@@ -27,9 +27,9 @@ void medusa_dataset_free(medusa_dataset *ds) {
     memset(ds, 0, sizeof *ds);
 }
 
-int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int n_heads, const medusa_data_opts *o,
-                            medusa_dataset *ds, FILE *progress, sp_error *err) {
-    const int V = target->cfg.vocab_size, D = target->cfg.hidden_size, P = o->prompt_len, G = o->gen_len;
+int medusa_dataset_generate(decode_target *target, const int *corpus, int n_corpus, int n_heads,
+                            const medusa_data_opts *o, medusa_dataset *ds, FILE *progress, sp_error *err) {
+    const int V = target->cfg->vocab_size, D = target->cfg->hidden_size, P = o->prompt_len, G = o->gen_len;
     memset(ds, 0, sizeof *ds);
     if (n_heads < 1 || n_heads > MEDUSA_MAX_HEADS)
         return sp_fail(err, "%d heads: expected 1 to %d", n_heads, MEDUSA_MAX_HEADS);
@@ -54,20 +54,22 @@ int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int 
     float *hs = sp_xcalloc((size_t)G * D, sizeof(float), "sequence hidden states"); /* positions P−1 … P+G−2 */
     sampler_params sp = sampler_defaults();
     sp.temperature = o->temperature;
-    model_state st;
-    state_build(&st, &target->cfg, NULL);
     const double t0 = now_s();
-    for (int s = 0; s < o->n_sequences; s++) {
+    int rc = 0;
+    for (int s = 0; s < o->n_sequences && !rc; s++) {
         uint32_t w[4];
         philox_words(o->seed, o->stream, (uint64_t)s, w);
         const uint64_t span = (uint64_t)(n_corpus - P) + 1;
         const int offset = (int)((((uint64_t)w[1] << 32) | w[0]) % span); /* bias < span / 2^64: negligible */
         memcpy(x, corpus + offset, (size_t)P * sizeof(int));
-        state_reset(&st);
-        for (int t = 0; t + 1 < P + G; t++) {
-            const int mine = t >= P - 1; /* from here on the next token is the target's own */
-            model_forward(target, &st, x[t], mine ? logits : NULL, mine ? hs + (size_t)(t - P + 1) * D : NULL);
-            if (!mine) continue;
+        const int seq = target->seq_open(target, err);
+        if (seq < 0 || target->prefill(target, seq, x, P - 1, NULL, NULL, err)) {
+            rc = -1;
+            if (seq >= 0) target->seq_close(target, seq);
+            break;
+        }
+        for (int t = P - 1; t + 1 < P + G; t++) { /* from here on the next token is the target's own */
+            if ((rc = target->prefill(target, seq, &x[t], 1, logits, hs + (size_t)(t - P + 1) * D, err))) break;
             if (o->temperature == 0) {
                 x[t + 1] = sampler_argmax(logits, V);
             } else {
@@ -76,6 +78,8 @@ int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int 
                 x[t + 1] = sampler_sample(logits, V, site);
             }
         }
+        target->seq_close(target, seq);
+        if (rc) break;
         for (int j = 0; j < per_seq; j++) { /* position t = P − 1 + j */
             const size_t e = (size_t)s * per_seq + j;
             memcpy(ds->hidden + e * D, hs + (size_t)j * D, (size_t)D * sizeof(float));
@@ -84,11 +88,11 @@ int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int 
         if (progress && ((s + 1) % 50 == 0 || s + 1 == o->n_sequences))
             fprintf(progress, "  %d/%d sequences, %.1f s\n", s + 1, o->n_sequences, now_s() - t0), fflush(progress);
     }
-    state_free(&st);
     free(x);
     free(logits);
     free(hs);
-    return 0;
+    if (rc) medusa_dataset_free(ds);
+    return rc;
 }
 
 /* ---- loss and gradient ------------------------------------------------------------- */
@@ -204,12 +208,12 @@ medusa_train_opts medusa_train_defaults(void) {
     return o;
 }
 
-void medusa_train_init(medusa_heads *h, const model *target) {
+void medusa_train_init(medusa_heads *h, const float *lm_head) {
     size_t blocks = (size_t)h->n_heads * h->n_layers * ((size_t)h->D * h->D + h->D);
     memset(h->arena, 0, blocks * sizeof(float)); /* the blocks come first in the arena (medusa_build) */
     if (h->own_proj)
         for (int i = 0; i < h->n_heads; i++)
-            memcpy((float *)h->proj[i], target->w.lm_head, (size_t)h->V * h->D * sizeof(float));
+            memcpy((float *)h->proj[i], lm_head, (size_t)h->V * h->D * sizeof(float));
 }
 
 /* A uniform index in [0, n) for draw `k` of the order of epoch e. */

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "medusa.h"
+#include "target.h"
 
 /* ---- the examples ------------------------------------------------------------------ */
 
@@ -47,8 +48,8 @@ typedef struct {
  * whose next token x_{t+1} is the target's own and whose labels all lie in
  * the continuation: gen_len − n_heads examples per sequence. progress, when
  * not NULL, receives a line every few sequences. */
-int medusa_dataset_generate(model *target, const int *corpus, int n_corpus, int n_heads, const medusa_data_opts *o,
-                            medusa_dataset *ds, FILE *progress, sp_error *err);
+int medusa_dataset_generate(decode_target *target, const int *corpus, int n_corpus, int n_heads,
+                            const medusa_data_opts *o, medusa_dataset *ds, FILE *progress, sp_error *err);
 void medusa_dataset_free(medusa_dataset *ds);
 
 /* ---- loss and gradient ------------------------------------------------------------- */
@@ -95,9 +96,9 @@ medusa_train_opts medusa_train_defaults(void);
 
 /* Initialises heads the way Medusa does: ResBlock weights and biases zero
  * (each ResBlock starts as the identity) and, when the heads own their
- * projections, each a copy of the target's lm_head — so every head starts
+ * projections, each a copy of the target's lm_head[V, D] — so every head starts
  * by predicting the token after the one it reads, and learns from there. */
-void medusa_train_init(medusa_heads *h, const model *target);
+void medusa_train_init(medusa_heads *h, const float *lm_head);
 
 /* Adam on the weighted loss over `train`. Reproducible: the same examples,
  * options and seed give bit-identical heads. Progress to log when not NULL. */

@@ -1,7 +1,7 @@
-/* beam.c — beam search over the reference model (see beam.h for the exact
- * semantics and where they come from). Readable first: candidates are
- * sorted with qsort, every live beam is fed one position at a time, and the
- * "batched pass" of a step is a loop over the live beams. */
+/* beam.c — beam search over a target (see beam.h for the exact semantics
+ * and where they come from). Readable first: candidates are sorted with
+ * qsort; a step hands the target every live beam's pending token as a
+ * one-node tree, in one verify pass. */
 #include "beam.h"
 
 #include <math.h>
@@ -93,67 +93,91 @@ static int candidate_cmp(const void *pa, const void *pb) {
 
 /* ---- begin / free ----------------------------------------------------------- */
 
-int beam_begin(beam_search *bs, model *m, const int *prompt, int n_prompt, const beam_options *o, sp_error *err) {
-    memset(bs, 0, sizeof *bs);
-    const model_config *cfg = &m->cfg;
-    const int V = cfg->vocab_size;
-    if (beam_validate(o, err)) return -1;
+static int check_prompt(const decode_target *t, const int *prompt, int n_prompt, sp_error *err) {
+    const int V = t->cfg->vocab_size;
     if (n_prompt < 1) return sp_fail(err, "beam search: the prompt needs at least one token");
     for (int i = 0; i < n_prompt; i++)
         if (prompt[i] < 0 || prompt[i] >= V)
             return sp_fail(err, "beam search: prompt token %d at position %d is outside the vocabulary [0, %d)",
                            prompt[i], i, V);
-    const int b = o->num_beams;
-    bs->m = m;
-    bs->opt = *o;
-    const int n_eos = o->stop_at_eos ? cfg->num_eos : 0;
-    bs->K = (1 + n_eos > 2 ? 1 + n_eos : 2) * b;
-    bs->last_prompt_token = prompt[n_prompt - 1];
-    kv_pool_build(&bs->pool, config_num_full(cfg), cfg->num_kv_heads * cfg->head_dim);
-    bs->states = sp_xcalloc((size_t)b, sizeof *bs->states, "beam states");
-    for (int i = 0; i < b; i++) state_build(&bs->states[i], cfg, &bs->pool);
+    return 0;
+}
+
+static void allocate(beam_search *bs, int b, int V) {
     bs->live = sp_xcalloc((size_t)b, sizeof *bs->live, "live beams");
     bs->next_live = sp_xcalloc((size_t)b, sizeof *bs->next_live, "live beams");
     bs->finished = sp_xcalloc((size_t)b, sizeof *bs->finished, "finished hypotheses");
     bs->cand = sp_xcalloc((size_t)b * V, sizeof *bs->cand, "beam candidates");
-    bs->logits = sp_xcalloc((size_t)V, sizeof(float), "beam logits");
+    bs->trees = sp_xcalloc((size_t)b, sizeof *bs->trees, "beam trees");
+    bs->jobs = sp_xcalloc((size_t)b, sizeof *bs->jobs, "beam verify jobs");
+    bs->logits = sp_xcalloc((size_t)b * V, sizeof(float), "beam logits");
     bs->logprobs = sp_xcalloc((size_t)b * V, sizeof(double), "beam log-probabilities");
-    bs->scratch = sp_xcalloc((size_t)4 * b, sizeof(int), "beam slot scratch");
-    bs->tokens_cap = o->max_new_tokens < 64 ? o->max_new_tokens : 64;
+    bs->scratch = sp_xcalloc((size_t)2 * b, sizeof(int), "beam parent scratch");
+    bs->tokens_cap = bs->opt.max_new_tokens < 64 ? bs->opt.max_new_tokens : 64;
     for (int i = 0; i < b; i++) {
+        tree_build(&bs->trees[i], V, 1);
         bs->live[i].tokens = sp_xcalloc((size_t)bs->tokens_cap, sizeof(int), "beam tokens");
         bs->next_live[i].tokens = sp_xcalloc((size_t)bs->tokens_cap, sizeof(int), "beam tokens");
+        bs->live[i].seq = bs->next_live[i].seq = -1;
     }
-    accounting_init(&bs->acc, "beam", 0, m->weight_bytes_per_step, 0);
-    bs->stats.kv_block_bytes = 2 * (size_t)bs->pool.num_layers * KV_BLOCK_SIZE * bs->pool.kv_dim * sizeof(float);
-    bs->stats.deltanet_bytes_per_beam = state_deltanet_bytes(&bs->states[0]);
+}
+
+int beam_begin(beam_search *bs, decode_target *t, const int *prompt, int n_prompt, const beam_options *o, sp_error *err) {
+    memset(bs, 0, sizeof *bs);
+    const model_config *cfg = t->cfg;
+    if (beam_validate(o, err) || check_prompt(t, prompt, n_prompt, err)) return -1;
+    const int b = o->num_beams;
+    bs->target = t;
+    bs->opt = *o;
+    const int n_eos = o->stop_at_eos ? cfg->num_eos : 0;
+    bs->K = (1 + n_eos > 2 ? 1 + n_eos : 2) * b;
+    bs->last_prompt_token = prompt[n_prompt - 1];
+    allocate(bs, b, cfg->vocab_size);
+    accounting_init(&bs->acc, "beam", 0, t->weight_bytes_per_pass, 0);
+    target_memory mem;
+    t->memory(t, NULL, 0, &mem);
+    bs->block_copies_at_begin = mem.kv_block_copies;
+    bs->stats.kv_block_bytes = mem.kv_block_bytes;
+    bs->stats.deltanet_bytes_per_beam = mem.seq_state_bytes;
     bs->t_start = now_s();
 
     /* the prompt but its last token; the first step feeds that one */
-    for (int i = 0; i + 1 < n_prompt; i++) model_forward(m, &bs->states[0], prompt[i], NULL, NULL);
+    const int seq = t->seq_open(t, err);
+    if (seq < 0 || t->prefill(t, seq, prompt, n_prompt - 1, NULL, NULL, err)) {
+        if (seq >= 0) t->seq_close(t, seq);
+        beam_free(bs);
+        return -1;
+    }
     bs->live[0].sum_logprobs = 0;
-    bs->live[0].slot = 0;
+    bs->live[0].seq = seq;
     bs->n_live = 1;
     return 0;
 }
 
+/* Gives every live sequence back to the target. */
+static void close_live(beam_search *bs) {
+    for (int i = 0; i < bs->n_live; i++)
+        if (bs->live[i].seq >= 0) bs->target->seq_close(bs->target, bs->live[i].seq);
+    bs->n_live = 0;
+}
+
 void beam_free(beam_search *bs) {
     const int b = bs->opt.num_beams;
-    if (bs->states)
-        for (int i = 0; i < b; i++) state_free(&bs->states[i]);
+    if (bs->live) close_live(bs);
     if (bs->live)
         for (int i = 0; i < b; i++) {
             free(bs->live[i].tokens);
             free(bs->next_live[i].tokens);
+            tree_free(&bs->trees[i]);
         }
     if (bs->finished)
         for (int i = 0; i < bs->n_finished; i++) free(bs->finished[i].tokens);
-    kv_pool_free(&bs->pool);
-    free(bs->states);
     free(bs->live);
     free(bs->next_live);
     free(bs->finished);
     free(bs->cand);
+    free(bs->trees);
+    free(bs->jobs);
     free(bs->logits);
     free(bs->logprobs);
     free(bs->scratch);
@@ -162,31 +186,42 @@ void beam_free(beam_search *bs) {
 
 /* ---- one step --------------------------------------------------------------- */
 
+/* The KV figures after a pass: blocks held, what private caches would hold,
+ * blocks copied on write. */
+static void record_memory(beam_search *bs) {
+    int *seqs = bs->scratch;
+    for (int i = 0; i < bs->n_live; i++) seqs[i] = bs->live[i].seq;
+    target_memory mem;
+    bs->target->memory(bs->target, seqs, bs->n_live, &mem);
+    bs->stats.kv_block_copies = mem.kv_block_copies - bs->block_copies_at_begin;
+    if (mem.kv_blocks_in_use > bs->stats.kv_blocks_peak) bs->stats.kv_blocks_peak = mem.kv_blocks_in_use;
+    if (mem.kv_blocks_listed > bs->stats.kv_blocks_unshared_peak) bs->stats.kv_blocks_unshared_peak = mem.kv_blocks_listed;
+}
+
 /* Feeds every live beam its pending token (one batched pass of the target)
- * and fills logprobs[i, V]; counts the KV blocks copied on write. */
-static void batched_pass(beam_search *bs) {
-    const int V = bs->m->cfg.vocab_size;
-    int blocks_unshared = 0;
+ * and fills logprobs[i, V]. */
+static int batched_pass(beam_search *bs) {
+    decode_target *t = bs->target;
+    const int V = t->cfg->vocab_size;
     for (int i = 0; i < bs->n_live; i++) {
-        beam_live *L = &bs->live[i];
-        model_state *s = &bs->states[L->slot];
-        const int token = bs->t ? L->tokens[bs->t - 1] : bs->last_prompt_token;
-        const int in_use = bs->pool.blocks_in_use, own = s->n_blocks;
-        model_forward(bs->m, s, token, bs->logits, NULL);
-        /* blocks taken beyond the ones that extend the table were copies */
-        bs->stats.kv_block_copies += (bs->pool.blocks_in_use - in_use) - (s->n_blocks - own);
-        log_softmax(bs->logits, bs->logprobs + (size_t)i * V, V);
-        blocks_unshared += s->n_blocks;
+        const beam_live *L = &bs->live[i];
+        tree_reset(&bs->trees[i], bs->t ? L->tokens[bs->t - 1] : bs->last_prompt_token, CHILDREN_IID);
+        bs->jobs[i] = (target_job){L->seq, &bs->trees[i], bs->logits + (size_t)i * V, NULL};
+    }
+    if (t->verify(t, bs->jobs, bs->n_live, NULL, &bs->err)) return -1;
+    for (int i = 0; i < bs->n_live; i++) {
+        if (t->commit(t, bs->live[i].seq, 0, &bs->err)) return -1;
+        log_softmax(bs->logits + (size_t)i * V, bs->logprobs + (size_t)i * V, V);
     }
     bs->stats.beam_forwards += bs->n_live;
     if (bs->n_live > bs->stats.peak_live_beams) bs->stats.peak_live_beams = bs->n_live;
-    if (bs->pool.blocks_in_use > bs->stats.kv_blocks_peak) bs->stats.kv_blocks_peak = bs->pool.blocks_in_use;
-    if (blocks_unshared > bs->stats.kv_blocks_unshared_peak) bs->stats.kv_blocks_unshared_peak = blocks_unshared;
+    record_memory(bs);
     bs->acc.target_passes++;
+    return 0;
 }
 
 static int candidate_stops(const beam_search *bs, const beam_candidate *c) {
-    return bs->t + 1 == bs->opt.max_new_tokens || (bs->opt.stop_at_eos && config_is_eos(&bs->m->cfg, c->token));
+    return bs->t + 1 == bs->opt.max_new_tokens || (bs->opt.stop_at_eos && config_is_eos(bs->target->cfg, c->token));
 }
 
 /* Inserts the finished hypothesis (parent's tokens + c->token) into the
@@ -208,38 +243,39 @@ static void add_finished(beam_search *bs, const beam_candidate *c) {
     h->n = n;
     h->sum_logprobs = c->score;
     h->score = score;
-    h->ended_by_eos = bs->opt.stop_at_eos && config_is_eos(&bs->m->cfg, c->token);
+    h->ended_by_eos = bs->opt.stop_at_eos && config_is_eos(bs->target->cfg, c->token);
 }
 
-/* Gives every new live beam a state slot: the first child of a parent takes
- * the parent's slot over as it is (no copy), every further child forks it
- * into a free slot (KV blocks shared, DeltaNet state copied). A parent
- * without children frees its slot and its KV blocks. parent[j] is the
- * index in live[] of next_live[j]'s parent. */
-static void assign_slots(beam_search *bs, const int *parent, int n_next) {
-    const int b = bs->opt.num_beams;
-    int *claimed = bs->scratch + 2 * b, *free_slots = bs->scratch + 3 * b, n_free = 0;
-    int *slot_kept = bs->scratch + b; /* [b] 1 when a parent with children holds it */
-    for (int s = 0; s < b; s++) slot_kept[s] = 0;
-    for (int i = 0; i < bs->n_live; i++) claimed[i] = 0;
-    for (int j = 0; j < n_next; j++) slot_kept[bs->live[parent[j]].slot] = 1;
-    for (int s = 0; s < b; s++)
-        if (!slot_kept[s]) {
-            state_truncate_kv(&bs->states[s], 0);
-            free_slots[n_free++] = s;
-        }
+/* Gives every new live beam a sequence: the first child of a parent takes
+ * the parent's sequence over as it is (no copy), every further child forks
+ * it (KV blocks shared, DeltaNet state copied). A parent without children
+ * closes its sequence and gives its KV blocks back. parent[j] is the index
+ * in live[] of next_live[j]'s parent. */
+static int assign_sequences(beam_search *bs, const int *parent, int n_next) {
+    decode_target *t = bs->target;
+    int *claimed = bs->scratch + bs->opt.num_beams; /* [n_live] 0: unclaimed, 1: taken over, 2: no child */
+    for (int i = 0; i < bs->n_live; i++) claimed[i] = 2;
+    for (int j = 0; j < n_next; j++) claimed[parent[j]] = 0;
+    for (int i = 0; i < bs->n_live; i++)
+        if (claimed[i] == 2) t->seq_close(t, bs->live[i].seq);
     for (int j = 0; j < n_next; j++) {
-        const int src = bs->live[parent[j]].slot;
+        const int src = bs->live[parent[j]].seq;
         if (!claimed[parent[j]]) {
             claimed[parent[j]] = 1;
-            bs->next_live[j].slot = src;
+            bs->next_live[j].seq = src;
+        } else if ((bs->next_live[j].seq = t->seq_fork(t, src, &bs->err)) < 0) {
+            /* give back what is held: the sequences assigned so far, and the
+             * parents whose first child was not reached */
+            for (int i = 0; i < j; i++) t->seq_close(t, bs->next_live[i].seq);
+            for (int i = 0; i < bs->n_live; i++)
+                if (!claimed[i]) t->seq_close(t, bs->live[i].seq);
+            bs->n_live = 0;
+            return -1;
         } else {
-            const int dst = free_slots[--n_free];
-            state_fork(&bs->states[dst], &bs->states[src]);
             bs->stats.deltanet_copies++;
-            bs->next_live[j].slot = dst;
         }
     }
+    return 0;
 }
 
 /* Room for t + 1 tokens in every live beam's token list. */
@@ -266,10 +302,17 @@ static int search_is_over(const beam_search *bs) {
     return !(best_possible > bs->finished[b - 1].score);
 }
 
+/* A step the target could not complete: the search stops, reporting why. */
+static int fail_step(beam_search *bs) {
+    bs->failed = bs->done = 1;
+    close_live(bs);
+    return 0;
+}
+
 int beam_step(beam_search *bs) {
     if (bs->done) return 0;
-    const int V = bs->m->cfg.vocab_size, b = bs->opt.num_beams;
-    batched_pass(bs);
+    const int V = bs->target->cfg->vocab_size, b = bs->opt.num_beams;
+    if (batched_pass(bs)) return fail_step(bs);
     if (bs->acc.target_passes == 1) bs->acc.ttft_s = now_s() - bs->t_start;
 
     /* every continuation of every live beam, best first; keep K */
@@ -297,15 +340,14 @@ int beam_step(beam_search *bs) {
         L->sum_logprobs = c->score;
         parent[n_next++] = c->parent;
     }
-    assign_slots(bs, parent, n_next);
+    if (assign_sequences(bs, parent, n_next)) return fail_step(bs);
     beam_live *swap = bs->live;
     bs->live = bs->next_live;
     bs->next_live = swap;
     bs->n_live = n_next;
     bs->t++;
     bs->done = search_is_over(bs);
-    if (bs->done) /* nothing will run again: give the KV blocks back */
-        for (int s = 0; s < b; s++) state_truncate_kv(&bs->states[s], 0);
+    if (bs->done) close_live(bs); /* nothing will run again: give the KV blocks back */
     return !bs->done;
 }
 
@@ -326,11 +368,16 @@ void beam_finish(beam_search *bs, beam_output *out) {
     out->stats = bs->stats;
 }
 
-int beam_run(model *m, const int *prompt, int n_prompt, const beam_options *o, beam_output *out, sp_error *err) {
+int beam_run(decode_target *t, const int *prompt, int n_prompt, const beam_options *o, beam_output *out, sp_error *err) {
     memset(out, 0, sizeof *out);
     beam_search bs;
-    if (beam_begin(&bs, m, prompt, n_prompt, o, err)) return -1;
+    if (beam_begin(&bs, t, prompt, n_prompt, o, err)) return -1;
     while (beam_step(&bs)) {
+    }
+    if (bs.failed) {
+        *err = bs.err;
+        beam_free(&bs);
+        return -1;
     }
     beam_finish(&bs, out);
     beam_free(&bs);

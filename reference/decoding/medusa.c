@@ -13,8 +13,6 @@ typedef struct {
     const medusa_heads *heads;
     medusa_tree tree;
     children_kind kind;
-    sampler_params sampling;
-    uint64_t seed;
     int D, V;
     int have_hidden;            /* a position has been committed since the start */
     float *hidden;              /* [D] final-normed hidden state of the last consumed position */
@@ -45,9 +43,9 @@ static void top_ranks(const float *logits, int V, int R, int *ranked) {
  * distribution; −1 when nothing is left to draw (without replacement, once
  * every token with q > 0 has been drawn). The site is unique per node and
  * round, so each draw has its own randomness. */
-static int draw_child(medusa_impl *s, int k, int root_position, uint64_t round) {
+static int draw_child(medusa_impl *s, int k, const propose_call *call) {
     const float *q = s->probs + (size_t)(s->tree.depth[k] - 1) * s->V;
-    rng_site site = {s->seed, RNG_DRAFT, accept_draw_index(round, root_position + s->tree.depth[k], k + 1)};
+    rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + s->tree.depth[k], k + 1)};
     if (s->kind == CHILDREN_IID) return sampler_sample(q, s->V, site);
     /* without replacement: siblings are consecutive, the first resets the pool */
     if (s->tree.sibling[k] == 0) memcpy(s->remaining, q, (size_t)s->V * sizeof(float));
@@ -56,16 +54,15 @@ static int draw_child(medusa_impl *s, int k, int root_position, uint64_t round) 
     return x;
 }
 
-static int medusa_propose(proposer *self, token_tree *tree, int root_position, int max_depth, uint64_t round,
-                          sp_error *err) {
+static int medusa_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     medusa_impl *s = self->impl;
     if (!s->have_hidden) return 0; /* a one-token prompt: no hidden state before the root yet */
     const int V = s->V, R = s->tree.max_rank + 1;
-    int depth = s->tree.max_depth < max_depth ? s->tree.max_depth : max_depth;
+    int depth = s->tree.max_depth < call->max_depth ? s->tree.max_depth : call->max_depth;
     for (int i = 0; i < depth; i++) {
         float *logits = s->logits + (size_t)i * V;
         medusa_head_forward(s->heads, i, s->hidden, logits, s->scratch);
-        sampler_probs(&s->sampling, logits, s->probs + (size_t)i * V, V);
+        sampler_probs(call->sampling, logits, s->probs + (size_t)i * V, V);
         if (s->kind == CHILDREN_TOP_RANKS) top_ranks(logits, V, R, s->ranked + (size_t)i * R);
     }
     self->steps++;
@@ -76,7 +73,7 @@ static int medusa_propose(proposer *self, token_tree *tree, int root_position, i
         const int d = s->tree.depth[k], parent = s->tree.parent[k] < 0 ? 0 : s->node[s->tree.parent[k]];
         if (d > depth || parent < 0) continue; /* beyond the budget, or under a node that was not placed */
         int token = s->kind == CHILDREN_TOP_RANKS ? s->ranked[(size_t)(d - 1) * R + s->tree.rank[k]]
-                                                  : draw_child(s, k, root_position, round);
+                                                  : draw_child(s, k, call);
         if (token < 0) continue;
         int u = tree_add(tree, parent, token);
         if (u < 0) return sp_fail(err, "Medusa proposal: tree capacity %d exceeded", tree->cap);
@@ -86,12 +83,14 @@ static int medusa_propose(proposer *self, token_tree *tree, int root_position, i
     return 0;
 }
 
-static void medusa_commit(proposer *self, const int *path, const float *hidden, int len, int next_token) {
+static int medusa_commit(proposer *self, const int *path, const float *hidden, int len, int next_token,
+                         sp_error *err) {
     medusa_impl *s = self->impl;
-    (void)path, (void)next_token;
-    if (len < 1) return;
+    (void)path, (void)next_token, (void)err;
+    if (len < 1) return 0;
     memcpy(s->hidden, hidden + (size_t)(len - 1) * s->D, (size_t)s->D * sizeof(float));
     s->have_hidden = 1;
+    return 0;
 }
 
 static void medusa_release(proposer *self) {
@@ -110,12 +109,12 @@ int medusa_rule_matches(accept_rule rule, children_kind kind) {
     return rule == RULE_EXACT ? kind != CHILDREN_TOP_RANKS : kind == CHILDREN_TOP_RANKS;
 }
 
-int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *target, const medusa_tree *tree,
-                          children_kind kind, const sampler_params *sp, uint64_t seed, sp_error *err) {
-    const int D = target->cfg.hidden_size, V = target->cfg.vocab_size;
+int medusa_proposer_build(proposer *p, const medusa_heads *h, const decode_target *t, const medusa_tree *tree,
+                          children_kind kind, sp_error *err) {
+    const int D = t->cfg->hidden_size, V = t->cfg->vocab_size;
     if (h->D != D || h->V != V)
         return sp_fail(err, "Medusa heads %s have D %d, V %d; the target %s has D %d, V %d",
-                       h->path[0] ? h->path : "(built in memory)", h->D, h->V, target->path, D, V);
+                       h->path[0] ? h->path : "(built in memory)", h->D, h->V, t->path, D, V);
     for (int i = 0; i < h->n_heads; i++)
         if (!h->proj[i])
             return sp_fail(err, "Medusa head %d shares the lm_head but none was attached (medusa_share_lm_head)", i);
@@ -123,13 +122,10 @@ int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *targe
         return sp_fail(err, "Medusa proposer: children kind %d is not IID, without replacement or top ranks",
                        (int)kind);
     if (medusa_tree_validate(tree, h->n_heads, V, "Medusa tree", err)) return -1;
-    if (sampler_validate(sp, err)) return -1;
     medusa_impl *s = sp_xcalloc(1, sizeof *s, "Medusa proposer");
     s->heads = h;
     s->tree = *tree;
     s->kind = kind;
-    s->sampling = *sp;
-    s->seed = seed;
     s->D = D, s->V = V;
     const size_t HV = (size_t)h->n_heads * V;
     s->hidden = sp_xcalloc((size_t)D, sizeof(float), "Medusa hidden state");
@@ -140,38 +136,14 @@ int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *targe
     s->scratch = sp_xcalloc((size_t)2 * D, sizeof(float), "Medusa scratch");
     memset(p, 0, sizeof *p);
     p->name = "medusa";
+    p->depth = tree->max_depth;
+    p->needs_hidden = 1;
     p->propose = medusa_propose;
     p->commit = medusa_commit;
     p->release = medusa_release;
-    p->bytes_per_step = medusa_bytes_per_step(h, target);
+    p->bytes_per_step = medusa_bytes_per_step(h, t->storage_bytes);
     p->tree_capacity = tree->n;
     p->kind = kind;
     p->impl = s;
-    return 0;
-}
-
-int medusa_sample_runs(model *target, const medusa_heads *h, const medusa_tree *tree, children_kind kind,
-                       const decode_options *opt, const int *prompt, int n_prompt, int n_runs, int length, int *out,
-                       run_accounting *acc, sp_error *err) {
-    decode_options o = *opt;
-    o.max_tokens = length;
-    o.stop_at_eos = 0;
-    o.on_commit = NULL;
-    for (int r = 0; r < n_runs; r++) {
-        o.seed = opt->seed + (uint64_t)r;
-        proposer p;
-        if (medusa_proposer_build(&p, h, target, tree, kind, &o.sampling, o.seed, err)) return -1;
-        decode_output d;
-        int rc = decode_run(target, &p, "medusa", tree->max_depth, prompt, n_prompt, &o, &d, err);
-        p.release(&p);
-        if (rc) return -1;
-        if (d.n != length) {
-            decode_output_free(&d);
-            return sp_fail(err, "Medusa run %d emitted %d tokens, %d were asked for", r, d.n, length);
-        }
-        memcpy(out + (size_t)r * length, d.tokens, (size_t)length * sizeof(int));
-        if (acc) *acc = d.acc;
-        decode_output_free(&d);
-    }
     return 0;
 }

@@ -5,12 +5,16 @@
  *     r = ResBlock_n(... ResBlock_1(h)),  ResBlock(x) = x + SiLU(W x + b)
  *     logits = P r,   P its own [V, D] projection or the target's lm_head.
  * The candidates form a tree given as paths of top-k ranks; the target
- * verifies every node in one logical pass. Float32, readable first. */
+ * verifies every node in one logical pass. Float32, readable first; the
+ * proposer is built through the method factory (method.h). */
 #ifndef SPECULA_MEDUSA_H
 #define SPECULA_MEDUSA_H
 
+#include "config.h"
 #include "decode.h"
 #include "dtype.h"
+#include "proposer.h"
+#include "target.h"
 
 #define MEDUSA_MAX_HEADS 16
 #define MEDUSA_MAX_LAYERS 8
@@ -55,6 +59,14 @@ void medusa_free(medusa_heads *h);
  * digest. config.json and the tokenizer are not part of it. hex[65]. */
 int medusa_base_sha256(const char *model_dir, char *hex, sp_error *err);
 
+/* The checkpoint heads are loaded for: its directory (whose digest the heads
+ * must carry), its dimensions and, for heads that share it, its lm_head. */
+typedef struct {
+    const char *path;
+    int D, V;
+    const float *lm_head; /* [V, D] float32, or NULL: shared projections stay unattached (medusa_share_lm_head) */
+} medusa_base;
+
 /* Reads a heads file: tensors medusa_head.{i}.{j}.linear.weight [D, D] and
  * .bias [D] for j < n_layers, then medusa_head.{i}.{n_layers}.weight [V, D]
  * when the head has its own projection (absent for all heads: the target's
@@ -64,7 +76,7 @@ int medusa_base_sha256(const char *model_dir, char *hex, sp_error *err);
  * ignore_base (for random test heads only; the check reads every byte of
  * the base's safetensors). Every missing tensor, wrong
  * shape, non-finite value or inconsistent head is an error naming it. */
-int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore_base, sp_error *err);
+int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int ignore_base, sp_error *err);
 
 /* Writes the heads to PATH in `dtype`, with "__metadata__" base_sha256,
  * medusa_num_heads, medusa_num_layers, medusa_shared_lm_head and the n_meta
@@ -73,8 +85,9 @@ int medusa_save(const medusa_heads *h, const char *path, dtype_t dtype, const ch
                 const char *const *meta_keys, const char *const *meta_values, int n_meta, sp_error *err);
 
 /* Weight bytes one proposal reads: every head's ResBlocks and projection at
- * the heads' storage dtype; a shared lm_head counts once, at the target's. */
-double medusa_bytes_per_step(const medusa_heads *h, const model *target);
+ * the heads' storage dtype; a shared lm_head counts once, at the target's
+ * (target_storage_bytes per parameter). */
+double medusa_bytes_per_step(const medusa_heads *h, int target_storage_bytes);
 
 /* ResBlock: out[D] = x + SiLU(W x + b). out must not alias x. */
 void medusa_resblock_forward(const medusa_resblock *b, const float *x, float *out, int D);
@@ -139,23 +152,14 @@ void medusa_tree_format(const medusa_tree *t, char *buf, size_t size);
  * CHILDREN_NO_REPLACEMENT (the exact rule: the tree keeps its shape, and a
  * node's m children are m tokens drawn from its head's processed
  * distribution, independently or without replacement). q of a node at depth
- * d is head d's processed distribution (temperature, top-k, top-p, min-p of
- * sp, as the target's p). The heads and the tree must match the target
- * (D, V, depth ≤ heads, ranks < V). */
-int medusa_proposer_build(proposer *p, const medusa_heads *h, const model *target, const medusa_tree *tree,
-                          children_kind kind, const sampler_params *sp, uint64_t seed, sp_error *err);
+ * d is head d's processed distribution under the run's sampler params (as
+ * the target's p). The heads and the tree must match the target (D, V,
+ * depth ≤ heads, ranks < V). */
+int medusa_proposer_build(proposer *p, const medusa_heads *h, const decode_target *t, const medusa_tree *tree,
+                          children_kind kind, sp_error *err);
 
 /* The decode rule that goes with a children kind: greedy/typical need
  * CHILDREN_TOP_RANKS, exact needs IID or NO_REPLACEMENT. */
 int medusa_rule_matches(accept_rule rule, children_kind kind);
-
-/* Runs n_runs generations of exactly `length` tokens from one prompt (EOS
- * does not stop them), run r with seed opt->seed + r, and writes the tokens
- * to out[n_runs · length]. acc, when not NULL, receives the accounting of
- * the last run. For tests: the distribution of out is what the statistical
- * suite compares with the target's. */
-int medusa_sample_runs(model *target, const medusa_heads *h, const medusa_tree *tree, children_kind kind,
-                       const decode_options *opt, const int *prompt, int n_prompt, int n_runs, int length, int *out,
-                       run_accounting *acc, sp_error *err);
 
 #endif

@@ -121,9 +121,9 @@ static int count_layers(const st_set *st) {
     }
 }
 
-int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore_base, sp_error *err) {
+int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int ignore_base, sp_error *err) {
     memset(h, 0, sizeof *h);
-    const int D = base->cfg.hidden_size, V = base->cfg.vocab_size;
+    const int D = base->D, V = base->V;
     st_set st;
     if (st_open(&st, path, err)) return sp_wrap(err, "loading Medusa heads: ");
     int rc = -1;
@@ -157,7 +157,7 @@ int medusa_load(medusa_heads *h, const char *path, const model *base, int ignore
     snprintf(name, sizeof name, "medusa_head.0.%d.weight", n_layers);
     const int own = st_find(&st, name) != NULL;
     if (medusa_build(h, n_heads, n_layers, D, V, own, err)) goto done;
-    medusa_share_lm_head(h, base->w.lm_head);
+    if (!own && base->lm_head) medusa_share_lm_head(h, base->lm_head);
     for (int i = 0; i < n_heads; i++) {
         for (int j = 0; j < n_layers; j++) {
             medusa_resblock *b = &h->blocks[i * n_layers + j];
@@ -248,11 +248,11 @@ int medusa_save(const medusa_heads *h, const char *path, dtype_t dtype, const ch
     return rc;
 }
 
-double medusa_bytes_per_step(const medusa_heads *h, const model *target) {
+double medusa_bytes_per_step(const medusa_heads *h, int target_storage_bytes) {
     double own = (double)h->n_heads * h->n_layers * ((double)h->D * h->D + h->D);
     if (h->own_proj) own += (double)h->n_heads * h->V * h->D;
     double bytes = own * h->storage_bytes;
-    if (!h->own_proj) bytes += (double)h->V * h->D * target->storage_bytes;
+    if (!h->own_proj) bytes += (double)h->V * h->D * target_storage_bytes;
     return bytes;
 }
 

@@ -4,16 +4,21 @@
  * embedding of token t+1; every further step feeds the MTP's own output
  * hidden state. The MTP layer keeps its own KV cache; after each verdict
  * the chained steps are dropped and the MTP is realigned on the committed
- * tokens with the target's hidden states. */
+ * tokens with the target's hidden states. Built through the method factory
+ * (method.h). */
 #ifndef SPECULA_MTP_H
 #define SPECULA_MTP_H
 
-#include "decode.h"
+#include "proposer.h"
+#include "stepper.h"
 
-/* sample_drafts = 0: argmax drafts (q is one-hot, the default); 1: drafts
- * sampled from the MTP's processed distribution. Fails when the model has
- * no MTP module or k is outside [1, 32]. */
-int mtp_proposer_build(proposer *p, model *m, int k, int sample_drafts, const sampler_params *sp, uint64_t seed,
-                       sp_error *err);
+#define MTP_MAX_K 32
+
+/* A proposer over the stepper `mtp` of the target's MTP module (reset here;
+ * used by this proposer alone until it is released). sample_drafts = 0:
+ * argmax drafts (q is one-hot); 1: drafts sampled from the MTP's processed
+ * distribution, processed like the target's p. Fails when the stepper is
+ * not an MTP module or k is outside [1, MTP_MAX_K]. */
+int mtp_proposer_build(proposer *p, stepper *mtp, int k, int sample_drafts, sp_error *err);
 
 #endif

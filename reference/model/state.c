@@ -159,6 +159,7 @@ void state_kv_for_write(model_state *s, int la, int t, float **key, float **valu
                block_floats(p) * sizeof(float));
         pool_release(p, b);
         s->blocks[bi] = nb;
+        p->copies++;
     }
     *key = state_key(s, la, t);
     *value = state_value(s, la, t);
@@ -200,6 +201,12 @@ void state_restore(model_state *s, const state_snapshot *snap) {
 }
 
 size_t state_deltanet_bytes(const model_state *s) { return (conv_floats(s) + recurrent_floats(s)) * sizeof(float); }
+
+size_t state_deltanet_bytes_of(const model_config *c) {
+    const size_t conv = (size_t)config_conv_dim(c) * (c->conv_kernel - 1),
+                 rec = (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim;
+    return (size_t)config_num_linear(c) * (conv + rec) * sizeof(float);
+}
 
 size_t state_kv_bytes_per_position(const model_state *s) {
     return 2 * (size_t)s->num_attn * s->pool->kv_dim * sizeof(float);

@@ -22,6 +22,7 @@ typedef struct {
     float *keys;    /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
     float *values;  /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
     int blocks_in_use;
+    long copies; /* blocks copied on write since the pool was built */
 } kv_pool;
 
 void kv_pool_build(kv_pool *p, int num_layers, int kv_dim);
@@ -86,6 +87,8 @@ void state_restore(model_state *s, const state_snapshot *snap);
 
 /* Bytes held per sequence: DeltaNet conv + recurrent, and KV per position. */
 size_t state_deltanet_bytes(const model_state *s);
+/* The same for a trunk state of config c, without building one. */
+size_t state_deltanet_bytes_of(const model_config *c);
 size_t state_kv_bytes_per_position(const model_state *s);
 
 #endif

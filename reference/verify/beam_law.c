@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "reference_target.h"
+
 static const char *const slip_names[BEAM_SLIP_COUNT] = {"none", "penalty without EOS", "finished from all K",
                                                         "prompt in the length", "heuristic at max length"};
 
@@ -147,6 +149,8 @@ int beam_law_check(model *m, int prompts, int settings, beam_law_report *rep, sp
     int saved_eos[CONFIG_MAX_EOS];
     memcpy(saved_eos, m->cfg.eos_token_ids, sizeof saved_eos);
     int rc = 0;
+    decode_target target; /* reads m->cfg, so the EOS ids set below apply */
+    reference_target_build(&target, m);
     for (int p = 0; p < prompts && !rc; p++) {
         int prompt[4], n_prompt = 1 + p % 4;
         for (int i = 0; i < n_prompt; i++) prompt[i] = (p * 5 + i * 3 + 1) % V;
@@ -171,7 +175,7 @@ int beam_law_check(model *m, int prompts, int settings, beam_law_report *rep, sp
             m->cfg.eos_token_ids[1] = p % 4;
             m->cfg.eos_token_ids[2] = V / 2;
             beam_output out;
-            if (beam_run(m, prompt, n_prompt, &o, &out, err)) {
+            if (beam_run(&target, prompt, n_prompt, &o, &out, err)) {
                 rc = -1;
                 break;
             }
@@ -203,6 +207,7 @@ int beam_law_check(model *m, int prompts, int settings, beam_law_report *rep, sp
         }
         enumerate_free(&t);
     }
+    target.release(&target);
     m->cfg.num_eos = saved_num_eos;
     memcpy(m->cfg.eos_token_ids, saved_eos, sizeof saved_eos);
     return rc;

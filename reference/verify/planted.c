@@ -150,7 +150,7 @@ void planted_retemper_row(const float *q, float gamma, float *out, int V) {
 
 typedef struct {
     proposer inner;
-    float gamma;
+    float draw_temperature;
 } retemper_impl;
 
 static void sync_counters(proposer *self) {
@@ -158,23 +158,33 @@ static void sync_counters(proposer *self) {
     self->steps = w->inner.steps;
 }
 
-static int retemper_propose(proposer *self, token_tree *tree, int root_position, int max_depth, uint64_t round,
-                            sp_error *err) {
+/* The inner proposer drafts under the run's sampler params at the draw
+ * temperature; its q rows are then reported at the run's temperature. */
+static int retemper_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     retemper_impl *w = self->impl;
-    int rc = w->inner.propose(&w->inner, tree, root_position, max_depth, round, err);
+    const float ratio_temperature = call->sampling->temperature;
+    if (!(ratio_temperature > 0))
+        return sp_fail(err, "retempered proposer: the run's temperature must be > 0, got %g", ratio_temperature);
+    sampler_params draw = *call->sampling;
+    draw.temperature = w->draw_temperature;
+    propose_call inner_call = *call;
+    inner_call.sampling = &draw;
+    int rc = w->inner.propose(&w->inner, tree, &inner_call, err);
     sync_counters(self);
     if (rc) return rc;
     int child[1];
+    const float gamma = w->draw_temperature / ratio_temperature;
     for (int i = 0; i < tree->n; i++)
-        if (tree_children(tree, i, child, 1) > 0)
-            planted_retemper_row(tree_q(tree, i), w->gamma, tree_q(tree, i), tree->V);
+        if (tree_children(tree, i, child, 1) > 0) planted_retemper_row(tree_q(tree, i), gamma, tree_q(tree, i), tree->V);
     return 0;
 }
 
-static void retemper_commit(proposer *self, const int *path, const float *hidden, int len, int next_token) {
+static int retemper_commit(proposer *self, const int *path, const float *hidden, int len, int next_token,
+                           sp_error *err) {
     retemper_impl *w = self->impl;
-    w->inner.commit(&w->inner, path, hidden, len, next_token);
+    int rc = w->inner.commit(&w->inner, path, hidden, len, next_token, err);
     sync_counters(self);
+    return rc;
 }
 
 static void retemper_release(proposer *self) {
@@ -184,16 +194,16 @@ static void retemper_release(proposer *self) {
     self->impl = NULL;
 }
 
-int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, float ratio_temperature,
-                           sp_error *err) {
-    if (!(draw_temperature > 0 && ratio_temperature > 0))
-        return sp_fail(err, "retempered proposer: temperatures must be > 0 (draw %g, ratio %g)", draw_temperature,
-                       ratio_temperature);
+int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, sp_error *err) {
+    if (!(draw_temperature > 0))
+        return sp_fail(err, "retempered proposer: the draw temperature must be > 0, got %g", draw_temperature);
     retemper_impl *w = sp_xcalloc(1, sizeof *w, "retempered proposer");
     w->inner = *inner;
-    w->gamma = draw_temperature / ratio_temperature;
+    w->draw_temperature = draw_temperature;
     memset(outer, 0, sizeof *outer);
     outer->name = inner->name;
+    outer->depth = inner->depth;
+    outer->needs_hidden = inner->needs_hidden;
     outer->propose = retemper_propose;
     outer->commit = retemper_commit;
     outer->release = retemper_release;

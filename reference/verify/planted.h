@@ -9,6 +9,7 @@
 
 #include "accept.h"
 #include "decode.h"
+#include "proposer.h"
 
 typedef enum {
     PLANT_NONE = 0,              /* the exact rule, unchanged (a sanity check of the copy) */
@@ -54,13 +55,13 @@ int planted_typical_fn(void *user, const token_tree *t, const float *p, accept_s
                        accept_result *r, sp_error *err);
 
 /* A proposer whose drafts were sampled at one temperature while the q rows
- * it reports belong to another: `inner` (built with sampling temperature
- * draw_temperature > 0) proposes, then every q row of a node with children
- * becomes norm(q^γ) over its support, γ = draw_temperature /
- * ratio_temperature — softmax(z / ratio_temperature) when no cut depends on
- * the temperature. The wrapper owns inner: its release releases both. */
-int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, float ratio_temperature,
-                           sp_error *err);
+ * it reports belong to another: `inner` proposes under the run's sampler
+ * params with the temperature replaced by draw_temperature > 0, then every q
+ * row of a node with children becomes norm(q^γ) over its support, γ =
+ * draw_temperature / the run's temperature — softmax(z / run temperature)
+ * when no cut depends on the temperature. The wrapper owns inner: its
+ * release releases both. */
+int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperature, sp_error *err);
 
 /* The same transformation on one row: out[V] = norm(q^gamma) over q > 0
  * (out may alias q). Exposed so exact computations can follow the wrapper. */

@@ -1,16 +1,16 @@
 /* verify_cases.c — the catalogue of verify_cases.h and the samplers that
- * run each case through decode_run. Each draw is one complete, independent
- * generation: a fresh proposer, the world's prompt, its own seed. */
+ * run each case through the method factory and decode_run. Each draw is one
+ * complete, independent generation: a fresh proposer, the world's prompt,
+ * its own seed. */
 #include "verify_cases.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mtp.h"
 #include "philox.h"
+#include "reference_target.h"
 #include "spec_law.h"
-#include "speculative.h"
 
 void verify_world_target_config(model_config *c) {
     c->vocab_size = VERIFY_WORLD_V;
@@ -43,158 +43,179 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
     w->prompt[0] = 1;
     w->prompt[1] = 2;
     w->n_prompt = 2;
+    reference_target_build(&w->target_if, target);
+    w->parts.target = &w->target_if;
+    w->parts.heads = heads;
+    if (draft) {
+        reference_draft_stepper_build(&w->draft_stepper, draft);
+        w->parts.draft = &w->draft_stepper;
+    }
+    if (!reference_mtp_stepper_build(&w->mtp_stepper, target, &err)) w->parts.mtp = &w->mtp_stepper;
 }
 
-/* Sampling settings of the catalogue. */
-/* clang-format off */
-#define PLAIN(T) {.temperature = (T), .top_k = 0, .top_p = 1.0f, .min_p = 0.0f}
-#define TOPK(T, K) {.temperature = (T), .top_k = (K), .top_p = 1.0f, .min_p = 0.0f}
-#define TOPP(T, P) {.temperature = (T), .top_k = 0, .top_p = (P), .min_p = 0.0f}
-/* clang-format on */
+void verify_world_free(verify_world *w) {
+    if (w->parts.mtp) w->mtp_stepper.release(&w->mtp_stepper);
+    if (w->parts.draft) w->draft_stepper.release(&w->draft_stepper);
+    if (w->parts.target) w->target_if.release(&w->target_if);
+    memset(&w->parts, 0, sizeof w->parts);
+}
 
-/* Field order: name, primary, method, kind, pair, k (Medusa: the tree's
- * depth), L, max_tokens, mtp_sample, sampling, control bug, control
- * temperature, rule, expect_biased, max_samples, Medusa children. The
- * planned sizes are in docs/verification.md. */
-static const verify_case catalogue[] = {
+/* Field order: name, primary, method, flags, pair, L, max_tokens, control bug,
+ * control temperature, expect_biased, max_samples (spec and k are filled when
+ * the catalogue is parsed). The planned sizes are in docs/verification.md.
+ * Argmax MTP drafts are named explicitly: above temperature 0 the default is
+ * sampled drafts. */
+#define CASE(...) {__VA_ARGS__, .k = 0}
+
+static verify_case catalogue[] = {
     /* per method: L = 2 (64 cells), so 200 000 draws bound the TV below 0.02 */
-    {"sample T=0.8", 1, "sample", VC_SAMPLE, VC_EXACT, 0, 2, 2, 0, PLAIN(0.8f), PLANT_NONE, 1.2f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"spec k=3 T=0.8", 1, "spec", VC_SPEC, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"spec k=3 T=0.8 vs sample", 1, "spec", VC_SPEC, VC_VS_SAMPLE, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f,
-     RULE_EXACT, 0, 100000, CHILDREN_IID},
-    {"mtp argmax k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT,
-     0, 0, CHILDREN_IID},
-    {"mtp sampled k=3 T=0.8", 1, "mtp", VC_MTP, VC_EXACT, 3, 2, 4, 1, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
+    CASE("sample T=0.8", 1, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
+    CASE("spec k=3 T=0.8", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
+    CASE("spec k=3 T=0.8 vs sample", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_VS_SAMPLE, 2, 4, PLANT_NONE,
+     0.4f, 0, 100000),
+    CASE("mtp argmax k=3 T=0.8", 1, "mtp", "--method mtp --k 3 --temperature 0.8 --mtp-argmax", VC_EXACT, 2, 4,
+     PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
+    CASE("mtp sampled k=3 T=0.8", 1, "mtp", "--method mtp --k 3 --temperature 0.8 --mtp-sample", VC_EXACT, 2, 4,
+     PLANT_NONE, 0.4f, 0, 0),
     /* Medusa's typical acceptance on MTP drafts: biased above temperature 0 (found at any size: 20 000 draws),
      * exact at 0 (a point mass, so 20 000 draws bound the TV; its control draws the next token one position
      * early). The two-sample row is capped too: its TV bound is reported, not required. */
-    {"typical mtp k=3 T=0.8", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.0f, RULE_TYPICAL,
-     1, 20000, CHILDREN_IID},
-    {"typical mtp k=3 T=0", 1, "typical", VC_MTP, VC_EXACT, 3, 2, 4, 0, PLAIN(0.0f), PLANT_BONUS_FROM_PARENT, 0.0f,
-     RULE_TYPICAL, 0, 20000, CHILDREN_IID},
+    CASE("typical mtp k=3 T=0.8", 1, "typical", "--method mtp --k 3 --temperature 0.8 --mtp-argmax --rule typical",
+     VC_EXACT, 2, 4, PLANT_NONE, 0.0f, 1, 20000),
+    CASE("typical mtp k=3 T=0", 1, "typical", "--method mtp --k 3 --temperature 0 --mtp-argmax --rule typical", VC_EXACT,
+     2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
     /* Medusa: three heads over a 12-node tree, children i.i.d. or without replacement (exact rule), or top
      * ranks (typical acceptance, biased above temperature 0; its control is the exact rule on i.i.d. drafts) */
-    {"medusa iid T=0.8", 1, "medusa", VC_MEDUSA, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.4f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"medusa without replacement T=0.8", 1, "medusa", VC_MEDUSA, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f),
-     PLANT_NO_REPLACEMENT_AS_IID, 0.0f, RULE_EXACT, 0, 0, CHILDREN_NO_REPLACEMENT},
-    {"typical medusa T=0.8", 1, "typical", VC_MEDUSA, VC_EXACT, 3, 2, 4, 0, PLAIN(0.8f), PLANT_NONE, 0.0f, RULE_TYPICAL,
-     1, 20000, CHILDREN_TOP_RANKS},
-    {"typical medusa T=0", 1, "typical", VC_MEDUSA, VC_EXACT, 3, 2, 4, 0, PLAIN(0.0f), PLANT_BONUS_FROM_PARENT, 0.0f,
-     RULE_TYPICAL, 0, 20000, CHILDREN_TOP_RANKS},
+    CASE("medusa iid T=0.8", 1, "medusa", "--method medusa --temperature 0.8 --rule exact", VC_EXACT, 2, 4, PLANT_NONE,
+     0.4f, 0, 0),
+    CASE("medusa without replacement T=0.8", 1, "medusa", "--method medusa --temperature 0.8 --rule exact-norepl",
+     VC_EXACT, 2, 4, PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
+    CASE("typical medusa T=0.8", 1, "typical", "--method medusa --temperature 0.8 --rule typical", VC_EXACT, 2, 4,
+     PLANT_NONE, 0.0f, 1, 20000),
+    CASE("typical medusa T=0", 1, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 2, 4,
+     PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
     /* the grid: every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short */
-    {"sample T=1", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 1.5f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"sample T=0.7 top-k 4", 0, "sample", VC_SAMPLE, VC_EXACT, 0, 3, 3, 0, TOPK(0.7f, 4), PLANT_NONE, 1.05f, RULE_EXACT,
-     0, 0, CHILDREN_IID},
-    {"spec k=1 T=1", 0, "spec", VC_SPEC, VC_EXACT, 1, 2, 2, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"spec k=2 T=1", 0, "spec", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"spec k=3 T=0.8 top-k 5", 0, "spec", VC_SPEC, VC_EXACT, 3, 3, 4, 0, TOPK(0.8f, 5), PLANT_NONE, 0.4f, RULE_EXACT, 0,
-     0, CHILDREN_IID},
-    {"spec k=4 T=1.2 top-p 0.9", 0, "spec", VC_SPEC, VC_EXACT, 4, 3, 5, 0, TOPP(1.2f, 0.9f), PLANT_NONE, 0.6f,
-     RULE_EXACT, 0, 0, CHILDREN_IID},
-    {"spec k=4 T=0.6 budget 2", 0, "spec", VC_SPEC, VC_EXACT, 4, 2, 2, 0, PLAIN(0.6f), PLANT_NONE, 0.3f, RULE_EXACT, 0,
-     0, CHILDREN_IID},
-    {"spec k=2 T=1 vs sample", 0, "spec", VC_SPEC, VC_VS_SAMPLE, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT,
-     0, 0, CHILDREN_IID},
-    {"mtp argmax k=2 T=1", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_RESIDUAL_IS_P, 0.0f, RULE_EXACT,
-     0, 0, CHILDREN_IID},
-    {"mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPP(0.8f, 0.9f), PLANT_RESIDUAL_IS_P,
-     0.0f, RULE_EXACT, 0, 0, CHILDREN_IID},
-    {"mtp sampled k=3 T=1", 0, "mtp", VC_MTP, VC_EXACT, 3, 3, 4, 1, PLAIN(1.0f), PLANT_NONE, 0.5f, RULE_EXACT, 0, 0,
-     CHILDREN_IID},
-    {"mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", VC_MTP, VC_EXACT, 2, 3, 3, 1, TOPK(0.7f, 5), PLANT_NONE, 0.35f,
-     RULE_EXACT, 0, 0, CHILDREN_IID},
-    {"typical spec k=2 T=1", 0, "typical", VC_SPEC, VC_EXACT, 2, 3, 3, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_TYPICAL,
-     1, 0, CHILDREN_IID},
-    {"typical mtp k=4 T=0.7 top-k 5", 0, "typical", VC_MTP, VC_EXACT, 4, 3, 5, 0, TOPK(0.7f, 5), PLANT_NONE, 0.0f,
-     RULE_TYPICAL, 1, 0, CHILDREN_IID},
-    {"medusa iid T=1 top-k 5", 0, "medusa", VC_MEDUSA, VC_EXACT, 3, 3, 4, 0, TOPK(1.0f, 5), PLANT_RESIDUAL_UNNORMALISED,
-     0.0f, RULE_EXACT, 0, 0, CHILDREN_IID},
-    {"medusa without replacement T=1.2 top-p 0.9", 0, "medusa", VC_MEDUSA, VC_EXACT, 3, 3, 4, 0, TOPP(1.2f, 0.9f),
-     PLANT_NONE, 0.6f, RULE_EXACT, 0, 0, CHILDREN_NO_REPLACEMENT},
-    {"typical medusa T=1", 0, "typical", VC_MEDUSA, VC_EXACT, 3, 3, 4, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_TYPICAL,
-     1, 0, CHILDREN_TOP_RANKS},
-    {NULL, 0, NULL, VC_SAMPLE, VC_EXACT, 0, 0, 0, 0, PLAIN(1.0f), PLANT_NONE, 0.0f, RULE_EXACT, 0, 0, CHILDREN_IID},
+    CASE("sample T=1", 0, "sample", "--method sample --temperature 1", VC_EXACT, 3, 3, PLANT_NONE, 1.5f, 0, 0),
+    CASE("sample T=0.7 top-k 4", 0, "sample", "--method sample --temperature 0.7 --top-k 4", VC_EXACT, 3, 3, PLANT_NONE,
+     1.05f, 0, 0),
+    CASE("spec k=1 T=1", 0, "spec", "--method spec --k 1 --temperature 1", VC_EXACT, 2, 2, PLANT_NONE, 0.5f, 0, 0),
+    CASE("spec k=2 T=1", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 3, 3, PLANT_NONE, 0.5f, 0, 0),
+    CASE("spec k=3 T=0.8 top-k 5", 0, "spec", "--method spec --k 3 --temperature 0.8 --top-k 5", VC_EXACT, 3, 4,
+     PLANT_NONE, 0.4f, 0, 0),
+    CASE("spec k=4 T=1.2 top-p 0.9", 0, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 3, 5,
+     PLANT_NONE, 0.6f, 0, 0),
+    CASE("spec k=4 T=0.6 budget 2", 0, "spec", "--method spec --k 4 --temperature 0.6", VC_EXACT, 2, 2, PLANT_NONE, 0.3f,
+     0, 0),
+    CASE("spec k=2 T=1 vs sample", 0, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 3, 3, PLANT_NONE, 0.5f,
+     0, 0),
+    CASE("mtp argmax k=2 T=1", 0, "mtp", "--method mtp --k 2 --temperature 1 --mtp-argmax", VC_EXACT, 3, 3,
+     PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
+    CASE("mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", "--method mtp --k 4 --temperature 0.8 --top-p 0.9 --mtp-argmax",
+     VC_EXACT, 3, 5, PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
+    CASE("mtp sampled k=3 T=1", 0, "mtp", "--method mtp --k 3 --temperature 1 --mtp-sample", VC_EXACT, 3, 4, PLANT_NONE,
+     0.5f, 0, 0),
+    CASE("mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", "--method mtp --k 2 --temperature 0.7 --top-k 5 --mtp-sample",
+     VC_EXACT, 3, 3, PLANT_NONE, 0.35f, 0, 0),
+    CASE("typical spec k=2 T=1", 0, "typical", "--method spec --k 2 --temperature 1 --rule typical", VC_EXACT, 3, 3,
+     PLANT_NONE, 0.0f, 1, 0),
+    CASE("typical mtp k=4 T=0.7 top-k 5", 0, "typical",
+     "--method mtp --k 4 --temperature 0.7 --top-k 5 --mtp-argmax --rule typical", VC_EXACT, 3, 5, PLANT_NONE, 0.0f,
+     1, 0),
+    CASE("medusa iid T=1 top-k 5", 0, "medusa", "--method medusa --temperature 1 --top-k 5 --rule exact", VC_EXACT, 3, 4,
+     PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
+    CASE("medusa without replacement T=1.2 top-p 0.9", 0, "medusa",
+     "--method medusa --temperature 1.2 --top-p 0.9 --rule exact-norepl", VC_EXACT, 3, 4, PLANT_NONE, 0.6f, 0, 0),
+    CASE("typical medusa T=1", 0, "typical", "--method medusa --temperature 1 --rule typical", VC_EXACT, 3, 4, PLANT_NONE,
+     0.0f, 1, 0),
+    CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 
-const verify_case *verify_cases(void) { return catalogue; }
+/* Parses every entry's flags once; the budget is the case's, EOS off (the
+ * enumeration never stops). */
+static void parse_catalogue(void) {
+    medusa_tree tree;
+    sp_error err;
+    if (medusa_tree_parse(&tree, VERIFY_WORLD_TREE, "the verify tree", &err)) goto bad;
+    for (verify_case *c = catalogue; c->name; c++) {
+        c->spec = method_spec_defaults();
+        if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
+        c->spec.max_tokens = c->max_tokens;
+        c->spec.stop_at_eos = 0;
+        c->k = c->spec.kind == METHOD_MEDUSA ? tree.max_depth : c->spec.k;
+    }
+    return;
+bad: /* a constant that does not parse: nothing can run */
+    fprintf(stderr, "verify_cases: %s\n", err.msg);
+    abort();
+}
+
+const verify_case *verify_cases(void) {
+    static int parsed;
+    if (!parsed) parse_catalogue();
+    parsed = 1;
+    return catalogue;
+}
 
 int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
 
 void verify_case_control_text(const verify_case *c, char *out, int size) {
     if (c->expect_biased)
         snprintf(out, (size_t)size, "exact rule (must pass)");
-    else if (c->control_bug != PLANT_NONE && c->rule == RULE_TYPICAL)
+    else if (c->control_bug != PLANT_NONE && c->spec.rule == METHOD_RULE_TYPICAL)
         snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
     else if (c->control_bug != PLANT_NONE)
         snprintf(out, (size_t)size, "%s", planted_name(c->control_bug));
-    else if (c->kind == VC_SAMPLE)
+    else if (c->spec.kind == METHOD_SAMPLE)
         snprintf(out, (size_t)size, "sampled at T=%g", c->control_temperature);
     else
-        snprintf(out, (size_t)size, "drafts at T=%g, q at T=%g", c->control_temperature, c->sp.temperature);
+        snprintf(out, (size_t)size, "drafts at T=%g, q at T=%g", c->control_temperature, c->spec.sampling.temperature);
 }
 
-static int build_proposer(const verify_case *c, const verify_world *w, int control, uint64_t seed, proposer *prop,
-                          sp_error *err) {
-    sampler_params draw = c->sp;
-    const int retemper = control && !c->expect_biased && c->control_temperature > 0;
-    if (retemper) draw.temperature = c->control_temperature;
-    proposer inner;
-    int rc;
-    if (c->kind == VC_SPEC) {
-        rc = spec_proposer_build(&inner, w->draft, w->target, c->k, &draw, seed, err);
-    } else if (c->kind == VC_MEDUSA) {
-        /* a biased top-ranks row's control is the exact rule, which needs drawn children */
-        children_kind kind = control && c->expect_biased ? CHILDREN_IID : c->children;
-        rc = medusa_proposer_build(&inner, w->heads, w->target, &w->tree, kind, &draw, seed, err);
-    } else {
-        rc = mtp_proposer_build(&inner, w->target, c->k, c->mtp_sample, &draw, seed, err);
+/* The method of one draw: the case's spec (the world's tree for Medusa), or
+ * plain sampling with its parameters; a control swaps in its planted change. */
+static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
+    const verify_case *c = cs->c;
+    method_spec s = c->spec;
+    s.seed = seed;
+    if (cs->plain) s.kind = METHOD_SAMPLE;
+    if (s.kind == METHOD_MEDUSA) {
+        s.tree = cs->w->tree;
+        s.tree_given = 1;
+        snprintf(s.tree_origin, sizeof s.tree_origin, "the verify tree");
     }
-    if (rc) return -1;
-    if (!retemper) {
-        *prop = inner;
-        return 0;
+    if (cs->control && !cs->plain) {
+        if (s.kind == METHOD_SAMPLE && c->control_temperature > 0) s.sampling.temperature = c->control_temperature;
+        if (c->expect_biased) s.rule = METHOD_RULE_EXACT; /* the exact rule on the same drafts (i.i.d. children) */
     }
-    if (planted_retemper_build(prop, &inner, c->control_temperature, c->sp.temperature, err)) {
-        inner.release(&inner);
-        return -1;
-    }
-    return 0;
+    return s;
 }
 
 static int case_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
     const verify_case_sampler *cs = ctx;
     const verify_case *c = cs->c;
-    const verify_world *w = cs->w;
-    decode_options o = decode_defaults();
-    o.sampling = c->sp;
-    o.seed = seed;
-    o.max_tokens = c->max_tokens;
-    o.stop_at_eos = 0;
+    const method_spec s = draw_spec(cs, seed);
+    method_built m;
+    if (method_build(&m, &s, &cs->w->parts, err)) return -1;
+    planted_typical_rule typical = {c->control_bug, m.options.typical_epsilon, m.options.typical_delta};
     planted_bug bug = c->control_bug;
-    planted_typical_rule typical = {bug, o.typical_epsilon, o.typical_delta};
-    proposer prop, *pp = NULL;
-    if (cs->plain || c->kind == VC_SAMPLE) {
-        if (!cs->plain && cs->control && c->control_temperature > 0) o.sampling.temperature = c->control_temperature;
-    } else {
-        /* a biased rule's control is the exact rule on the same drafts */
-        o.rule = cs->control && c->expect_biased ? RULE_EXACT : c->rule;
-        if (build_proposer(c, w, cs->control, seed, &prop, err)) return -1;
-        pp = &prop;
-        if (cs->control && bug != PLANT_NONE) {
-            o.custom_accept = c->rule == RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
-            o.accept_user = c->rule == RULE_TYPICAL ? (void *)&typical : (void *)&bug;
+    proposer retempered;
+    int rc = 0;
+    if (cs->control && !cs->plain && m.proposer) {
+        if (bug != PLANT_NONE) {
+            m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
+            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&bug;
+        } else if (!c->expect_biased && c->control_temperature > 0) {
+            /* drafts drawn at the control temperature, q reported at the method's */
+            if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
+                method_release(&m);
+                return -1;
+            }
+            m.storage = retempered;
         }
     }
     decode_output out;
-    int rc = decode_run(w->target, pp, c->method, pp ? c->k : 0, w->prompt, w->n_prompt, &o, &out, err);
-    if (pp) pp->release(pp);
+    rc = decode_run(cs->w->parts.target, m.proposer, cs->w->prompt, cs->w->n_prompt, &m.options, &out, err);
+    method_release(&m);
     if (rc) return -1;
     if (out.n < c->L) {
         decode_output_free(&out);
@@ -219,7 +240,7 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
 }
 
 int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err) {
-    return enumerate_build(t, w->target, w->prompt, w->n_prompt, &c->sp, c->L, err);
+    return enumerate_build(t, w->target, w->prompt, w->n_prompt, &c->spec.sampling, c->L, err);
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
@@ -247,10 +268,12 @@ static void law_ratio(void *user, const int *tokens, int len, int depth, float *
 }
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
-    if (c->kind == VC_MTP || c->kind == VC_MEDUSA || c->rule != RULE_EXACT) return 0;
-    sampler_params sp = c->sp;
+    const method_kind kind = c->spec.kind;
+    if ((kind != METHOD_SAMPLE && kind != METHOD_SPEC) || (kind == METHOD_SPEC && c->spec.rule != METHOD_RULE_EXACT))
+        return 0;
+    sampler_params sp = c->spec.sampling;
     enum_table target, draw;
-    if (c->kind == VC_SAMPLE) {
+    if (kind == METHOD_SAMPLE) {
         if (control) sp.temperature = c->control_temperature;
         if (enumerate_build(&target, w->target, w->prompt, w->n_prompt, &sp, c->L, err)) return -1;
         memcpy(law, target.joint, (size_t)target.cells * sizeof(double));
@@ -258,17 +281,17 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
         return 1;
     }
     const int retemper = control && c->control_temperature > 0;
-    sampler_params draw_sp = c->sp;
+    sampler_params draw_sp = c->spec.sampling;
     if (retemper) draw_sp.temperature = c->control_temperature;
     if (enumerate_build(&target, w->target, w->prompt, w->n_prompt, &sp, c->L, err)) return -1;
     if (enumerate_build(&draw, w->draft, w->prompt, w->n_prompt, &draw_sp, c->L, err)) {
         enumerate_free(&target);
         return -1;
     }
-    law_rows rows = {&target, &draw, retemper ? c->control_temperature / c->sp.temperature : 1.0f};
+    law_rows rows = {&target, &draw, retemper ? c->control_temperature / c->spec.sampling.temperature : 1.0f};
     spec_law_spec s = {.V = target.V,
                        .L = c->L,
-                       .k = c->k,
+                       .k = c->spec.k,
                        .max_tokens = c->max_tokens,
                        .target = law_target,
                        .draw = law_draw,
@@ -286,7 +309,7 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
     memset(out, 0, sizeof *out);
     if (c->max_tokens < c->L)
         return sp_fail(err, "case \"%s\": max_tokens %d is below the %d tokens compared", c->name, c->max_tokens, c->L);
-    if (c->kind == VC_MEDUSA && !w->heads)
+    if (c->spec.kind == METHOD_MEDUSA && !w->heads)
         return sp_fail(err, "case \"%s\": the world has no Medusa heads (verify_world_heads)", c->name);
     if (exact->L != c->L || exact->V != w->target->cfg.vocab_size)
         return sp_fail(err, "case \"%s\": the exact law covers L = %d, V = %d; the case needs L = %d, V = %d", c->name,

@@ -1,18 +1,23 @@
 /* verify_cases.h — the catalogue of distribution checks that `specula
  * verify` runs and tests/stat runs at test size: for each decoding method
- * and setting, a sampler over the reference decode loop, the law it must
- * follow, and a planted bug (planted.h) the same check must reject. The
- * models come from the caller (a verify_world), so tests can use their
- * fixtures and the CLI its own scratch models. Micro models only: the law is
- * enumerated over V^L sequences (enumerate.h). */
+ * and setting, a sampler over the decode loop, the law it must follow, and a
+ * planted bug (planted.h) the same check must reject. Each case names its
+ * method with the flags of `specula generate`, parsed and built by the one
+ * method factory (method.h). The models come from the caller (a
+ * verify_world), so tests can use their fixtures and the CLI its own scratch
+ * models. Micro models only: the law is enumerated over V^L sequences
+ * (enumerate.h). */
 #ifndef SPECULA_VERIFY_CASES_H
 #define SPECULA_VERIFY_CASES_H
 
 #include "decode.h"
 #include "enumerate.h"
 #include "medusa.h"
+#include "method.h"
 #include "model.h"
 #include "planted.h"
+#include "stepper.h"
+#include "target.h"
 #include "verify_dist.h"
 
 /* The micro worlds every case runs on: the "micro" target (with its MTP
@@ -29,6 +34,10 @@ typedef struct {
     medusa_tree tree;          /* VERIFY_WORLD_TREE */
     int prompt[4];
     int n_prompt; /* 2: MTP and Medusa have a hidden state to draft from in the first round */
+    /* the models behind the decoding layer's interfaces (reference_target.h) */
+    decode_target target_if;
+    stepper draft_stepper, mtp_stepper;
+    method_parts parts;
 } verify_world;
 
 /* The Medusa heads of the world: 3 heads of one ResBlock with their own
@@ -41,15 +50,11 @@ int verify_world_heads(medusa_heads *h, const model *target, uint64_t seed, sp_e
  * under the first, one under the second, and one node at depth 3. */
 #define VERIFY_WORLD_TREE "[[0], [1], [2], [3], [4], [5], [6], [7], [0, 0], [0, 1], [1, 0], [0, 0, 0]]"
 
-/* Fills the prompt and the tree (the models and heads are the caller's). */
+/* Fills the prompt and the tree and builds the interfaces over the models
+ * (which stay the caller's; heads and draft may be NULL when no case needs
+ * them). verify_world_free releases what init built. */
 void verify_world_init(verify_world *w, model *target, model *draft, const medusa_heads *heads);
-
-typedef enum {
-    VC_SAMPLE = 0, /* plain sampling: the baseline every method must equal */
-    VC_SPEC,       /* draft-model speculative sampling, chain of k */
-    VC_MTP,        /* MTP self-speculation (argmax or sampled drafts) */
-    VC_MEDUSA      /* Medusa heads over the world's tree */
-} verify_method;
+void verify_world_free(verify_world *w);
 
 typedef enum {
     VC_EXACT = 0, /* against the enumerated law ("reference vs exact") */
@@ -61,26 +66,26 @@ typedef struct {
     int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
                          * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
     const char *method; /* "sample", "spec", "mtp", "medusa", "typical" (what --method selects) */
-    verify_method kind;
+    const char *flags;  /* the method as `specula generate` flags, e.g. "--method mtp --k 3 --temperature 0.8
+                         * --mtp-argmax"; Medusa runs over the world's tree */
     verify_pair pair;
-    int k;          /* drafts per round */
     int L;          /* tokens compared */
     int max_tokens; /* the decode budget (≥ L); above L the later tokens are drawn and ignored */
-    int mtp_sample; /* MTP: drafts sampled from its q (else argmax) */
-    sampler_params sp;
     /* The negative control: at most one of the two is set (neither: see expect_biased). */
     planted_bug control_bug;   /* an acceptance rule with this bug */
-    float control_temperature; /* > 0: spec/MTP: drafts drawn at this temperature while q is reported at
-                                * sp.temperature; sample: the sampler runs at this temperature */
-    accept_rule rule;          /* RULE_EXACT, or RULE_TYPICAL (Medusa's defaults 0.09, 0.3) */
+    float control_temperature; /* > 0: spec/MTP/Medusa: drafts drawn at this temperature while q is reported at
+                                * the method's temperature; sample: the sampler runs at this temperature */
     int expect_biased;         /* 1: the rule is known not to be exact here; the check must reject it,
-                                * and its control is the exact rule on the same drafts, which must pass */
+                                * and its control is the exact rule on the same drafts (Medusa's children
+                                * drawn i.i.d.), which must pass */
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
-    children_kind children;    /* Medusa: drawn i.i.d. or without replacement (exact rule), or top ranks
-                                * (typical); the exact control of a biased top-ranks row draws i.i.d. */
+    /* parsed from flags when the catalogue is first read */
+    method_spec spec; /* max_tokens = the budget above, EOS off */
+    int k;            /* drafts per round: the spec's k, or the world tree's depth for Medusa */
 } verify_case;
 
-/* The catalogue, terminated by a NULL name. */
+/* The catalogue, terminated by a NULL name; every entry's flags parsed (a
+ * catalogue that does not parse aborts with the message: it is a constant). */
 const verify_case *verify_cases(void);
 int verify_case_count(void);
 /* "what the control plants", e.g. "drafts drawn at T=2, q at T=1". */
@@ -104,9 +109,9 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
 /* The exact law of case c's method (control = 0) or of its negative
  * control (control = 1) into law[V^L]: by enumeration for plain sampling,
  * by spec_law (spec_law.h) from the enumerated conditionals of target and
- * draft for draft-model speculation. Returns 1 when computed, 0 when the
- * method has no such computation here (MTP: its drafts depend on its own
- * chained state), −1 on error. */
+ * draft for draft-model speculation under the exact rule. Returns 1 when
+ * computed, 0 when the method has no such computation here (MTP: its
+ * drafts depend on its own chained state), −1 on error. */
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err);
 
 typedef struct {

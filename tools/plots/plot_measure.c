@@ -1,17 +1,16 @@
 /* plot_measure.c — the measured points: generations with each proposer at
- * each temperature on each prompt, through the same decode_run as
- * `specula generate`, keeping every run's accounting untouched. */
+ * each temperature on each prompt, built by the same method factory and run
+ * by the same decode_run as `specula generate`, keeping every run's
+ * accounting untouched. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mtp.h"
 #include "plots.h"
-#include "speculative.h"
 
 static const char *const method_label[PLOT_METHOD_COUNT] = {"draft", "MTP", "Medusa"};
-static const char *const method_name[PLOT_METHOD_COUNT] = {"spec", "mtp", "medusa"};
+static const method_kind method_of[PLOT_METHOD_COUNT] = {METHOD_SPEC, METHOD_MTP, METHOD_MEDUSA};
 
 void plots_accounting_add(run_accounting *dst, const run_accounting *src) {
     dst->target_passes += src->target_passes;
@@ -45,37 +44,66 @@ void plots_measurements_free(plot_measurements *m) {
     memset(m, 0, sizeof *m);
 }
 
-/* Builds the proposer of `method` and sets the acceptance rule it runs under. */
-static int build_proposer(plot_method method, proposer *p, model *target, const plot_proposers *pp,
-                          const medusa_tree *tree, int k, decode_options *o, sp_error *err) {
-    if (method == PLOT_DRAFT) return spec_proposer_build(p, pp->draft, target, k, &o->sampling, o->seed, err);
-    if (method == PLOT_MTP) /* argmax drafts for greedy decoding; sampled from its q when sampling, as p is */
-        return mtp_proposer_build(p, target, k, o->sampling.temperature > 0, &o->sampling, o->seed, err);
-    children_kind kind = o->sampling.temperature == 0 ? CHILDREN_TOP_RANKS : CHILDREN_NO_REPLACEMENT;
-    o->rule = o->sampling.temperature == 0 ? RULE_GREEDY : RULE_EXACT;
-    return medusa_proposer_build(p, pp->medusa, target, tree, kind, &o->sampling, o->seed, err);
+/* The spec of one point: the command's flags for this method at this temperature. */
+static int point_spec(const method_spec *base, plot_method method, double temperature, method_spec *out,
+                      sp_error *err) {
+    method_spec b = *base;
+    b.sampling.temperature = (float)temperature;
+    return method_spec_for(&b, method_of[method], out, err);
 }
 
-int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *prompts, const plot_measure_opts *o,
-                  plot_measurements *m, sp_error *err) {
+/* Fills a point's description from its spec (the Medusa tree as the factory resolves it). */
+static void describe_point(plot_point *pt, const method_spec *s, const method_parts *parts) {
+    pt->k = s->k;
+    pt->nodes = s->k;
+    if (pt->method == PLOT_MEDUSA) {
+        medusa_tree tree = s->tree;
+        if (!s->tree_given) medusa_tree_default(&tree, parts->heads->n_heads);
+        pt->k = tree.max_depth;
+        pt->nodes = tree.n;
+    }
+    pt->rule = method_rule_name(s->rule);
+    pt->drafts = pt->method == PLOT_MTP ? mtp_drafts_name(s->drafts) : "-";
+}
+
+/* One generation of a point on one prompt, added into the point. */
+static int measure_run(const method_parts *parts, method_spec *s, plot_point *pt, const plot_prompts *prompts, int pi,
+                       const plot_measure_opts *o, plot_measurements *m, sp_error *err) {
+    s->max_tokens = o->tokens;
+    s->stop_at_eos = 0;
+    s->seed = o->seed + (uint64_t)pi;
+    decode_output out;
+    if (method_generate(s, parts, prompts->ids[pi], prompts->len[pi], &out, err)) return -1;
+    plot_run *run = &m->runs[m->n_runs++];
+    run->point = m->n_points;
+    run->prompt = pi;
+    run->seed = s->seed;
+    run->acc = out.acc;
+    decode_output_free(&out);
+    if (pi == 0)
+        accounting_init(&pt->acc, run->acc.method, pt->k, run->acc.target_bytes_per_pass,
+                        run->acc.proposer_bytes_per_step);
+    plots_accounting_add(&pt->acc, &run->acc);
+    pt->runs++;
+    if (o->progress)
+        fprintf(stderr, "measuring %-6s T=%-4g prompt %d/%d (%s rule%s%s): %.3f tokens/pass, alpha %.3f\n", pt->label,
+                pt->temperature, pi + 1, prompts->n, pt->rule, pt->method == PLOT_MTP ? ", drafts " : "",
+                pt->method == PLOT_MTP ? pt->drafts : "", accounting_tokens_per_pass(&run->acc),
+                accounting_alpha(&run->acc));
+    return 0;
+}
+
+int plots_measure(const method_parts *parts, const method_spec *base, const plot_prompts *prompts,
+                  const plot_measure_opts *o, plot_measurements *m, sp_error *err) {
     memset(m, 0, sizeof *m);
-    int available[PLOT_METHOD_COUNT] = {pp->draft != NULL, target->w.has_mtp, pp->medusa != NULL};
-    int n_methods = available[PLOT_DRAFT] + available[PLOT_MTP] + available[PLOT_MEDUSA];
+    const int available[PLOT_METHOD_COUNT] = {parts->draft != NULL, parts->mtp != NULL, parts->heads != NULL};
+    const int n_methods = available[PLOT_DRAFT] + available[PLOT_MTP] + available[PLOT_MEDUSA];
     if (!n_methods)
         return sp_fail(err,
                        "%s has no MTP module and neither a draft model nor Medusa heads were given: nothing to "
                        "measure",
-                       target->path);
+                       parts->target->path);
     if (prompts->n < 1) return sp_fail(err, "measurement: no prompts");
-    medusa_tree tree;
-    memset(&tree, 0, sizeof tree);
-    if (pp->medusa) {
-        if (pp->tree)
-            tree = *pp->tree;
-        else
-            medusa_tree_default(&tree, pp->medusa->n_heads);
-        if (medusa_tree_validate(&tree, pp->medusa->n_heads, target->cfg.vocab_size, "the Medusa tree", err)) return -1;
-    }
     m->points = sp_xcalloc((size_t)n_methods * o->n_temperatures, sizeof *m->points, "plot points");
     m->runs = sp_xcalloc((size_t)n_methods * o->n_temperatures * prompts->n, sizeof *m->runs, "plot runs");
 
@@ -86,39 +114,11 @@ int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *p
             pt->method = (plot_method)meth;
             pt->label = method_label[meth];
             pt->temperature = o->temperatures[ti];
-            pt->k = meth == PLOT_MEDUSA ? tree.max_depth : o->k;
-            pt->nodes = meth == PLOT_MEDUSA ? tree.n : o->k;
-            pt->rule = meth == PLOT_MEDUSA && pt->temperature == 0 ? "greedy" : "exact";
-            for (int pi = 0; pi < prompts->n; pi++) {
-                decode_options opt = decode_defaults();
-                opt.sampling.temperature = (float)pt->temperature;
-                opt.max_tokens = o->tokens;
-                opt.stop_at_eos = 0;
-                opt.seed = o->seed + (uint64_t)pi;
-                proposer p;
-                if (build_proposer(pt->method, &p, target, pp, &tree, pt->k, &opt, err)) goto fail;
-                decode_output out;
-                int rc = decode_run(target, &p, method_name[meth], pt->k, prompts->ids[pi], prompts->len[pi], &opt,
-                                    &out, err);
-                p.release(&p);
-                if (rc) goto fail;
-                plot_run *run = &m->runs[m->n_runs++];
-                run->point = m->n_points;
-                run->prompt = pi;
-                run->seed = opt.seed;
-                run->acc = out.acc;
-                run->acc.method = method_name[meth];
-                decode_output_free(&out);
-                if (pi == 0)
-                    accounting_init(&pt->acc, method_name[meth], pt->k, run->acc.target_bytes_per_pass,
-                                    run->acc.proposer_bytes_per_step);
-                plots_accounting_add(&pt->acc, &run->acc);
-                pt->runs++;
-                if (o->progress)
-                    fprintf(stderr, "measuring %-6s T=%-4g prompt %d/%d: %.3f tokens/pass, alpha %.3f\n", pt->label,
-                            pt->temperature, pi + 1, prompts->n, accounting_tokens_per_pass(&run->acc),
-                            accounting_alpha(&run->acc));
-            }
+            method_spec s;
+            if (point_spec(base, pt->method, pt->temperature, &s, err)) goto fail;
+            describe_point(pt, &s, parts);
+            for (int pi = 0; pi < prompts->n; pi++)
+                if (measure_run(parts, &s, pt, prompts, pi, o, m, err)) goto fail;
             m->n_points++;
         }
     }

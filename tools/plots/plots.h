@@ -11,6 +11,7 @@
 #include "accounting.h"
 #include "decode.h"
 #include "medusa.h"
+#include "method.h"
 #include "roofline.h"
 
 /* The plots, in the order of the documentation: (a) … (e). */
@@ -28,21 +29,14 @@ typedef struct {
 /* The proposers a measurement can run. */
 typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_MEDUSA, PLOT_METHOD_COUNT } plot_method;
 
-/* What the target is measured with; NULL leaves a method out (MTP runs
- * whenever the target has an MTP module). */
-typedef struct {
-    model *draft;               /* a draft model sharing the target's vocabulary */
-    const medusa_heads *medusa; /* Medusa heads checked against the target */
-    const medusa_tree *tree;    /* their tree; NULL: the built-in one for the heads */
-} plot_proposers;
-
 typedef struct {
     plot_method method;
     const char *label; /* "draft", "MTP", "Medusa" */
     double temperature;
     int k;              /* chain depth, or the Medusa tree's depth */
     int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa */
-    const char *rule;   /* the acceptance rule of the runs: "exact", "greedy" */
+    const char *rule;   /* the acceptance rule of the runs: "exact", "greedy", … */
+    const char *drafts; /* MTP: "argmax" or "sampled"; "-" for the others */
     int runs;           /* generations summed into acc */
     run_accounting acc; /* the counters of those runs, added up */
 } plot_point;
@@ -65,22 +59,22 @@ typedef struct {
     const double *temperatures; /* [n_temperatures] 0 = greedy */
     int n_temperatures;
     int tokens;    /* tokens per generation (EOS does not stop it) */
-    int k;         /* proposal depth of the chains (Medusa: its tree's) */
     uint64_t seed; /* run r of a (method, temperature) uses seed + r */
     int progress;  /* 1: a line per generation on stderr */
 } plot_measure_opts;
 
-/* Runs every method the models allow (draft and Medusa when given, MTP
- * when the target has an MTP module) at every temperature on every prompt,
+/* Runs every method the parts allow (a draft model, the MTP module, Medusa
+ * heads: whichever parts are not NULL) at every temperature on every prompt,
  * and keeps each run's accounting and the sums per (method, temperature).
- * Rules as `specula generate` picks them: exact for the chains (at
- * temperature 0 it accepts exactly the greedy agreement); Medusa greedy over
- * top-ranked children at temperature 0, exact without replacement above.
- * MTP drafts its argmax at temperature 0 and samples its drafts from its
- * own processed distribution above (`generate --mtp-sample`), which matches
- * a sampled p far better than a one-hot q. */
-int plots_measure(model *target, const plot_proposers *pp, const plot_prompts *prompts, const plot_measure_opts *o,
-                  plot_measurements *m, sp_error *err);
+ * Each method is `base` (the command's flags: k, rule, MTP drafts, tree, …)
+ * built by the method factory with the point's temperature, so the defaults
+ * are generate's (method.h): exact for the chains (at temperature 0 it
+ * accepts exactly the greedy agreement), MTP drafting its argmax at
+ * temperature 0 and sampling from its own distribution above, Medusa greedy
+ * over top-ranked children at temperature 0 and exact without replacement
+ * above. */
+int plots_measure(const method_parts *parts, const method_spec *base, const plot_prompts *prompts,
+                  const plot_measure_opts *o, plot_measurements *m, sp_error *err);
 void plots_measurements_free(plot_measurements *m);
 
 /* Adds the counters of src into dst (method, k and the byte figures of dst

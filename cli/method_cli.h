@@ -1,0 +1,74 @@
+/* method_cli.h — what the commands that decode share on the command line:
+ * the method flags (method.h, one table for every command) and the models a
+ * method runs with — the target, a draft model, Medusa heads — loaded and
+ * put behind the decoding layer's interfaces (reference_target.h). */
+#ifndef SPECULA_CLI_METHOD_H
+#define SPECULA_CLI_METHOD_H
+
+#include <stdio.h>
+
+#include "medusa.h"
+#include "method.h"
+#include "model.h"
+
+/* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base. */
+typedef struct {
+    const char *model_dir; /* NULL: the embedded default */
+    const char *draft_dir; /* NULL: MODEL-draft */
+    const char *heads_path; /* NULL: MODEL-medusa/medusa_heads.safetensors */
+    int ignore_base;
+    const char *draft_flag;  /* "--draft" when given, for "only applies to" errors */
+    const char *medusa_flag; /* the first Medusa model flag given */
+} model_flags;
+
+/* Reads argv[*i] as a model flag: 1 consumed (value too), 0 not one, −1 a
+ * missing value (printed). */
+int model_flags_read(model_flags *f, int argc, char **argv, int *i);
+/* Reads argv[*i] as a method flag or a model flag: 1 consumed, 0 neither,
+ * −1 a bad value (printed with the command's name). */
+int method_cli_flag(method_spec *s, model_flags *f, int argc, char **argv, int *i, const char *cmd);
+/* The help lines of the model flags. */
+void model_flags_usage(FILE *f);
+/* Refuses --draft without --method spec and the Medusa flags without
+ * --method medusa (printed; returns 2), else 0. */
+int model_flags_check(const model_flags *f, method_kind kind, const char *cmd);
+
+/* Which companions to load. A companion named on the command line must
+ * load whatever the need. */
+typedef enum {
+    COMPANION_NO = 0,   /* not loaded */
+    COMPANION_PRESENT,  /* loaded when it sits beside the model; present but broken is an error */
+    COMPANION_IF_FITS,  /* Medusa heads beside the model that do not load (another checkpoint's, say) are
+                         * left out with a message: "no Medusa points: why" */
+    COMPANION_NEEDED    /* must load, from beside the model when not named */
+} companion_need;
+
+typedef struct {
+    model target, draft;
+    medusa_heads heads;
+    int have_target, have_draft, have_heads;
+    decode_target target_if;
+    stepper draft_stepper, mtp_stepper;
+    method_parts parts; /* what the factory takes; NULL where a companion is absent */
+} loaded_models;
+
+/* Loads the target (and the companions asked for) and builds the parts.
+ * Prints "specula CMD: reason" and returns 1 on failure (nothing is left
+ * loaded), 0 on success. */
+int models_load(loaded_models *lm, const model_flags *f, companion_need draft, companion_need heads, const char *cmd);
+/* The same in two steps, for a command that goes on without a target:
+ * the target alone (nothing printed; err says why), then the companions. */
+int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err);
+int models_load_companions(loaded_models *lm, const model_flags *f, companion_need draft, companion_need heads,
+                           const char *cmd);
+
+/* Refuses (printed, returns 2) any of the method flags in `flags` (NULL
+ * terminated) that was given, saying why the command has no use for it. */
+int method_cli_refuse(const method_spec *s, const char *const *flags, const char *why, const char *cmd);
+void models_release(loaded_models *lm);
+
+/* The companion directories of a model: MODEL-draft and
+ * MODEL-medusa/medusa_heads.safetensors (trailing slashes ignored). */
+void model_beside(const char *model_dir, const char *suffix, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,127 @@
+/* method.h — one description of a decoding method and the one factory that
+ * builds it. A method_spec is parsed once — from the command line or from a
+ * catalogue entry, with the same flags and the same checks — and every
+ * command (generate, bench, plot, verify), the statistical catalogue and the
+ * notebooks build their proposer and decode options from it here, so the
+ * same flags always give the same method.
+ *
+ * Defaults that depend on the temperature are resolved by method_spec_finish:
+ *   MTP drafts   argmax at temperature 0, sampled from the MTP's processed
+ *                distribution above it (the measured better choice when
+ *                sampling: argmax drafts make q one-hot, and a one-hot q is
+ *                rejected whenever p puts less than all its mass on it);
+ *   Medusa rule  greedy at temperature 0, exact without replacement above;
+ *   spec, MTP    the exact rule. */
+#ifndef SPECULA_METHOD_H
+#define SPECULA_METHOD_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "beam.h"
+#include "decode.h"
+#include "medusa.h"
+#include "stepper.h"
+#include "target.h"
+
+typedef enum { METHOD_GREEDY = 0, METHOD_SAMPLE, METHOD_BEAM, METHOD_SPEC, METHOD_MEDUSA, METHOD_MTP, METHOD_COUNT } method_kind;
+
+typedef enum { MTP_DRAFTS_DEFAULT = 0, MTP_DRAFTS_ARGMAX, MTP_DRAFTS_SAMPLED } mtp_drafts;
+
+/* The acceptance rule with, for Medusa, how children are chosen. */
+typedef enum {
+    METHOD_RULE_DEFAULT = 0,
+    METHOD_RULE_EXACT,        /* exact; Medusa children drawn i.i.d. from q */
+    METHOD_RULE_EXACT_NOREPL, /* exact; Medusa children drawn without replacement (Medusa only) */
+    METHOD_RULE_TYPICAL,      /* Medusa's typical acceptance; Medusa children are the top ranks */
+    METHOD_RULE_GREEDY        /* follow the target's argmax (temperature 0); Medusa children are the top ranks */
+} method_rule;
+
+typedef struct {
+    method_kind kind;
+    int k;                   /* spec, mtp: drafts per round (default 4) */
+    sampler_params sampling; /* default temperature 1 (greedy: 0) */
+    uint64_t seed;           /* default 1 */
+    int max_tokens;          /* default 32 */
+    int stop_at_eos;         /* default 1 */
+    mtp_drafts drafts;
+    method_rule rule;
+    float typical_epsilon, typical_delta; /* Medusa's defaults 0.09, 0.3 */
+    medusa_tree tree;                     /* tree_given: from --tree; else the built-in tree for the heads */
+    int tree_given;
+    char tree_origin[300]; /* "tree file PATH", for messages */
+    beam_options beam;
+    unsigned given; /* bit f set: flag f of the flag table was given (method_flags.c) */
+} method_spec;
+
+method_spec method_spec_defaults(void);
+
+const char *method_kind_name(method_kind kind); /* "greedy", "sample", "beam", "spec", "medusa", "mtp" */
+int method_kind_parse(const char *name, method_kind *out);
+const char *method_rule_name(method_rule rule); /* "exact", "exact-norepl", "typical", "greedy" */
+const char *mtp_drafts_name(mtp_drafts d);      /* "argmax", "sampled" */
+
+/* Reads argv[*i] as a method flag (--method, --k, --temperature, --top-k,
+ * --top-p, --min-p, --seed, --max-tokens, --no-eos, --mtp-sample,
+ * --mtp-argmax, --rule, --tree, --typical-epsilon, --typical-delta, --beams,
+ * --length-penalty, --early-stopping, --num-return): 1 when it was one
+ * (its value consumed, *i advanced), 0 when it is not a method flag, −1 on a
+ * bad value (err says which). */
+int method_spec_flag(method_spec *s, int argc, char **argv, int *i, sp_error *err);
+/* The same over a whole string of flags, e.g. "--method mtp --k 3
+ * --temperature 0.8 --mtp-argmax" (catalogue entries), then
+ * method_spec_finish. */
+int method_spec_parse(method_spec *s, const char *flags, sp_error *err);
+
+/* Resolves the defaults above for s->kind and checks the combination: a
+ * flag given for a method it does not apply to is an error (strict), or
+ * ignored (!strict: bench and plot apply one set of flags to several
+ * methods). */
+int method_spec_finish(method_spec *s, int strict, sp_error *err);
+/* A copy of base (parsed, not finished) for another method, finished not
+ * strictly. */
+int method_spec_for(const method_spec *base, method_kind kind, method_spec *out, sp_error *err);
+
+/* 1 when flag `name` (e.g. "--tree") was given. */
+int method_spec_given(const method_spec *s, const char *name);
+
+/* The help lines of the method flags for the given methods (bit 1 << kind),
+ * leaving out the flags in `except` (NULL-terminated; may be NULL). */
+void method_spec_usage(FILE *f, unsigned methods, const char *const *except);
+#define METHODS_ALL ((1u << METHOD_COUNT) - 1)
+
+/* What the method is, in one line: "mtp k=4, sampled drafts, exact rule",
+ * "medusa (63-node tree of depth 4), greedy rule", "sample". Temperature and
+ * cuts are not part of it. */
+void method_spec_label(const method_spec *s, char *buf, size_t size);
+
+/* ---- the factory -------------------------------------------------------------- */
+
+/* The models a method runs with; the factory takes what its method needs. */
+typedef struct {
+    decode_target *target;
+    stepper *draft;            /* spec; NULL: no draft model */
+    stepper *mtp;              /* mtp; NULL: the target has no MTP module */
+    const medusa_heads *heads; /* medusa; NULL: no heads */
+} method_parts;
+
+/* A method ready to run: its proposer (NULL for plain decoding) and the
+ * decode options of the spec. Callers may add hooks (on_commit,
+ * custom_accept) to options before decode_run. */
+typedef struct {
+    method_spec spec;
+    proposer *proposer;
+    proposer storage;
+    decode_options options;
+} method_built;
+
+/* Fails with a clear message when a part the method needs is missing or
+ * does not fit the target, or for beam search (beam_run). */
+int method_build(method_built *b, const method_spec *s, const method_parts *parts, sp_error *err);
+void method_release(method_built *b);
+
+/* Build, decode_run on parts->target, release. */
+int method_generate(const method_spec *s, const method_parts *parts, const int *prompt, int n_prompt,
+                    decode_output *out, sp_error *err);
+
+#endif

@@ -1,0 +1,48 @@
+/* proposer.h — the contract between the round loop and whatever proposes
+ * tokens: a draft model (speculative.c), the MTP module (mtp.c) or Medusa
+ * heads (medusa.c). A proposer builds a token tree under the root the loop
+ * has set (the pending token) with q at every node that has children, and
+ * realigns on what the target committed. Proposers are built by the one
+ * factory (method.h), used for one run and released. */
+#ifndef SPECULA_PROPOSER_H
+#define SPECULA_PROPOSER_H
+
+#include <stdint.h>
+
+#include "accept.h" /* accept_draw_index: the rng index of a draft */
+#include "error.h"
+#include "sampler.h"
+#include "tree.h"
+
+/* What one round asks of the proposer. The sampler params and the seed are
+ * the run's own, handed over every round, so q is processed exactly as the
+ * target's p is and the drafts draw from the run's random streams. */
+typedef struct {
+    const sampler_params *sampling;
+    uint64_t seed;
+    uint64_t round;    /* the number of this round, for rng sites */
+    int root_position; /* the root's position in the sequence */
+    int max_depth;     /* never propose deeper (the token budget) */
+} propose_call;
+
+typedef struct proposer proposer;
+struct proposer {
+    const char *name;      /* the method in the accounting: "spec", "mtp", "medusa" */
+    int depth;             /* the deepest proposal: k for a chain, the tree's depth for Medusa */
+    int tree_capacity;     /* nodes it may add under the root */
+    int needs_hidden;      /* 1: commit reads the target's final-normed hidden states */
+    children_kind kind;    /* how children are chosen, which decides the exact rule */
+    double bytes_per_step; /* weight bytes one proposer step reads */
+    long steps;            /* proposer forward passes so far */
+
+    /* Adds nodes under the root of `tree` (already reset to the pending token). */
+    int (*propose)(proposer *self, token_tree *tree, const propose_call *call, sp_error *err);
+    /* The target has consumed path[0..len) (their hidden states hidden[len, D]
+     * when needs_hidden, else NULL) and next_token follows, not yet consumed.
+     * Also called once after the prompt, with the prompt minus its last token. */
+    int (*commit)(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err);
+    void (*release)(proposer *self);
+    void *impl;
+};
+
+#endif

@@ -1,0 +1,77 @@
+/* target.h — the target model as the decoding layer sees it: sequences that
+ * consume tokens, and one verify pass over a token tree per round. The round
+ * loop (decode.h), beam search (beam.h) and every method reach the model only
+ * through this struct of function pointers, so the reference (one position
+ * at a time, model/reference_target.h) and the engine (batched passes and
+ * state slots) run the same decoding code.
+ *
+ * A sequence holds everything the model carries between positions (KV
+ * cache, DeltaNet conv and recurrent state). Sequences of one target share
+ * its KV blocks: a fork shares the prefix copy-on-write and copies the
+ * DeltaNet state. Ids are small integers chosen by the target.
+ *
+ * One round on a sequence at position t (t tokens consumed):
+ *   verify   the tree's root is the pending token (consumed at t, and part of
+ *            the sequence from now on whatever is accepted); node i is
+ *            consumed at t + depth[i] after its ancestors only;
+ *   commit   the sequence becomes the state after one node's path; the state
+ *            every other node wrote is released.
+ * A verify must be followed by a commit of the same sequence before its next
+ * verify. */
+#ifndef SPECULA_TARGET_H
+#define SPECULA_TARGET_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "error.h"
+#include "sampler.h"
+#include "tree.h"
+
+/* One sequence's share of a verify pass. */
+typedef struct {
+    int seq;
+    const token_tree *tree; /* node 0: the pending token */
+    float *p;               /* out [tree->n, V]: row i = the processed distribution of the token after node i
+                             * (raw logits when the pass is given no sampler params) */
+    float *hidden;          /* out [tree->n, D]: final-normed hidden state after node i, or NULL */
+} target_job;
+
+/* What the sequences hold, for the figures of beam search. */
+typedef struct {
+    int kv_blocks_in_use;    /* blocks of the shared KV pool held by any sequence */
+    int kv_blocks_listed;    /* Σ over the sequences asked about of their block-table lengths: what
+                              * private caches would hold */
+    long kv_block_copies;    /* blocks copied on write since the target was built */
+    size_t kv_block_bytes;   /* one block: every attention layer, keys and values */
+    size_t seq_state_bytes;  /* DeltaNet conv + recurrent state of one sequence */
+} target_memory;
+
+typedef struct decode_target decode_target;
+struct decode_target {
+    const char *backend;          /* "reference", … */
+    const model_config *cfg;      /* vocabulary, hidden size, EOS ids */
+    const char *path;             /* the checkpoint directory (messages, Medusa's base digest) */
+    int storage_bytes;            /* bytes per parameter as the checkpoint stores them (2 for bf16, 4 for f32) */
+    double weight_bytes_per_pass; /* weight bytes one pass reads at the stored dtype (footprint.h) */
+    int max_tree_nodes;           /* the largest tree one verify pass takes */
+
+    /* A new empty sequence (position 0): its id, or −1 with a message. */
+    int (*seq_open)(decode_target *t, sp_error *err);
+    /* A new sequence in the state of `src` (KV shared copy-on-write, DeltaNet state copied). */
+    int (*seq_fork)(decode_target *t, int src, sp_error *err);
+    void (*seq_close)(decode_target *t, int seq);
+    /* Consumes tokens[0..n) (n ≥ 0). logits [n, V] raw and hidden [n, D] final-normed, each when not NULL. */
+    int (*prefill)(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden, sp_error *err);
+    /* One pass over every job's tree. sp: the processing of p (NULL: raw logits). */
+    int (*verify)(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err);
+    /* The sequence becomes the state after `node` of its last verified tree (node 0: the root alone). */
+    int (*commit)(decode_target *t, int seq, int node, sp_error *err);
+    /* Positions consumed by the sequence. */
+    int (*position)(const decode_target *t, int seq);
+    void (*memory)(const decode_target *t, const int *seqs, int n_seqs, target_memory *out);
+    void (*release)(decode_target *t);
+    void *impl;
+};
+
+#endif
