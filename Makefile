@@ -131,13 +131,32 @@ $(BUILD)/obj/tests/%.o $(BUILD)/asan/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -I
 # the runner, whose tests Check forks).
 $(BUILD)/obj/tests/gpu/%.o: ALL_CFLAGS += -DGPUCHECK_BIN='"$(BUILD)/cuda/gpucheck"'
 
-TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC))
+# Mutants of the round loop (tests/mutants/decode.mutants): decode.c with one
+# planted change each, its functions renamed mutant_NAME_*, linked beside the
+# real loop so the canaries of tests/unit/test_decode.c can show they reject them.
+MUTANTS := $(shell awk -F '\t' '!/^\#/ && NF == 3 {print $$1}' tests/mutants/decode.mutants)
+mutant_rename = $(foreach f,decode_run decode_defaults decode_output_free,-D$(f)=mutant_$(1)_$(f))
+$(BUILD)/mutants/decode_%.c: reference/decoding/decode.c tests/mutants/decode.mutants tests/mutants/mutate.sh
+	@mkdir -p $(dir $@)
+	tests/mutants/mutate.sh $* $< tests/mutants/decode.mutants > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(call mutant_rename,$*) -c $< -o $@
+$(BUILD)/asan/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) $(call mutant_rename,$*) -c $< -o $@
+$(BUILD)/obj/mutants/%.o $(BUILD)/asan/mutants/%.o: LAYER_INC = $(INC_decoding)
+.PRECIOUS: $(BUILD)/mutants/decode_%.c
+MUTANT_OBJ = $(patsubst %,$(BUILD)/obj/mutants/decode_%.o,$(MUTANTS))
+MUTANT_SAN_OBJ = $(patsubst %,$(BUILD)/asan/mutants/decode_%.o,$(MUTANTS))
+
+TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC)) $(MUTANT_OBJ)
 $(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
 
 SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
-$(BUILD)/tests/runner-asan: $(SAN_OBJ) $(EMU_SAN_OBJ)
+$(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
 

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "method.h"
 #include "model.h"
 
 typedef struct {
@@ -22,5 +23,26 @@ void fixture_model_close(fixture_model *f);
 /* The embedded trained target (models/tiny-shakespeare), or NULL when the
  * repository does not have it. */
 const char *fixture_embedded_model(void);
+
+/* The models behind the decoding layer's interfaces (reference_target.h):
+ * parts.target always, parts.draft when draft is not NULL, parts.mtp when
+ * the target has an MTP module, parts.heads = heads. Must not move once open
+ * (parts points into it). */
+typedef struct {
+    decode_target target;
+    stepper draft, mtp;
+    method_parts parts;
+} fixture_parts;
+void fixture_parts_open(fixture_parts *f, model *target, model *draft, const medusa_heads *heads);
+void fixture_parts_close(fixture_parts *f);
+
+/* A spec from generate's flags, e.g. "--method spec --k 3 --temperature 0";
+ * fails the test when they do not parse. */
+method_spec fixture_spec(const char *flags);
+
+/* The independent greedy oracle of the canaries: the prompt, then L tokens,
+ * each the argmax of model_forward's logits after the last — no decoding
+ * layer, no proposer, no verify pass, no acceptance rule. out[L]. */
+void fixture_greedy_oracle(model *m, const int *prompt, int n_prompt, int L, int *out);
 
 #endif
