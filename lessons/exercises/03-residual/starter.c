@@ -1,5 +1,5 @@
 /* Exercise 3 — the residual distribution (lessons/03-acceptance-rule.md).
- * Write accept_residual as reference/accept.h specifies it. The checker
+ * Write accept_residual as reference/core/accept.h specifies it. The checker
  * (make exercise EX=3 FILE=this-file) runs the project's acceptance tests and
  * a distribution test of accept_exact, which calls your function at every
  * rejection: the committed token must follow the target's p exactly. */

@@ -3,7 +3,7 @@
  * final-normed hidden state h of position t and the embedding of the token
  * at t+1, and returns logits for t+2 plus its own final-normed hidden
  * state, which the next chained step reads in place of the trunk's. Write
- * model_mtp_forward as reference/model.h specifies it. The checker
+ * model_mtp_forward as reference/model/model.h specifies it. The checker
  * (make exercise EX=6 FILE=this-file) compares your logits with stored
  * Hugging Face transformers logits (tests/unit/test_golden.c), runs the MTP
  * greedy canaries, and checks the hidden state you return. */
@@ -13,7 +13,7 @@
 #include "model.h"
 #include "ops.h" /* op_rmsnorm, op_matvec */
 
-/* The pieces, all in m->w (reference/weights.h):
+/* The pieces, all in m->w (reference/core/weights.h):
  *   embed [V, D]             the shared token embedding (row next_token)
  *   mtp_norm_embed [D]       RMSNorm weight for the embedding
  *   mtp_norm_hidden [D]      RMSNorm weight for h
