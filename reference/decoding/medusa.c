@@ -105,10 +105,6 @@ static void medusa_release(proposer *self) {
     self->impl = NULL;
 }
 
-int medusa_rule_matches(accept_rule rule, children_kind kind) {
-    return rule == RULE_EXACT ? kind != CHILDREN_TOP_RANKS : kind == CHILDREN_TOP_RANKS;
-}
-
 int medusa_proposer_build(proposer *p, const medusa_heads *h, const decode_target *t, const medusa_tree *tree,
                           children_kind kind, sp_error *err) {
     const int D = t->cfg->hidden_size, V = t->cfg->vocab_size;
@@ -118,9 +114,6 @@ int medusa_proposer_build(proposer *p, const medusa_heads *h, const decode_targe
     for (int i = 0; i < h->n_heads; i++)
         if (!h->proj[i])
             return sp_fail(err, "Medusa head %d shares the lm_head but none was attached (medusa_share_lm_head)", i);
-    if (kind != CHILDREN_IID && kind != CHILDREN_NO_REPLACEMENT && kind != CHILDREN_TOP_RANKS)
-        return sp_fail(err, "Medusa proposer: children kind %d is not IID, without replacement or top ranks",
-                       (int)kind);
     if (medusa_tree_validate(tree, h->n_heads, V, "Medusa tree", err)) return -1;
     medusa_impl *s = sp_xcalloc(1, sizeof *s, "Medusa proposer");
     s->heads = h;

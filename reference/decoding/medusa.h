@@ -154,12 +154,9 @@ void medusa_tree_format(const medusa_tree *t, char *buf, size_t size);
  * distribution, independently or without replacement). q of a node at depth
  * d is head d's processed distribution under the run's sampler params (as
  * the target's p). The heads and the tree must match the target (D, V,
- * depth ≤ heads, ranks < V). */
+ * depth ≤ heads, ranks < V). The method factory pairs the kind with its
+ * rule (method.h): greedy and typical with top ranks, exact with draws. */
 int medusa_proposer_build(proposer *p, const medusa_heads *h, const decode_target *t, const medusa_tree *tree,
                           children_kind kind, sp_error *err);
-
-/* The decode rule that goes with a children kind: greedy/typical need
- * CHILDREN_TOP_RANKS, exact needs IID or NO_REPLACEMENT. */
-int medusa_rule_matches(accept_rule rule, children_kind kind);
 
 #endif

@@ -106,6 +106,7 @@ void stat_run_catalogue(const char *method, int64_t cap) {
     }
     ck_assert_int_gt(m, 0);
     stat_assert_family_passes(p, m, names);
+    verify_world_free(&w);
     medusa_free(&heads);
     fixture_model_close(&d);
     fixture_model_close(&t);

@@ -15,25 +15,37 @@
 #include "fixtures.h"
 #include "footprint.h"
 #include "harness.h"
+#include "reference_target.h"
 
 /* ---- width 1 is greedy --------------------------------------------------------- */
 
 #define GREEDY_TOKENS 24
 
+/* The greedy tokens from the oracle (fixture_greedy_oracle), cut after the
+ * first EOS id when stop_at_eos. */
 static void greedy_run(model *m, const int *prompt, int n, int stop_at_eos, decode_output *out) {
-    decode_options o = decode_defaults();
-    o.sampling.temperature = 0;
-    o.max_tokens = GREEDY_TOKENS;
-    o.stop_at_eos = stop_at_eos;
-    sp_error err;
-    ck_assert_msg(decode_run(m, NULL, "greedy", 0, prompt, n, &o, out, &err) == 0, "%s", err.msg);
+    memset(out, 0, sizeof *out);
+    out->tokens = calloc(GREEDY_TOKENS, sizeof(int));
+    fixture_greedy_oracle(m, prompt, n, GREEDY_TOKENS, out->tokens);
+    out->n = GREEDY_TOKENS;
+    for (int i = 0; stop_at_eos && i < out->n; i++)
+        if (config_is_eos(&m->cfg, out->tokens[i])) out->n = i + 1;
+}
+
+/* beam_run on a reference target over m. */
+static int run_beam(model *m, const int *prompt, int n, const beam_options *bo, beam_output *out, sp_error *err) {
+    decode_target t;
+    reference_target_build(&t, m);
+    const int rc = beam_run(&t, prompt, n, bo, out, err);
+    t.release(&t);
+    return rc;
 }
 
 static void assert_beam_is_greedy(model *m, const int *prompt, int n, beam_options bo, const decode_output *g,
                                   const char *what) {
     beam_output out;
     sp_error err;
-    ck_assert_msg(beam_run(m, prompt, n, &bo, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(run_beam(m, prompt, n, &bo, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.n_best, 1);
     const beam_hypothesis *h = &out.best[0];
     ck_assert_msg(h->n == g->n, "%s (lp %g, %s): beam %d tokens, greedy %d", what, bo.length_penalty,
@@ -155,7 +167,7 @@ static void expect_hypotheses(model *m, const int *prompt, int n_prompt, beam_op
                               const int want[][4], const double *want_score, long want_passes) {
     beam_output out;
     sp_error err;
-    ck_assert_msg(beam_run(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(run_beam(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.n_best, n_want);
     for (int i = 0; i < n_want; i++) {
         const beam_hypothesis *h = &out.best[i];
@@ -356,17 +368,16 @@ END_TEST
 
 /* ---- KV blocks shared between beams ---------------------------------------------- */
 
-/* Every block's refcount is the number of slot tables that hold it, the
- * pool's blocks_in_use is the number of distinct blocks held, and slots
- * that no live beam owns hold none. */
+/* Every block's refcount is the number of live beams' block tables that
+ * hold it, and the pool's blocks_in_use is the number of distinct blocks
+ * held: the live beams are the only open sequences, so a sequence closed
+ * without giving its blocks back shows up as a block nobody lists. */
 static void assert_refcounts_exact(const beam_search *bs) {
-    const kv_pool *p = &bs->pool;
+    const kv_pool *p = reference_target_pool(bs->target);
     int *count = calloc((size_t)p->capacity + 1, sizeof(int)), distinct = 0;
-    int *live_slot = calloc((size_t)bs->opt.num_beams, sizeof(int));
-    for (int i = 0; i < bs->n_live; i++) live_slot[bs->live[i].slot] = 1;
-    for (int s = 0; s < bs->opt.num_beams; s++) {
-        const model_state *st = &bs->states[s];
-        if (!live_slot[s]) ck_assert_msg(st->n_blocks == 0, "slot %d is free but holds %d blocks", s, st->n_blocks);
+    for (int i = 0; i < bs->n_live; i++) {
+        const model_state *st = reference_target_state(bs->target, bs->live[i].seq);
+        ck_assert_ptr_nonnull(st);
         for (int k = 0; k < st->n_blocks; k++) count[st->blocks[k]]++;
     }
     for (int b = 0; b < p->capacity; b++) {
@@ -376,7 +387,6 @@ static void assert_refcounts_exact(const beam_search *bs) {
     }
     ck_assert_int_eq(p->blocks_in_use, distinct);
     free(count);
-    free(live_slot);
 }
 
 #define KV_PROMPT 20 /* one full block and a partial one */
@@ -395,26 +405,29 @@ START_TEST(test_fork_shares_blocks_and_a_write_copies_one) {
     bo.num_beams = 3;
     bo.stop_at_eos = 0;
     bo.max_new_tokens = 8;
+    decode_target t;
+    reference_target_build(&t, m);
+    const kv_pool *pool = reference_target_pool(&t);
     beam_search bs;
     sp_error err;
-    ck_assert_msg(beam_begin(&bs, m, prompt, KV_PROMPT, &bo, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(bs.states[0].pos, KV_PROMPT - 1);
-    ck_assert_int_eq(bs.pool.blocks_in_use, 2);
+    ck_assert_msg(beam_begin(&bs, &t, prompt, KV_PROMPT, &bo, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(t.position(&t, bs.live[0].seq), KV_PROMPT - 1);
+    ck_assert_int_eq(pool->blocks_in_use, 2);
     ck_assert_int_eq(beam_step(&bs), 1);
     /* three children of the one beam: one took its state over, two forked it */
     ck_assert_int_eq(bs.n_live, 3);
     ck_assert_int_eq(bs.stats.deltanet_copies, 2);
     ck_assert_int_eq(bs.stats.kv_block_copies, 0);
-    ck_assert_int_eq(bs.pool.blocks_in_use, 2);
-    const model_state *s0 = &bs.states[bs.live[0].slot];
+    ck_assert_int_eq(pool->blocks_in_use, 2);
+    const model_state *s0 = reference_target_state(&t, bs.live[0].seq);
     for (int i = 0; i < 3; i++) {
-        const model_state *s = &bs.states[bs.live[i].slot];
+        const model_state *s = reference_target_state(&t, bs.live[i].seq);
         ck_assert_int_eq(s->pos, KV_PROMPT);
         ck_assert_int_eq(s->n_blocks, 2);
         ck_assert_int_eq(s->blocks[0], s0->blocks[0]);
         ck_assert_int_eq(s->blocks[1], s0->blocks[1]);
-        ck_assert_int_eq(bs.pool.refcount[s->blocks[0]], 3);
-        ck_assert_int_eq(bs.pool.refcount[s->blocks[1]], 3);
+        ck_assert_int_eq(pool->refcount[s->blocks[0]], 3);
+        ck_assert_int_eq(pool->refcount[s->blocks[1]], 3);
         const size_t conv = (size_t)s->num_linear * s->conv_dim * (s->conv_width - 1),
                      rec = (size_t)s->num_linear * s->lin_v_heads * s->lin_k_dim * s->lin_v_dim;
         ck_assert_msg(memcmp(s->conv, s0->conv, conv * sizeof(float)) == 0 &&
@@ -429,24 +442,26 @@ START_TEST(test_fork_shares_blocks_and_a_write_copies_one) {
      * full block 0 stays shared by all three. */
     const int shared0 = s0->blocks[0], shared1 = s0->blocks[1];
     for (int i = 0; i < 3; i++) {
-        model_state *s = &bs.states[bs.live[i].slot];
-        const int before = bs.pool.blocks_in_use, ref1 = bs.pool.refcount[shared1];
+        model_state *s = reference_target_state(&t, bs.live[i].seq);
+        const int before = pool->blocks_in_use, ref1 = pool->refcount[shared1];
         model_forward(m, s, bs.live[i].tokens[0], NULL, NULL);
         ck_assert_int_eq(s->blocks[0], shared0);
         if (i < 2) {
-            ck_assert_int_eq(bs.pool.blocks_in_use, before + 1);
+            ck_assert_int_eq(pool->blocks_in_use, before + 1);
             ck_assert_int_ne(s->blocks[1], shared1);
-            ck_assert_int_eq(bs.pool.refcount[s->blocks[1]], 1);
-            ck_assert_int_eq(bs.pool.refcount[shared1], ref1 - 1);
+            ck_assert_int_eq(pool->refcount[s->blocks[1]], 1);
+            ck_assert_int_eq(pool->refcount[shared1], ref1 - 1);
         } else {
-            ck_assert_int_eq(bs.pool.blocks_in_use, before);
+            ck_assert_int_eq(pool->blocks_in_use, before);
             ck_assert_int_eq(s->blocks[1], shared1);
-            ck_assert_int_eq(bs.pool.refcount[shared1], 1);
+            ck_assert_int_eq(pool->refcount[shared1], 1);
         }
-        ck_assert_int_eq(bs.pool.refcount[shared0], 3);
+        ck_assert_int_eq(pool->refcount[shared0], 3);
     }
     assert_refcounts_exact(&bs);
     beam_free(&bs);
+    ck_assert_int_eq(pool->blocks_in_use, 0); /* freeing the search closed its sequences */
+    t.release(&t);
     fixture_model_close(&f);
 }
 END_TEST
@@ -459,6 +474,9 @@ START_TEST(test_blocks_tracked_through_a_search) {
     model *m = &f.m;
     int prompt[KV_PROMPT];
     kv_prompt(prompt, m->cfg.vocab_size);
+    decode_target t;
+    reference_target_build(&t, m);
+    const kv_pool *pool = reference_target_pool(&t);
     for (int b = 2; b <= 6; b += 4) {
         beam_options bo = beam_defaults();
         bo.num_beams = b;
@@ -468,7 +486,7 @@ START_TEST(test_blocks_tracked_through_a_search) {
         bo.length_penalty = 0;
         beam_search bs;
         sp_error err;
-        ck_assert_msg(beam_begin(&bs, m, prompt, KV_PROMPT, &bo, &err) == 0, "%s", err.msg);
+        ck_assert_msg(beam_begin(&bs, &t, prompt, KV_PROMPT, &bo, &err) == 0, "%s", err.msg);
         int steps = 0;
         while (beam_step(&bs)) {
             steps++;
@@ -476,7 +494,7 @@ START_TEST(test_blocks_tracked_through_a_search) {
             ck_assert_int_le(bs.n_live, b);
         }
         steps++;
-        ck_assert_int_eq(bs.pool.blocks_in_use, 0); /* released when the search stopped */
+        ck_assert_int_eq(pool->blocks_in_use, 0); /* released when the search stopped */
         ck_assert_int_eq(steps, bo.max_new_tokens);
         beam_output out;
         beam_finish(&bs, &out);
@@ -486,13 +504,17 @@ START_TEST(test_blocks_tracked_through_a_search) {
         ck_assert_int_gt(out.stats.deltanet_copies, 0);
         ck_assert_int_lt(out.stats.kv_blocks_peak, out.stats.kv_blocks_unshared_peak);
         ck_assert_int_ge(out.stats.kv_blocks_unshared_peak, b * 2);
-        ck_assert_uint_eq(out.stats.deltanet_bytes_per_beam, state_deltanet_bytes(&bs.states[0]));
+        model_state probe;
+        state_build(&probe, &m->cfg, NULL);
+        ck_assert_uint_eq(out.stats.deltanet_bytes_per_beam, state_deltanet_bytes(&probe));
+        state_free(&probe);
         /* positions evaluated: one beam at step 1, then up to b per step */
         ck_assert_int_le(out.stats.beam_forwards, 1 + (long)b * (steps - 1));
         ck_assert_int_ge(out.stats.beam_forwards, steps);
         beam_output_free(&out);
         beam_free(&bs);
     }
+    t.release(&t);
     fixture_model_close(&f);
 }
 END_TEST
@@ -507,25 +529,25 @@ START_TEST(test_bad_options_are_refused) {
     sp_error err;
     beam_options bo = beam_defaults();
     bo.num_beams = 0;
-    ck_assert_int_eq(beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "number of beams"), "%s", err.msg);
     bo = beam_defaults();
     bo.num_return = bo.num_beams + 1;
-    ck_assert_int_eq(beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "returned hypotheses must be in [1, 4]"), "%s", err.msg);
     bo = beam_defaults();
     bo.max_new_tokens = 0;
-    ck_assert_int_eq(beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "max_new_tokens"), "%s", err.msg);
     bo = beam_defaults();
     bo.length_penalty = NAN;
-    ck_assert_int_eq(beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "length penalty"), "%s", err.msg);
     bo = beam_defaults();
-    ck_assert_int_eq(beam_run(&f.m, prompt, 0, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, prompt, 0, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "at least one token"), "%s", err.msg);
     const int bad[] = {1, 32};
-    ck_assert_int_eq(beam_run(&f.m, bad, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(run_beam(&f.m, bad, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "prompt token 32 at position 1"), "%s", err.msg);
     beam_early_stopping es;
     ck_assert_int_eq(beam_early_stopping_parse("never", &es), 0);

@@ -109,14 +109,14 @@ START_TEST(test_cuts_and_greedy) {
     sp = sampler_defaults();
     sp.temperature = 0;
     ck_assert_msg(enumerate_build(&t, &f.m, prompt, 2, &sp, 3, &err) == 0, "%s", err.msg);
-    decode_options o = decode_defaults();
-    o.sampling.temperature = 0;
-    o.max_tokens = 3;
-    o.stop_at_eos = 0;
+    fixture_parts parts;
+    fixture_parts_open(&parts, &f.m, NULL, NULL);
+    const method_spec greedy = fixture_spec("--method greedy --max-tokens 3 --no-eos");
     decode_output out;
-    ck_assert_msg(decode_run(&f.m, NULL, "greedy", 0, prompt, 2, &o, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(method_generate(&greedy, &parts.parts, prompt, 2, &out, &err) == 0, "%s", err.msg);
     ck_assert(t.joint[enumerate_index(out.tokens, 3, V)] == 1.0);
     decode_output_free(&out);
+    fixture_parts_close(&parts);
     enumerate_free(&t);
     fixture_model_close(&f);
 }

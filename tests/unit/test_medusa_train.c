@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "genmodel/randmodel.h"
 #include "harness.h"
 #include "medusa_train.h"
+#include "model.h"
 #include "ops.h"
 #include "philox.h"
+#include "reference_target.h"
 
 static void fill(float *x, size_t n, uint64_t stream, float scale) {
     for (size_t k = 0; k < n; k++) x[k] = scale * (2 * philox_uniform(21, stream, k, 0) - 1);
@@ -207,17 +210,14 @@ START_TEST(test_dataset_alignment) {
     int prompt[4] = {5, 17, 2, 9};
     medusa_data_opts o = {.n_sequences = 2, .prompt_len = P, .gen_len = G, .temperature = 0, .seed = 3};
     medusa_dataset ds;
-    ck_assert_msg(medusa_dataset_generate(&m, prompt, P, H, &o, &ds, NULL, &err) == 0, "%s", err.msg);
+    decode_target target;
+    reference_target_build(&target, &m);
+    ck_assert_msg(medusa_dataset_generate(&target, prompt, P, H, &o, &ds, NULL, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(ds.n, 2 * (G - H));
     /* the reference: the greedy continuation and every hidden state */
-    decode_options d = decode_defaults();
-    d.sampling.temperature = 0, d.max_tokens = G, d.stop_at_eos = 0;
-    decode_output out;
-    ck_assert(decode_run(&m, NULL, "greedy", 0, prompt, P, &d, &out, &err) == 0);
     int x[16];
     memcpy(x, prompt, sizeof prompt);
-    memcpy(x + P, out.tokens, (size_t)G * sizeof(int));
-    decode_output_free(&out);
+    fixture_greedy_oracle(&m, prompt, P, G, x + P);
     model_state s;
     state_build(&s, &m.cfg, NULL);
     float hs[16][32];
@@ -232,8 +232,8 @@ START_TEST(test_dataset_alignment) {
     /* sampled continuations: reproducible, and not the greedy one */
     medusa_dataset a, b;
     o.temperature = 1.5f;
-    ck_assert(medusa_dataset_generate(&m, prompt, P, H, &o, &a, NULL, &err) == 0);
-    ck_assert(medusa_dataset_generate(&m, prompt, P, H, &o, &b, NULL, &err) == 0);
+    ck_assert(medusa_dataset_generate(&target, prompt, P, H, &o, &a, NULL, &err) == 0);
+    ck_assert(medusa_dataset_generate(&target, prompt, P, H, &o, &b, NULL, &err) == 0);
     ck_assert(memcmp(a.labels, b.labels, (size_t)a.n * H * sizeof(int)) == 0);
     int differs = 0;
     for (int e = 0; e < a.n; e++) differs |= a.labels[e * H] != x[P - 1 + e % (G - H) + 2];
@@ -242,14 +242,15 @@ START_TEST(test_dataset_alignment) {
     medusa_dataset_free(&b);
     /* errors */
     o.gen_len = H;
-    ck_assert_int_eq(medusa_dataset_generate(&m, prompt, P, H, &o, &a, NULL, &err), -1);
+    ck_assert_int_eq(medusa_dataset_generate(&target, prompt, P, H, &o, &a, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "longer than the 3 heads"), "%s", err.msg);
     o.gen_len = G;
-    ck_assert_int_eq(medusa_dataset_generate(&m, prompt, 3, H, &o, &a, NULL, &err), -1);
+    ck_assert_int_eq(medusa_dataset_generate(&target, prompt, 3, H, &o, &a, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "fewer than one prompt"), "%s", err.msg);
     int bad[4] = {1, 2, 32, 3};
-    ck_assert_int_eq(medusa_dataset_generate(&m, bad, 4, H, &o, &a, NULL, &err), -1);
+    ck_assert_int_eq(medusa_dataset_generate(&target, bad, 4, H, &o, &a, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "corpus token 32 at index 2"), "%s", err.msg);
+    target.release(&target);
     model_free(&m);
 }
 END_TEST
@@ -263,7 +264,7 @@ START_TEST(test_init) {
     medusa_heads h;
     ck_assert(medusa_build(&h, 2, 2, m.cfg.hidden_size, m.cfg.vocab_size, 1, &err) == 0);
     fill(h.arena, h.arena_floats, 30, 1.0f);
-    medusa_train_init(&h, &m);
+    medusa_train_init(&h, m.w.lm_head);
     float hidden[32], a[32], b[32], scratch[64];
     fill(hidden, 32, 31, 1.0f);
     medusa_head_forward(&h, 1, hidden, a, scratch);

@@ -295,48 +295,37 @@ static void zero_heads(medusa_heads *h, const model *m) {
     medusa_share_lm_head(h, m->w.lm_head);
 }
 
-/* Draft, MTP and Medusa at temperatures 0 and 1 on two prompts. */
+/* Draft, MTP and Medusa at temperatures 0 and 1 on two prompts (k = K). */
 static void measure(fixture_model *target, fixture_model *draft, const medusa_heads *heads, plot_measurements *m) {
     static int p0[] = {1, 2, 3}, p1[] = {5, 9, 4, 7};
     static int *ids[N_PROMPTS] = {p0, p1};
     static int len[N_PROMPTS] = {3, 4};
     plot_prompts prompts = {N_PROMPTS, ids, len};
-    plot_measure_opts o = {temps, 2, TOKENS, K, 11, 0};
-    plot_proposers pp = {&draft->m, heads, NULL};
+    plot_measure_opts o = {temps, 2, TOKENS, 11, 0};
+    fixture_parts fp;
+    fixture_parts_open(&fp, &target->m, &draft->m, heads);
+    method_spec base = method_spec_defaults(); /* what `specula plot --k K` parses */
+    base.k = K;
     sp_error err;
-    ck_assert_msg(plots_measure(&target->m, &pp, &prompts, &o, m, &err) == 0, "%s", err.msg);
+    ck_assert_msg(plots_measure(&fp.parts, &base, &prompts, &o, m, &err) == 0, "%s", err.msg);
+    fixture_parts_close(&fp);
 }
 
-START_TEST(test_measured_points_match_their_runs) {
-    fixture_model target, draft;
-    fixture_model_open(&target, "micro", 5, NULL);
-    fixture_model_open(&draft, "micro-draft", 6, NULL);
-    medusa_heads heads;
-    zero_heads(&heads, &target.m);
-    plot_measurements m;
-    measure(&target, &draft, &heads, &m);
-    ck_assert_int_eq(m.n_points, 6); /* draft, MTP and Medusa at two temperatures */
-    ck_assert_int_eq(m.n_runs, 6 * N_PROMPTS);
-    ck_assert_int_eq(m.points[4].method, PLOT_MEDUSA);
-    ck_assert_int_eq(m.points[4].nodes, 63); /* the built-in tree for three heads */
-    ck_assert_str_eq(m.points[4].rule, "greedy");
-    ck_assert_str_eq(m.points[5].rule, "exact");
-
-    /* a run is exactly what decode_run reports for the same method, prompt and seed */
-    const plot_run *r = &m.runs[N_PROMPTS * 1 + 1]; /* draft, T = 1, second prompt */
-    ck_assert_int_eq(m.points[r->point].method, PLOT_DRAFT);
-    decode_options o = decode_defaults();
-    o.sampling.temperature = 1.0f;
-    o.max_tokens = TOKENS;
-    o.stop_at_eos = 0;
-    o.seed = r->seed;
-    proposer p;
-    sp_error err;
-    ck_assert_msg(spec_proposer_build(&p, &draft.m, &target.m, K, &o.sampling, o.seed, &err) == 0, "%s", err.msg);
+/* A run is exactly what the round loop reports for the same method, prompt
+ * and seed: the draft at temperature 1 on the second prompt. */
+static void check_run_is_a_generation(const plot_measurements *m, fixture_model *target, fixture_model *draft) {
+    const plot_run *r = &m->runs[N_PROMPTS * 1 + 1];
+    ck_assert_int_eq(m->points[r->point].method, PLOT_DRAFT);
+    fixture_parts fp;
+    fixture_parts_open(&fp, &target->m, &draft->m, NULL);
+    char flags[96];
+    snprintf(flags, sizeof flags, "--method spec --k %d --temperature 1 --max-tokens %d --no-eos", K, TOKENS);
+    method_spec s = fixture_spec(flags);
+    s.seed = r->seed;
     int prompt[] = {5, 9, 4, 7};
     decode_output out;
-    ck_assert_msg(decode_run(&target.m, &p, "spec", K, prompt, 4, &o, &out, &err) == 0, "%s", err.msg);
-    p.release(&p);
+    sp_error err;
+    ck_assert_msg(method_generate(&s, &fp.parts, prompt, 4, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.acc.target_passes, r->acc.target_passes);
     ck_assert_int_eq(out.acc.committed, r->acc.committed);
     ck_assert_int_eq(out.acc.rejected_rounds, r->acc.rejected_rounds);
@@ -346,39 +335,37 @@ START_TEST(test_measured_points_match_their_runs) {
         ck_assert_int_eq(out.acc.proposed[d], r->acc.proposed[d]);
     }
     decode_output_free(&out);
+    fixture_parts_close(&fp);
+}
 
-    /* each point is the sum of its runs */
-    for (int i = 0; i < m.n_points; i++) {
+/* Each point is the sum of its runs. */
+static void check_points_sum_their_runs(const plot_measurements *m) {
+    for (int i = 0; i < m->n_points; i++) {
         long passes = 0, committed = 0, rejected = 0, steps = 0;
-        for (int j = 0; j < m.n_runs; j++)
-            if (m.runs[j].point == i) {
-                passes += m.runs[j].acc.target_passes;
-                committed += m.runs[j].acc.committed;
-                rejected += m.runs[j].acc.rejected_rounds;
-                steps += m.runs[j].acc.proposer_steps;
+        for (int j = 0; j < m->n_runs; j++)
+            if (m->runs[j].point == i) {
+                passes += m->runs[j].acc.target_passes;
+                committed += m->runs[j].acc.committed;
+                rejected += m->runs[j].acc.rejected_rounds;
+                steps += m->runs[j].acc.proposer_steps;
             }
-        ck_assert_int_eq(m.points[i].acc.target_passes, passes);
-        ck_assert_int_eq(m.points[i].acc.committed, committed);
-        ck_assert_int_eq(m.points[i].acc.rejected_rounds, rejected);
-        ck_assert_int_eq(m.points[i].acc.proposer_steps, steps);
-        ck_assert_int_eq(m.points[i].acc.committed, (long)TOKENS * N_PROMPTS);
+        ck_assert_int_eq(m->points[i].acc.target_passes, passes);
+        ck_assert_int_eq(m->points[i].acc.committed, committed);
+        ck_assert_int_eq(m->points[i].acc.rejected_rounds, rejected);
+        ck_assert_int_eq(m->points[i].acc.proposer_steps, steps);
+        ck_assert_int_eq(m->points[i].acc.committed, (long)TOKENS * N_PROMPTS);
     }
+}
 
-    /* the files say the same, to the printed digits */
-    char dir[512];
-    harness_tmpdir(dir, sizeof dir);
-    plot_theory th;
-    theory(&th);
-    int written[PLOTS_COUNT];
-    ck_assert_msg(plots_write(dir, &th, &m, written, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(written[1], 1);
-    static table t, runs, acc;
+/* measured.dat and measured_runs.dat say the same as the points, to the printed digits. */
+static void check_measured_files(const char *dir, const plot_measurements *m) {
+    static table t, runs;
     read_table(dir, "measured.dat", &t);
     read_table(dir, "measured_runs.dat", &runs);
-    ck_assert_int_eq(t.n, m.n_points);
-    ck_assert_int_eq(runs.n, m.n_runs);
+    ck_assert_int_eq(t.n, m->n_points);
+    ck_assert_int_eq(runs.n, m->n_runs);
     for (int i = 0; i < t.n; i++) {
-        const run_accounting *a = &m.points[i].acc;
+        const run_accounting *a = &m->points[i].acc;
         double passes = t.v[i][5], committed = t.v[i][6], rejected = t.v[i][8], alpha = t.v[i][9];
         double tpp = t.v[i][10], target_b = t.v[i][13], prop_b = t.v[i][14], steps = t.v[i][15];
         double acc_sum = t.v[i][16];
@@ -402,25 +389,30 @@ START_TEST(test_measured_points_match_their_runs) {
         ck_printed(r_passes, passes);
         ck_printed(r_committed, committed);
         ck_assert_str_eq(t.word[i][1], i < 2 ? "spec" : i < 4 ? "mtp" : "medusa");
-        ck_assert_int_eq((int)t.v[i][18], m.points[i].nodes);
-        ck_assert_str_eq(t.word[i][19], m.points[i].rule);
+        ck_assert_int_eq((int)t.v[i][18], m->points[i].nodes);
+        ck_assert_str_eq(t.word[i][19], m->points[i].rule);
+        ck_assert_str_eq(t.word[i][20], m->points[i].drafts);
         if (i >= 4) ck_assert(isnan(t.v[i][17])); /* no chain formula for a tree */
     }
-    /* acceptance.dat: one block per point, reach = accepted/proposed, cond = reach_d / reach_{d−1} */
+}
+
+/* acceptance.dat: one block per point, reach = accepted/proposed, cond = reach_d / reach_{d−1}. */
+static void check_acceptance_file(const char *dir, const plot_measurements *m) {
+    static table acc;
     read_table(dir, "acceptance.dat", &acc);
     int rows = 0;
-    for (int i = 0; i < m.n_points; i++) rows += m.points[i].k;
+    for (int i = 0; i < m->n_points; i++) rows += m->points[i].k;
     ck_assert_int_eq(acc.n, rows);
     for (int r2 = 0; r2 < acc.n; r2++) {
         int pt = acc.block[r2], d = (int)acc.v[r2][0];
         ck_assert_int_eq(d, r2 == 0 || acc.block[r2 - 1] != pt ? 1 : (int)acc.v[r2 - 1][0] + 1);
-        ck_assert_int_le(d, m.points[pt].k);
-        ck_assert_int_eq((long)acc.v[r2][1], m.points[pt].acc.proposed[d]);
-        ck_assert_int_eq((long)acc.v[r2][2], m.points[pt].acc.accepted[d]);
+        ck_assert_int_le(d, m->points[pt].k);
+        ck_assert_int_eq((long)acc.v[r2][1], m->points[pt].acc.proposed[d]);
+        ck_assert_int_eq((long)acc.v[r2][2], m->points[pt].acc.accepted[d]);
         if (acc.v[r2][1] > 0) ck_printed(acc.v[r2][3], acc.v[r2][2] / acc.v[r2][1]);
         double prev = d == 1 ? 1.0 : acc.v[r2 - 1][3];
         if (prev > 0 && !isnan(acc.v[r2][3])) ck_printed(acc.v[r2][4], acc.v[r2][3] / prev);
-        long trials = d == 1 ? m.points[pt].acc.proposed[1] : m.points[pt].acc.accepted[d - 1];
+        long trials = d == 1 ? m->points[pt].acc.proposed[1] : m->points[pt].acc.accepted[d - 1];
         ck_assert_int_eq((long)acc.v[r2][5], trials);
         double c = acc.v[r2][4];
         if (trials > 0 && !isnan(c)) {
@@ -431,6 +423,39 @@ START_TEST(test_measured_points_match_their_runs) {
             ck_assert(low <= c + PRINTED && c <= high + PRINTED && low >= -PRINTED && high <= 1 + PRINTED);
         }
     }
+}
+
+START_TEST(test_measured_points_match_their_runs) {
+    fixture_model target, draft;
+    fixture_model_open(&target, "micro", 5, NULL);
+    fixture_model_open(&draft, "micro-draft", 6, NULL);
+    medusa_heads heads;
+    zero_heads(&heads, &target.m);
+    plot_measurements m;
+    measure(&target, &draft, &heads, &m);
+    ck_assert_int_eq(m.n_points, 6); /* draft, MTP and Medusa at two temperatures */
+    ck_assert_int_eq(m.n_runs, 6 * N_PROMPTS);
+    ck_assert_int_eq(m.points[4].method, PLOT_MEDUSA);
+    ck_assert_int_eq(m.points[4].nodes, 63); /* the built-in tree for three heads */
+    ck_assert_str_eq(m.points[4].rule, "greedy");
+    ck_assert_str_eq(m.points[5].rule, "exact-norepl");
+    /* MTP as generate runs it: argmax drafts at temperature 0, sampled above */
+    ck_assert_str_eq(m.points[2].drafts, "argmax");
+    ck_assert_str_eq(m.points[3].drafts, "sampled");
+    ck_assert_str_eq(m.points[0].drafts, "-");
+    check_run_is_a_generation(&m, &target, &draft);
+    check_points_sum_their_runs(&m);
+
+    char dir[512];
+    harness_tmpdir(dir, sizeof dir);
+    plot_theory th;
+    theory(&th);
+    int written[PLOTS_COUNT];
+    sp_error err;
+    ck_assert_msg(plots_write(dir, &th, &m, written, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(written[1], 1);
+    check_measured_files(dir, &m);
+    check_acceptance_file(dir, &m);
     for (int i = 0; i < PLOTS_COUNT; i++)
         if (written[i]) check_script_references(dir, plots_names[i]);
 
@@ -459,16 +484,20 @@ START_TEST(test_measure_without_a_proposer_fails) {
     fixture_model target;
     fixture_model_open(&target, "micro", 5, NULL);
     target.m.w.has_mtp = 0; /* as if the checkpoint had no MTP module */
+    fixture_parts fp;
+    fixture_parts_open(&fp, &target.m, NULL, NULL);
+    ck_assert_ptr_null(fp.parts.mtp);
     static int p0[] = {1, 2};
     static int *ids[1] = {p0};
     static int len[1] = {2};
     plot_prompts prompts = {1, ids, len};
-    plot_measure_opts o = {temps, 1, 4, 2, 1, 0};
+    plot_measure_opts o = {temps, 1, 4, 1, 0};
     plot_measurements m;
-    plot_proposers none = {NULL, NULL, NULL};
+    const method_spec base = method_spec_defaults();
     sp_error err;
-    ck_assert_int_eq(plots_measure(&target.m, &none, &prompts, &o, &m, &err), -1);
+    ck_assert_int_eq(plots_measure(&fp.parts, &base, &prompts, &o, &m, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "nothing to measure"));
+    fixture_parts_close(&fp);
     target.m.w.has_mtp = 1;
     fixture_model_close(&target);
 }
