@@ -51,6 +51,8 @@ INC_all := $(INC_backend) -Ireference/verify -Ireference/analysis
 LAYER_INC = $(INC_all) -Ioptimized -Ikernels -Itools
 LAYERS := core model decoding backend verify analysis
 $(foreach l,$(LAYERS),$(eval $(BUILD)/obj/reference/$(l)/%.o $(BUILD)/asan/reference/$(l)/%.o: LAYER_INC = $$(INC_$(l))))
+# kernels/*.c (the CPU twins, the harness's host side) use core alone, as the .cu files do.
+$(BUILD)/obj/kernels/%.o $(BUILD)/asan/kernels/%.o: LAYER_INC = $(INC_core) -Ikernels
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
 LDLIBS = $(PKG_LIBS) -lm
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -173,7 +175,7 @@ CUBLAS_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64
 CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
-NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ireference/model -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
 GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
@@ -193,7 +195,7 @@ $(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
 
 CXX_EMU ?= g++
 EMU_FLAGS = -std=c++17 -DKN_EMU -x c++ $(WARN) -Wno-unknown-pragmas -fno-exceptions -fno-rtti \
-            -fno-threadsafe-statics -Ireference/core -Ireference/model -Ikernels -Ikernels/check -MMD -MP
+            -fno-threadsafe-statics -Ireference/core -Ikernels -Ikernels/check -MMD -MP
 
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)

@@ -7,6 +7,7 @@
 #include "kn_common.cuh"
 #include "kn_deltanet.h"
 
+/* op_silu, op_softplus and op_sigmoid of reference/core/ops.c, on the device. */
 __device__ __forceinline__ float silu(float z) { return z / (1.0f + expf(-z)); }
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -96,12 +97,12 @@ const kn_conv_version *kn_conv_versions(int *count) {
 
 /* ---- gated delta rule -------------------------------------------------------------- */
 
-/* g, β and the decay of node t, head h (as the ops.h comment defines them). */
+/* g, β and the decay exp(g) of node t, head h. */
 __device__ __forceinline__ void gates(const float *a, const float *b, const float *A_log, const float *dt_bias, int t,
                                       int h, int Hv, float *decay, float *beta) {
-    float g = -expf(A_log[h]) * softplus(a[(size_t)t * Hv + h] + dt_bias[h]);
+    float g = -expf(A_log[h]) * softplus(a[(size_t)t * Hv + h] + dt_bias[h]); /* op_deltanet_decay (ops.h) */
     *decay = expf(g);
-    *beta = sigmoid(b[(size_t)t * Hv + h]);
+    *beta = sigmoid(b[(size_t)t * Hv + h]); /* op_deltanet_beta (ops.h) */
 }
 
 /* v1: one block per value head, one thread per state column j: the column

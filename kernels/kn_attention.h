@@ -16,7 +16,8 @@
  *     out[t, h, :] = softmax_s(scale · q·k_s) · v_s  ⊙  sigmoid(gate[t, h, :])
  *   over the committed slots s < ctx and the tree slots ctx + i with i
  *   visible to t (kn_tree_visible: bit i of tree_mask[t]; NULL: i ≤ t, a
- *   chain). gate = qg[t, h, Dh..2·Dh). A query that sees nothing gets zeros.
+ *   chain). gate = qg[t, h, Dh..2·Dh); the product with its sigmoid is
+ *   op_output_gate. A query that sees nothing gets zeros.
  *   work: scratch of kn_attention_work_floats(...) floats.
  *   Needs Dh % 32 == 0; the fast versions need Dh/32 ∈ {2, 4, 8} and
  *   H/Hkv ≤ 8 (they fall back to v1 otherwise). */

@@ -10,7 +10,7 @@
  *
  * delta_step (op_gated_delta_step per node and value head h):
  *   key head kh = h / (Hv/Hk) (transformers' repeat_interleave),
- *   g = −exp(A_log[h])·softplus(a[t, h] + dt_bias[h]), β = sigmoid(b[t, h]),
+ *   g = op_deltanet_decay(a[t, h], A_log[h], dt_bias[h]), β = op_deltanet_beta(b[t, h]),
  *   q, k = q[t, kh, :], k[t, kh, :] (l2-normalised inside, q also by 1/√Dk),
  *   state S[Dk, Dv] of head h from the parent's slot or S0;
  *   out[t, h, :] and slots[t, h, :, :] ← the step's output and new state.

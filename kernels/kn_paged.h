@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "state.h" /* KV_BLOCK_SIZE */
+#include "kv_block.h" /* KV_BLOCK_SIZE */
 
 #if defined(__CUDACC__)
 #define KN_HD __host__ __device__

@@ -3,7 +3,6 @@
  * slots). Conversions use reference/dtype.h; the arithmetic is ops.h's. */
 #include "twin.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +102,7 @@ void twin_attention(float *out, const float *q, const float *qg, const uint16_t 
             float *o = out + ((size_t)t * H + h) * Dh;
             op_attention_head(o, q + ((size_t)t * H + h) * Dh, kp, vp, n, Dh, scale, scores);
             const float *gate = qg + ((size_t)t * H + h) * 2 * Dh + Dh;
-            for (int d = 0; d < Dh; d++) o[d] *= op_sigmoid(gate[d]);
+            op_output_gate(o, gate, Dh);
         }
     free(kf), free(vf), free(kp), free(vp), free(scores);
 }
@@ -134,8 +133,8 @@ void twin_delta_step(float *out, float *slots, const float *S0, const float *q, 
             int kh = h / ratio; /* value head h reads key head h / (Hv/Hk), as repeat_interleave */
             memcpy(qt, q + ((size_t)t * Hk + kh) * Dk, (size_t)Dk * sizeof *qt);
             memcpy(kt, k + ((size_t)t * Hk + kh) * Dk, (size_t)Dk * sizeof *kt);
-            float g = -expf(A_log[h]) * op_softplus(a[(size_t)t * Hv + h] + dt_bias[h]);
-            float beta = op_sigmoid(b[(size_t)t * Hv + h]);
+            float g = op_deltanet_decay(a[(size_t)t * Hv + h], A_log[h], dt_bias[h]);
+            float beta = op_deltanet_beta(b[(size_t)t * Hv + h]);
             op_gated_delta_step(out + ((size_t)t * Hv + h) * Dv, st + (size_t)h * head, qt, kt,
                                 v + ((size_t)t * Hv + h) * Dv, g, beta, Dk, Dv);
         }

@@ -11,6 +11,14 @@ float op_silu(float x) { return x / (1.0f + expf(-x)); }
 
 float op_softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
+float op_deltanet_beta(float b) { return op_sigmoid(b); }
+
+float op_deltanet_decay(float a, float A_log, float dt_bias) { return -expf(A_log) * op_softplus(a + dt_bias); }
+
+void op_output_gate(float *out, const float *gate, int n) {
+    for (int i = 0; i < n; i++) out[i] *= op_sigmoid(gate[i]);
+}
+
 void op_matvec(float *out, const float *W, const float *x, int n_out, int n_in) {
     for (int i = 0; i < n_out; i++) {
         const float *row = W + (long)i * n_in;

@@ -12,6 +12,22 @@ float op_sigmoid(float x);
 float op_silu(float x);     /* x·sigmoid(x) */
 float op_softplus(float x); /* log(1 + e^x), as torch (linear above 20) */
 
+/* The gates of one Gated DeltaNet value head at one position, from the
+ * token's projections a = in_proj_a·x, b = in_proj_b·x (one entry per value
+ * head) and the head's parameters A_log, dt_bias; as Hugging Face
+ * transformers' qwen3_5 computes them:
+ *   beta = b.sigmoid()
+ *   g = -A_log.float().exp() * softplus(a.float() + dt_bias)
+ * β ∈ (0, 1) is the write strength of the delta rule; g ≤ 0 is the log of the
+ * state's decay (op_gated_delta_step scales the state by exp(g)). */
+float op_deltanet_beta(float b);                              /* sigmoid(b) */
+float op_deltanet_decay(float a, float A_log, float dt_bias); /* −exp(A_log)·softplus(a + dt_bias) */
+
+/* The output gate of qwen3_5's gated attention (q_proj yields a gate beside
+ * each head's query; transformers: attn_output * torch.sigmoid(gate), before
+ * o_proj): out[i] ← out[i]·sigmoid(gate[i]) for i < n. */
+void op_output_gate(float *out, const float *gate, int n);
+
 /* out[n_out] = W[n_out, n_in] · x[n_in]. out must not alias x. */
 void op_matvec(float *out, const float *W, const float *x, int n_out, int n_in);
 
@@ -56,7 +72,7 @@ void op_conv_step(float *out, float *state, const float *x, const float *w, int 
  * state S[Dk, Dv] (fp32):
  *   q ← l2norm(q)/sqrt(Dk), k ← l2norm(k)          (eps 1e-6; q and k are modified)
  *   S ← exp(g)·S;  u = v − Sᵀk;  S ← S + k (β u)ᵀ;  out = Sᵀq
- * g ≤ 0 is the log decay −exp(A_log)·softplus(a + dt_bias), β = sigmoid(b). */
+ * g ≤ 0 is the log decay op_deltanet_decay, β = op_deltanet_beta. */
 void op_gated_delta_step(float *out, float *S, float *q, float *k, const float *v, float g, float beta, int Dk, int Dv);
 
 #endif

@@ -44,7 +44,7 @@ void attention_forward(model *m, const layer_weights *lw, model_state *s, int la
         float *oh = att + (long)h * Dh;
         const float *gate = qg + (long)h * 2 * Dh + Dh;
         op_attention_head(oh, qg + (long)h * 2 * Dh, m->kptrs, m->vptrs, pos + 1, Dh, scale, m->scores);
-        for (int d = 0; d < Dh; d++) oh[d] *= op_sigmoid(gate[d]);
+        op_output_gate(oh, gate, Dh);
     }
     op_matvec(out, lw->o_proj, att, D, H * Dh);
 }

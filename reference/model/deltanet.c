@@ -2,7 +2,6 @@
  * in_proj_qkv → causal depthwise conv (+SiLU, rolling state) → per value
  * head the gated delta rule on a [Dk, Dv] state (q, k shared by groups of
  * Hv/Hk value heads) → RMSNorm(·w) · silu(z) → out_proj. */
-#include <math.h>
 #include <string.h>
 
 #include "layers.h"
@@ -32,8 +31,8 @@ void deltanet_forward(model *m, const layer_weights *lw, model_state *s, int li,
         /* op_gated_delta_step normalises q and k in place: give each value head its own copy */
         memcpy(m->k, q + (long)kh * Dk, (size_t)Dk * sizeof(float));
         memcpy(m->v, k + (long)kh * Dk, (size_t)Dk * sizeof(float));
-        float beta = op_sigmoid(b[h]);
-        float g = -expf(lw->A_log[h]) * op_softplus(a[h] + lw->dt_bias[h]);
+        float beta = op_deltanet_beta(b[h]);
+        float g = op_deltanet_decay(a[h], lw->A_log[h], lw->dt_bias[h]);
         float *oh = att + (long)h * Dv;
         op_gated_delta_step(oh, S + (long)h * Dk * Dv, m->k, m->v, v + (long)h * Dv, g, beta, Dk, Dv);
         op_rmsnorm_gated(oh, oh, lw->lin_norm, z + (long)h * Dv, Dv, c->rms_norm_eps);

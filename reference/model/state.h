@@ -10,8 +10,7 @@
 #include <stddef.h>
 
 #include "config.h"
-
-#define KV_BLOCK_SIZE 16 /* positions per KV block */
+#include "kv_block.h" /* KV_BLOCK_SIZE */
 
 /* A pool of KV blocks shared by the sequences (beams) of one model. */
 typedef struct {

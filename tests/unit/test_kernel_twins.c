@@ -3,7 +3,6 @@
  * (bf16 storage, the paged cache, trees of state slots), and these tests pin
  * that layout so the kernels' checks compare against the right thing. */
 #include <check.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,7 +51,7 @@ START_TEST(test_paged_layout) {
 END_TEST
 
 /* Attention over a paged cache with a tree mask equals op_attention_head
- * over exactly the visible positions, times the sigmoid gate. */
+ * over exactly the visible positions, times the output gate. */
 START_TEST(test_attention_tree) {
     enum { H = 4, HKV = 2, DH = 8, CTX = 21, M = 3, SLOTS = CTX + M, NB = 4 };
     int bt[NB] = {3, 1, 0, 2};
@@ -83,8 +82,8 @@ START_TEST(test_attention_tree) {
                 n++;
             }
             op_attention_head(want, q + (t * H + h) * DH, kp, vp, n, DH, scale, scores);
-            for (int d = 0; d < DH; d++)
-                ck_assert_float_eq(out[(t * H + h) * DH + d], want[d] * op_sigmoid(qg[(t * H + h) * 2 * DH + DH + d]));
+            op_output_gate(want, qg + (t * H + h) * 2 * DH + DH, DH);
+            for (int d = 0; d < DH; d++) ck_assert_float_eq(out[(t * H + h) * DH + d], want[d]);
         }
     free(Kc), free(Vc);
 }
@@ -155,7 +154,7 @@ START_TEST(test_conv_and_delta_trees) {
         int t = path[i];
         for (int h = 0; h < HV; h++) {
             memcpy(qt, q + t * DK, sizeof qt), memcpy(kt, k + t * DK, sizeof kt); /* one key head serves both */
-            float g = -expf(Al[h]) * op_softplus(a[t * HV + h] + dt[h]), beta = op_sigmoid(b[t * HV + h]);
+            float g = op_deltanet_decay(a[t * HV + h], Al[h], dt[h]), beta = op_deltanet_beta(b[t * HV + h]);
             op_gated_delta_step(ov, S + h * DK * DV, qt, kt, v + (t * HV + h) * DV, g, beta, DK, DV);
             for (int j = 0; j < DV; j++) ck_assert_float_eq(dout[(t * HV + h) * DV + j], ov[j]);
         }

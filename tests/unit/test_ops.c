@@ -1,7 +1,8 @@
 /* test_ops.c — the building blocks of the forward against hand
  * computations and invariants: zero-centred vs plain RMSNorm, rotate-half
  * RoPE, the causal conv's rolling state, the gated delta rule against its
- * definition written out, softmax with masked entries. */
+ * definition written out, softmax with masked entries, the DeltaNet and
+ * attention gates at inputs whose values are known in closed form. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -118,6 +119,39 @@ START_TEST(test_softplus_matches_torch_threshold) {
 }
 END_TEST
 
+/* ln 3 = 1.09861229, so sigmoid(±ln 3) = 1/(1 + 3^∓1) = 3/4 and 1/4. */
+#define LN3 1.09861229f
+
+START_TEST(test_deltanet_beta_is_sigmoid) {
+    ck_assert_float_eq(op_deltanet_beta(0.0f), 0.5f);
+    ck_assert_float_eq_tol(op_deltanet_beta(LN3), 0.75f, TIGHT);
+    ck_assert_float_eq_tol(op_deltanet_beta(-LN3), 0.25f, TIGHT);
+}
+END_TEST
+
+START_TEST(test_deltanet_decay_known_values) {
+    /* A_log = 0: exp(0) = 1; a + dt_bias = 0: softplus(0) = ln 2 = 0.69314718 */
+    ck_assert_float_eq_tol(op_deltanet_decay(0.5f, 0.0f, -0.5f), -0.69314718f, TIGHT);
+    /* A_log = ln 2: exp = 2; a + dt_bias = 1 + 0.09861229 = ln 3: softplus = ln(1 + 3) = ln 4,
+     * so g = −2·ln 4 = −2.77258872 (float rounding of the inputs: a few ulps at 2.8) */
+    ck_assert_float_eq_tol(op_deltanet_decay(1.0f, 0.69314718f, 0.09861229f), -2.77258872f, 2e-6f);
+    /* a + dt_bias = 25 > 20: torch's softplus is the identity there, so g = −1·25 exactly */
+    ck_assert_float_eq(op_deltanet_decay(30.0f, 0.0f, -5.0f), -25.0f);
+    /* a + dt_bias = −30: softplus ≈ e^−30 = 9.3576230e−14 (to 1e−6 relative), a decay exp(g) just below 1 */
+    ck_assert_float_eq_tol(op_deltanet_decay(-30.0f, 0.0f, 0.0f), -9.3576230e-14f, 1e-19f);
+}
+END_TEST
+
+START_TEST(test_output_gate_known_values) {
+    /* sigmoid(0) = 1/2, sigmoid(±ln 3) = 3/4, 1/4 */
+    float out[3] = {2, 3, -4}, gate[3] = {0, LN3, -LN3};
+    op_output_gate(out, gate, 3);
+    ck_assert_float_eq(out[0], 1.0f);
+    ck_assert_float_eq_tol(out[1], 2.25f, TIGHT);
+    ck_assert_float_eq_tol(out[2], -1.0f, TIGHT);
+}
+END_TEST
+
 Suite *ops_suite(void) {
     Suite *s = suite_create("ops");
     TCase *tc = harness_tcase("core", 10);
@@ -129,6 +163,9 @@ Suite *ops_suite(void) {
     tcase_add_test(tc, test_softmax_masked);
     tcase_add_test(tc, test_attention_head_weights);
     tcase_add_test(tc, test_softplus_matches_torch_threshold);
+    tcase_add_test(tc, test_deltanet_beta_is_sigmoid);
+    tcase_add_test(tc, test_deltanet_decay_known_values);
+    tcase_add_test(tc, test_output_gate_known_values);
     suite_add_tcase(s, tc);
     return s;
 }
