@@ -3,13 +3,13 @@
 
 #include <stdlib.h>
 
-#include "weights.h"
+#include "layout.h"
 
 void footprint_compute(const model_config *c, int with_mtp, double bytes_per_param, double kv_bytes,
                        model_footprint *f) {
     int max = layout_max_tensors(c);
     tensor_spec *specs = sp_xcalloc((size_t)max, sizeof *specs, "tensor specs");
-    int n = layout_build(c, with_mtp, NULL, specs);
+    int n = layout_build(c, with_mtp, specs);
     const double D = c->hidden_size, V = c->vocab_size;
     long long trunk = 0, mtp = 0;
     for (int i = 0; i < n; i++) {

@@ -8,58 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint.h"
 #include "footprint.h"
 #include "layers.h"
 #include "ops.h"
-#include "safetensors.h"
 
 /* ---- loading ------------------------------------------------------------ */
-
-/* A tensor the config does not account for means config and weights
- * disagree (e.g. an 8-layer checkpoint under a 4-layer config): refuse it
- * rather than run a different model than the file holds. The vision tower,
- * an MTP module that is not loaded and a tied lm_head are the exceptions. */
-static int check_unexpected(const st_set *st, const tensor_spec *specs, int n, int with_mtp, sp_error *err) {
-    for (int i = 0; i < st->n_tensors; i++) {
-        const char *name = st->tensors[i].name;
-        if (!strncmp(name, "model.visual.", 13) || (!with_mtp && !strncmp(name, "mtp.", 4)) ||
-            !strcmp(name, "lm_head.weight"))
-            continue;
-        int known = 0;
-        for (int j = 0; j < n && !known; j++) known = !strcmp(name, specs[j].name);
-        if (!known)
-            return sp_fail(err,
-                           "tensor %s (%s) is not part of the model config.json describes: the config and the "
-                           "weights disagree",
-                           name, st->paths[st->tensors[i].file]);
-    }
-    return 0;
-}
-
-/* Checks one tensor of the file against its spec and converts it into dst. */
-static int load_tensor(const st_set *st, const tensor_spec *spec, float *dst, sp_error *err) {
-    const st_tensor *t = st_find(st, spec->name);
-    if (!t) return sp_fail(err, "tensor %s: missing from the checkpoint", spec->name);
-    int same = t->ndim == spec->ndim;
-    for (int d = 0; same && d < spec->ndim; d++) same = t->shape[d] == spec->shape[d];
-    if (!same) {
-        char want[96], have[96];
-        st_format_shape(spec->ndim, spec->shape, want, sizeof want);
-        st_format_shape(t->ndim, t->shape, have, sizeof have);
-        return sp_fail(err, "tensor %s: expected %s, file %s has %s %s", spec->name, want, st->paths[t->file], have,
-                       dtype_name(t->dtype));
-    }
-    int64_t n = tensor_spec_numel(spec);
-    dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
-    for (int64_t i = 0; i < n; i++)
-        if (!isfinite(dst[i]))
-            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name, st->paths[t->file], (long long)i,
-                           isnan(dst[i]) ? "NaN" : "infinite",
-                           (spec->kind == TENSOR_NORM || spec->kind == TENSOR_NORM_PLAIN)
-                               ? "a norm weight must be finite"
-                               : "weights must be finite");
-    return 0;
-}
 
 static void alloc_scratch(model *m) {
     const model_config *c = &m->cfg;
@@ -98,46 +52,34 @@ void model_reserve_positions(model *m, int n) {
 int model_load(model *m, const char *path, sp_error *err) {
     memset(m, 0, sizeof *m);
     snprintf(m->path, sizeof m->path, "%s", path);
-    if (config_load(path, &m->cfg, err)) return -1;
+    checkpoint ck;
+    if (checkpoint_open(&ck, path, err)) return -1;
+    m->cfg = ck.cfg;
     const model_config *c = &m->cfg;
-    st_set st;
-    if (st_open(&st, path, err)) return -1;
-
-    /* The MTP module is optional: the text-only layout that transformers
-     * saves drops it. Load it whenever the config declares it and the
-     * checkpoint has its first tensor; a partial module is an error. */
-    int with_mtp = c->mtp_num_layers > 0 && st_find(&st, "mtp.fc.weight") != NULL;
     m->w.layers = sp_xcalloc((size_t)c->num_layers, sizeof(layer_weights), "layer weights");
-    int max = layout_max_tensors(c);
-    tensor_spec *specs = sp_xcalloc((size_t)max, sizeof *specs, "tensor specs");
-    int n = layout_build(c, with_mtp, &m->w, specs);
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += (size_t)tensor_spec_numel(&specs[i]);
+    for (int i = 0; i < ck.n_specs; i++) total += (size_t)tensor_spec_numel(&ck.specs[i]);
     m->arena = sp_xcalloc(total, sizeof(float), "model weights");
     m->arena_floats = total;
     float *next = m->arena;
-    int rc = check_unexpected(&st, specs, n, with_mtp, err);
-    for (int i = 0; i < n && !rc; i++) {
-        *specs[i].slot = next;
-        rc = load_tensor(&st, &specs[i], next, err);
-        next += tensor_spec_numel(&specs[i]);
+    int rc = 0;
+    for (int i = 0; i < ck.n_specs && !rc; i++) {
+        *model_weight_slot(&m->w, &ck.specs[i]) = next;
+        rc = checkpoint_read_f32(&ck, i, next, err);
+        next += tensor_spec_numel(&ck.specs[i]);
     }
-    if (!rc && c->tie_word_embeddings) m->w.lm_head = m->w.embed;
-    if (!rc) {
-        const st_tensor *embed = st_find(&st, specs[0].name);
-        m->storage_bytes = embed ? dtype_size(embed->dtype) : 4;
-        model_footprint fp;
-        footprint_compute(c, 0, m->storage_bytes, 2.0, &fp);
-        m->weight_bytes_per_step = fp.weight_bytes_per_step;
-    }
-    m->w.has_mtp = with_mtp;
-    free(specs);
-    st_close(&st);
+    if (c->tie_word_embeddings) m->w.lm_head = m->w.embed;
+    m->w.has_mtp = ck.with_mtp;
+    m->storage_bytes = ck.storage_bytes;
+    checkpoint_close(&ck);
     if (rc) {
         sp_wrap(err, "loading %s: ", path);
         model_free(m);
         return -1;
     }
+    model_footprint fp;
+    footprint_compute(c, 0, m->storage_bytes, 2.0, &fp);
+    m->weight_bytes_per_step = fp.weight_bytes_per_step;
     alloc_scratch(m);
     return 0;
 }

@@ -14,7 +14,7 @@
 #include "genmodel/randmodel.h"
 #include "harness.h"
 #include "safetensors.h"
-#include "weights.h"
+#include "layout.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -77,7 +77,7 @@ static void check_loads_back(const char *dir, const model_config *want, const ch
     st_set s;
     ck_assert_msg(st_open(&s, dir, &err) == 0, "%s", err.msg);
     tensor_spec *specs = calloc((size_t)layout_max_tensors(&got), sizeof *specs);
-    int n = layout_build(&got, got.mtp_num_layers > 0, NULL, specs);
+    int n = layout_build(&got, got.mtp_num_layers > 0, specs);
     ck_assert_int_eq(s.n_tensors, n);
     for (int i = 0; i < n; i++) {
         const st_tensor *t = st_find(&s, specs[i].name);
@@ -257,7 +257,7 @@ START_TEST(test_value_ranges) {
     st_set s;
     ck_assert_msg(st_open(&s, dir, &err) == 0, "%s", err.msg);
     tensor_spec *specs = calloc((size_t)layout_max_tensors(&c), sizeof *specs);
-    int n = layout_build(&c, 1, NULL, specs);
+    int n = layout_build(&c, 1, specs);
     int kinds_seen[8] = {0};
     for (int i = 0; i < n; i++) {
         int64_t m;

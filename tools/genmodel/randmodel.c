@@ -409,7 +409,7 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
     int rc;
     const int with_mtp = c.mtp_num_layers > 0;
     tensor_spec *specs = sp_xcalloc((size_t)layout_max_tensors(&c), sizeof *specs, "tensor specs");
-    int n = layout_build(&c, with_mtp, NULL, specs);
+    int n = layout_build(&c, with_mtp, specs);
     st_out_tensor *out = sp_xcalloc((size_t)n, sizeof *out, "output tensors");
     fill_job *jobs = sp_xcalloc((size_t)n, sizeof *jobs, "fill jobs");
     randmodel_report r = {0};

@@ -11,7 +11,7 @@
 #include "config.h"
 #include "dtype.h"
 #include "error.h"
-#include "weights.h"
+#include "layout.h"
 
 typedef enum {
     RANDMODEL_LAYOUT_FULL = 0, /* model_type qwen3_5, text_config, tensors under model.language_model. */

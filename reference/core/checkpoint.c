@@ -1,0 +1,100 @@
+/* checkpoint.c — open a checkpoint and check every tensor (see checkpoint.h). */
+#include "checkpoint.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+
+/* A tensor the config does not account for means config and weights
+ * disagree (e.g. an 8-layer checkpoint under a 4-layer config): refuse it
+ * rather than run a different model than the file holds. The vision tower,
+ * an MTP module that is not loaded and a tied lm_head are the exceptions. */
+static int check_unexpected(const checkpoint *ck, sp_error *err) {
+    const st_set *st = &ck->st;
+    for (int i = 0; i < st->n_tensors; i++) {
+        const char *name = st->tensors[i].name;
+        if (!strncmp(name, "model.visual.", 13) || (!ck->with_mtp && !strncmp(name, "mtp.", 4)) ||
+            !strcmp(name, "lm_head.weight"))
+            continue;
+        int known = 0;
+        for (int j = 0; j < ck->n_specs && !known; j++) known = !strcmp(name, ck->specs[j].name);
+        if (!known)
+            return sp_fail(err,
+                           "tensor %s (%s) is not part of the model config.json describes: the config and the "
+                           "weights disagree",
+                           name, st->paths[st->tensors[i].file]);
+    }
+    return 0;
+}
+
+/* The file's tensor of one spec, present with the spec's shape. */
+static const st_tensor *find_checked(const checkpoint *ck, const tensor_spec *spec, sp_error *err) {
+    const st_tensor *t = st_find(&ck->st, spec->name);
+    if (!t) {
+        sp_fail(err, "tensor %s: missing from the checkpoint", spec->name);
+        return NULL;
+    }
+    int same = t->ndim == spec->ndim;
+    for (int d = 0; same && d < spec->ndim; d++) same = t->shape[d] == spec->shape[d];
+    if (!same) {
+        char want[96], have[96];
+        st_format_shape(spec->ndim, spec->shape, want, sizeof want);
+        st_format_shape(t->ndim, t->shape, have, sizeof have);
+        sp_fail(err, "tensor %s: expected %s, file %s has %s %s", spec->name, want, ck->st.paths[t->file], have,
+                dtype_name(t->dtype));
+        return NULL;
+    }
+    return t;
+}
+
+static int check_tensors(checkpoint *ck, sp_error *err) {
+    const model_config *c = &ck->cfg;
+    ck->with_mtp = c->mtp_num_layers > 0 && st_find(&ck->st, "mtp.fc.weight") != NULL;
+    ck->specs = sp_xcalloc((size_t)layout_max_tensors(c), sizeof *ck->specs, "tensor specs");
+    ck->n_specs = layout_build(c, ck->with_mtp, ck->specs);
+    ck->tensors = sp_xcalloc((size_t)ck->n_specs, sizeof *ck->tensors, "checkpoint tensors");
+    if (check_unexpected(ck, err)) return -1;
+    for (int i = 0; i < ck->n_specs; i++)
+        if (!(ck->tensors[i] = find_checked(ck, &ck->specs[i], err))) return -1;
+    ck->storage_bytes = dtype_size(ck->tensors[0]->dtype); /* the embedding's: what a decode step reads */
+    return 0;
+}
+
+int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err) {
+    memset(ck, 0, sizeof *ck);
+    snprintf(ck->path, sizeof ck->path, "%s", dir);
+    if (config_load(dir, &ck->cfg, err)) return -1;
+    if (st_open(&ck->st, dir, err)) return -1;
+    if (check_tensors(ck, err)) {
+        sp_wrap(err, "loading %s: ", dir);
+        checkpoint_close(ck);
+        return -1;
+    }
+    return 0;
+}
+
+int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err) {
+    const tensor_spec *spec = &ck->specs[i];
+    const st_tensor *t = ck->tensors[i];
+    const int64_t n = tensor_spec_numel(spec);
+    dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
+    for (int64_t k = 0; k < n; k++)
+        if (!isfinite(dst[k]))
+            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name, ck->st.paths[t->file],
+                           (long long)k, isnan(dst[k]) ? "NaN" : "infinite",
+                           (spec->kind == TENSOR_NORM || spec->kind == TENSOR_NORM_PLAIN)
+                               ? "a norm weight must be finite"
+                               : "weights must be finite");
+    return 0;
+}
+
+void checkpoint_close(checkpoint *ck) {
+    free(ck->specs);
+    free(ck->tensors);
+    st_close(&ck->st);
+    ck->specs = NULL;
+    ck->tensors = NULL;
+}

@@ -1,0 +1,38 @@
+/* checkpoint.h — the loader's checks, shared by every backend: a checkpoint
+ * directory (config.json + model.safetensors or shards) is opened, its
+ * config parsed and range-checked, and every tensor the config implies
+ * (layout.h) found with its exact shape, with no tensor the config does not
+ * account for. A backend then reads each tensor into its own storage
+ * (float32 for the reference) through checkpoint_read_f32, which refuses
+ * non-finite values, or keeps the mapped bytes as they are. */
+#ifndef SPECULA_CHECKPOINT_H
+#define SPECULA_CHECKPOINT_H
+
+#include "config.h"
+#include "error.h"
+#include "layout.h"
+#include "safetensors.h"
+
+typedef struct {
+    char path[4096];
+    model_config cfg;
+    st_set st;                  /* the mapped safetensors files */
+    int with_mtp;               /* the MTP module is present (and checked) */
+    tensor_spec *specs;         /* [n_specs] the layout of cfg */
+    int n_specs;
+    const st_tensor **tensors;  /* [n_specs] the file's tensor of each spec */
+    int storage_bytes;          /* bytes per parameter as stored (2 for bf16/f16, 4 for f32) */
+} checkpoint;
+
+/* Opens DIR and checks every tensor by name and shape. The MTP module is
+ * checked when the config declares it and the checkpoint has its first
+ * tensor (the text-only layout transformers saves drops it); a partial
+ * module is an error. Every message names the tensor and the file; those
+ * about tensors start "loading DIR: ". */
+int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err);
+/* Converts tensor i into dst[numel] float32; refuses a NaN or an infinity,
+ * naming the element. */
+int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err);
+void checkpoint_close(checkpoint *ck);
+
+#endif
