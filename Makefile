@@ -150,6 +150,9 @@ $(BUILD)/asan/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
 $(BUILD)/obj/mutants/%.o $(BUILD)/asan/mutants/%.o: LAYER_INC = $(INC_decoding)
 .PRECIOUS: $(BUILD)/mutants/decode_%.c
 MUTANT_OBJ = $(patsubst %,$(BUILD)/obj/mutants/decode_%.o,$(MUTANTS))
+MUTANT_LIB := $(BUILD)/libspecula-mutants.a
+$(MUTANT_LIB): $(MUTANT_OBJ)
+	rm -f $@ && ar rcs $@ $^
 MUTANT_SAN_OBJ = $(patsubst %,$(BUILD)/asan/mutants/decode_%.o,$(MUTANTS))
 
 TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC)) $(MUTANT_OBJ)
@@ -219,9 +222,9 @@ notebooks-update: $(LIB)
 # An exercise's checker builds the project's suites with the student's FILE
 # (default: the exercise's starter.c; FILE=reference checks the reference).
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
-exercise: $(LIB) $(EXERCISE_OBJ)
+exercise: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
 	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
-	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(LIB) $(CHECK_LIBS) $(LDLIBS)" $(or $(EX),$(error give EX=N)) $(FILE)
+	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" $(or $(EX),$(error give EX=N)) $(FILE)
 
 # ---- entry points -----------------------------------------------------------
 deps:

@@ -19,15 +19,23 @@ static children_kind children_of(method_rule r) {
                                            : CHILDREN_TOP_RANKS;
 }
 
+int method_spec_tree(const method_spec *s, int n_heads, int V, medusa_tree *out, sp_error *err) {
+    const char *origin = s->tree_origin[0] ? s->tree_origin : "tree file (built-in)";
+    if (s->tree_given)
+        *out = s->tree;
+    else if (s->tree_path[0] && medusa_tree_load(out, s->tree_path, err))
+        return -1;
+    else if (!s->tree_path[0])
+        medusa_tree_default(out, n_heads);
+    return medusa_tree_validate(out, n_heads, V, origin, err);
+}
+
 static int build_medusa(method_built *b, const method_parts *parts, sp_error *err) {
     method_spec *s = &b->spec;
     const medusa_heads *h = parts->heads;
     if (!h) return sp_fail(err, "--method medusa needs Medusa heads (--medusa FILE, or MODEL-medusa/ beside the model)");
-    if (!s->tree_given) {
-        medusa_tree_default(&s->tree, h->n_heads);
-        snprintf(s->tree_origin, sizeof s->tree_origin, "tree file (built-in)");
-    }
-    if (medusa_tree_validate(&s->tree, h->n_heads, parts->target->cfg->vocab_size, s->tree_origin, err)) return -1;
+    if (method_spec_tree(s, h->n_heads, parts->target->cfg->vocab_size, &s->tree, err)) return -1;
+    s->tree_given = 1; /* the built method holds its tree */
     return medusa_proposer_build(&b->storage, h, parts->target, &s->tree, children_of(s->rule), err);
 }
 

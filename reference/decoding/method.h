@@ -47,8 +47,12 @@ typedef struct {
     mtp_drafts drafts;
     method_rule rule;
     float typical_epsilon, typical_delta; /* Medusa's defaults 0.09, 0.3 */
-    medusa_tree tree;                     /* tree_given: from --tree; else the built-in tree for the heads */
+    /* Medusa's tree: `tree` when tree_given (set in code), else the file
+     * tree_path names (--tree, read when the method is built), else the
+     * built-in tree for the heads (method_spec_tree). */
+    medusa_tree tree;
     int tree_given;
+    char tree_path[4096];
     char tree_origin[300]; /* "tree file PATH", for messages */
     beam_options beam;
     unsigned given; /* bit f set: flag f of the flag table was given (method_flags.c) */
@@ -81,6 +85,10 @@ int method_spec_finish(method_spec *s, int strict, sp_error *err);
 /* A copy of base (parsed, not finished) for another method, finished not
  * strictly. */
 int method_spec_for(const method_spec *base, method_kind kind, method_spec *out, sp_error *err);
+
+/* Medusa's tree for heads of n_heads heads, as described above, checked
+ * against the heads and the vocabulary V. */
+int method_spec_tree(const method_spec *s, int n_heads, int V, medusa_tree *out, sp_error *err);
 
 /* 1 when flag `name` (e.g. "--tree") was given. */
 int method_spec_given(const method_spec *s, const char *name);

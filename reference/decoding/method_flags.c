@@ -94,10 +94,10 @@ static int set_rule(method_spec *s, const char *f, const char *v, sp_error *err)
     return sp_fail(err, "%s '%s': expected exact, exact-norepl, typical or greedy", f, v);
 }
 static int set_tree(method_spec *s, const char *f, const char *v, sp_error *err) {
-    (void)f;
-    if (medusa_tree_load(&s->tree, v, err)) return -1;
-    s->tree_given = 1;
+    if (strlen(v) >= sizeof s->tree_path) return sp_fail(err, "%s: the path is too long", f);
+    snprintf(s->tree_path, sizeof s->tree_path, "%s", v);
     snprintf(s->tree_origin, sizeof s->tree_origin, "tree file %s", v);
+    s->tree_given = 0;
     return 0;
 }
 static int set_epsilon(method_spec *s, const char *f, const char *v, sp_error *err) {

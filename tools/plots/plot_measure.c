@@ -53,17 +53,18 @@ static int point_spec(const method_spec *base, plot_method method, double temper
 }
 
 /* Fills a point's description from its spec (the Medusa tree as the factory resolves it). */
-static void describe_point(plot_point *pt, const method_spec *s, const method_parts *parts) {
+static int describe_point(plot_point *pt, const method_spec *s, const method_parts *parts, sp_error *err) {
     pt->k = s->k;
     pt->nodes = s->k;
     if (pt->method == PLOT_MEDUSA) {
-        medusa_tree tree = s->tree;
-        if (!s->tree_given) medusa_tree_default(&tree, parts->heads->n_heads);
+        medusa_tree tree;
+        if (method_spec_tree(s, parts->heads->n_heads, parts->target->cfg->vocab_size, &tree, err)) return -1;
         pt->k = tree.max_depth;
         pt->nodes = tree.n;
     }
     pt->rule = method_rule_name(s->rule);
     pt->drafts = pt->method == PLOT_MTP ? mtp_drafts_name(s->drafts) : "-";
+    return 0;
 }
 
 /* One generation of a point on one prompt, added into the point. */
@@ -115,8 +116,8 @@ int plots_measure(const method_parts *parts, const method_spec *base, const plot
             pt->label = method_label[meth];
             pt->temperature = o->temperatures[ti];
             method_spec s;
-            if (point_spec(base, pt->method, pt->temperature, &s, err)) goto fail;
-            describe_point(pt, &s, parts);
+            if (point_spec(base, pt->method, pt->temperature, &s, err) || describe_point(pt, &s, parts, err))
+                goto fail;
             for (int pi = 0; pi < prompts->n; pi++)
                 if (measure_run(parts, &s, pt, prompts, pi, o, m, err)) goto fail;
             m->n_points++;
