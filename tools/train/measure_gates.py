@@ -82,7 +82,7 @@ def main():
     prompts = corpus.prompts(args.prompts, args.prompt_len)
     settings = [  # (label, method, k, temperature, extra flags)
         ("MTP (argmax drafts)", "mtp", 3, 0.0, ()),
-        ("MTP (argmax drafts)", "mtp", 3, 1.0, ()),
+        ("MTP (argmax drafts)", "mtp", 3, 1.0, ("--mtp-argmax",)),
         ("MTP (sampled drafts)", "mtp", 3, 1.0, ("--mtp-sample",)),
         ("MTP (argmax drafts)", "mtp", 4, 0.0, ()),
         ("draft model", "spec", 4, 0.0, ()),

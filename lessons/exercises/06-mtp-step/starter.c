@@ -13,7 +13,7 @@
 #include "model.h"
 #include "ops.h" /* op_rmsnorm, op_matvec */
 
-/* The pieces, all in m->w (reference/core/weights.h):
+/* The pieces, all in m->w (reference/model/weights.h):
  *   embed [V, D]             the shared token embedding (row next_token)
  *   mtp_norm_embed [D]       RMSNorm weight for the embedding
  *   mtp_norm_hidden [D]      RMSNorm weight for h
