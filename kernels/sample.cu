@@ -78,6 +78,96 @@ __device__ int block_race(int V, uint64_t seed, uint32_t purpose, uint64_t index
 
 /* ---- processed distribution ----------------------------------------------------- */
 
+/* The k-th largest logit of lg[V], duplicates counted: a radix select over
+ * the 32-bit order-preserving keys, one byte per pass, most significant
+ * first. hist[256] and the two scalars are the block's shared scratch. */
+__device__ float topk_threshold(const float *lg, int V, int k, int *hist, unsigned long long *sh_prefix, int *sh_krem) {
+    const int tid = threadIdx.x, nt = blockDim.x;
+    uint32_t prefix = 0;
+    int krem = k;
+    for (int d = 3; d >= 0; d--) {
+        int shift = 8 * d;
+        uint32_t hmask = d == 3 ? 0u : (0xffffffffu << (shift + 8));
+        for (int b = tid; b < 256; b += nt) hist[b] = 0;
+        __syncthreads();
+        for (int i = tid; i < V; i += nt) {
+            uint32_t key = fkey(lg[i]);
+            if ((key & hmask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
+        }
+        __syncthreads();
+        if (tid == 0) {
+            int b = 255;
+            for (; b > 0; b--) {
+                if (krem <= hist[b]) break;
+                krem -= hist[b];
+            }
+            *sh_prefix = prefix | ((uint32_t)b << shift);
+            *sh_krem = krem;
+        }
+        __syncthreads();
+        prefix = (uint32_t)*sh_prefix, krem = *sh_krem;
+    }
+    return fkey_inv(prefix);
+}
+
+/* top-p's cut over the weights e[V] (their sum times top_p is `target`): the
+ * largest weight τ whose group and everything above holds the target, by a
+ * radix select over the weights' 64-bit patterns with the mass of each
+ * bucket; 0 (nothing cut) when no group reaches it (rounding near 1).
+ * hist[256], hmass[256] and the scalars are the block's shared scratch. */
+__device__ double topp_cut(const double *e, int V, double target, int *hist, double *hmass,
+                           unsigned long long *sh_prefix, double *sh_above, int *sh_done) {
+    const int tid = threadIdx.x, nt = blockDim.x;
+    double above = 0.0;
+    unsigned long long prefix = 0;
+    if (tid == 0) *sh_done = 0;
+    for (int d = 7; d >= 0; d--) {
+        int shift = 8 * d;
+        unsigned long long hmask = d == 7 ? 0ull : (~0ull << (shift + 8));
+        for (int b = tid; b < 256; b += nt) hist[b] = 0, hmass[b] = 0.0;
+        __syncthreads();
+        for (int i = tid; i < V; i += nt) {
+            double ei = e[i];
+            if (ei > 0.0) {
+                unsigned long long key = (unsigned long long)__double_as_longlong(ei);
+                if ((key & hmask) == prefix) {
+                    int b = (int)((key >> shift) & 255u);
+                    atomicAdd(&hist[b], 1);
+                    atomicAdd(&hmass[b], ei);
+                }
+            }
+        }
+        __syncthreads();
+        if (tid == 0) {
+            double cum = above;
+            int chosen = -1, lowest = -1;
+            for (int b = 255; b >= 0; b--) {
+                if (!hist[b]) continue;
+                lowest = b;
+                if (cum + hmass[b] >= target) {
+                    chosen = b;
+                    break;
+                }
+                cum += hmass[b];
+            }
+            if (chosen < 0 && d == 7) {
+                *sh_done = 1; /* no group reaches top_p·S (rounding near 1): nothing is cut */
+            } else {
+                if (chosen < 0) { /* a deeper level misses by rounding: the whole group is needed */
+                    chosen = lowest;
+                    cum -= hmass[lowest];
+                }
+                *sh_prefix = prefix | ((unsigned long long)chosen << shift);
+                *sh_above = cum;
+            }
+        }
+        __syncthreads();
+        if (*sh_done) return 0.0;
+        prefix = *sh_prefix, above = *sh_above;
+    }
+    return __longlong_as_double((long long)prefix);
+}
+
 /* v1: one block per row, every pass over the whole row: max, top-k by a
  * 4-pass radix select on the logits' keys, the weights e = exp(z − m) in
  * double (kept in the workspace), top-p by an 8-pass radix walk over the
@@ -121,34 +211,8 @@ __global__ __launch_bounds__(SB) void probs_v1(float *probs, const float *logits
     double T = sp.temperature, m = (double)mx / T; /* max z = z of the max logit: z is increasing */
 
     /* top-k: κ = the k-th largest logit, duplicates counted (z ≥ κ_z ⇔ logit ≥ κ) */
-    float kappa = -INFINITY;
-    if (sp.top_k > 0 && sp.top_k < V) {
-        uint32_t prefix = 0;
-        int krem = sp.top_k;
-        for (int d = 3; d >= 0; d--) {
-            int shift = 8 * d;
-            uint32_t hmask = d == 3 ? 0u : (0xffffffffu << (shift + 8));
-            for (int b = tid; b < 256; b += nt) hist[b] = 0;
-            __syncthreads();
-            for (int i = tid; i < V; i += nt) {
-                uint32_t key = fkey(lg[i]);
-                if ((key & hmask) == prefix) atomicAdd(&hist[(key >> shift) & 255u], 1);
-            }
-            __syncthreads();
-            if (tid == 0) {
-                int b = 255;
-                for (; b > 0; b--) {
-                    if (krem <= hist[b]) break;
-                    krem -= hist[b];
-                }
-                sh_prefix = prefix | ((uint32_t)b << shift);
-                sh_krem = krem;
-            }
-            __syncthreads();
-            prefix = (uint32_t)sh_prefix, krem = sh_krem;
-        }
-        kappa = fkey_inv(prefix);
-    }
+    const float kappa =
+        sp.top_k > 0 && sp.top_k < V ? topk_threshold(lg, V, sp.top_k, hist, &sh_prefix, &sh_krem) : -INFINITY;
 
     /* weights over the kept entries; S */
     double S = 0.0;
@@ -165,61 +229,8 @@ __global__ __launch_bounds__(SB) void probs_v1(float *probs, const float *logits
     S = kn_block_sum_d(S, dscratch);
 
     /* top-p: τ = the largest weight whose group and everything above holds top_p·S */
-    double cut = 0.0;
-    if (sp.top_p < 1.0f) {
-        double target = (double)sp.top_p * S, above = 0.0;
-        unsigned long long prefix = 0;
-        int found = 1;
-        if (tid == 0) sh_done = 0;
-        for (int d = 7; d >= 0; d--) {
-            int shift = 8 * d;
-            unsigned long long hmask = d == 7 ? 0ull : (~0ull << (shift + 8));
-            for (int b = tid; b < 256; b += nt) hist[b] = 0, hmass[b] = 0.0;
-            __syncthreads();
-            for (int i = tid; i < V; i += nt) {
-                double ei = e[i];
-                if (ei > 0.0) {
-                    unsigned long long key = (unsigned long long)__double_as_longlong(ei);
-                    if ((key & hmask) == prefix) {
-                        int b = (int)((key >> shift) & 255u);
-                        atomicAdd(&hist[b], 1);
-                        atomicAdd(&hmass[b], ei);
-                    }
-                }
-            }
-            __syncthreads();
-            if (tid == 0) {
-                double cum = above;
-                int chosen = -1, lowest = -1;
-                for (int b = 255; b >= 0; b--) {
-                    if (!hist[b]) continue;
-                    lowest = b;
-                    if (cum + hmass[b] >= target) {
-                        chosen = b;
-                        break;
-                    }
-                    cum += hmass[b];
-                }
-                if (chosen < 0 && d == 7) {
-                    sh_done = 1; /* no group reaches top_p·S (rounding near 1): nothing is cut */
-                } else {
-                    if (chosen < 0) { /* a deeper level misses by rounding: the whole group is needed */
-                        chosen = lowest;
-                        cum -= hmass[lowest];
-                    }
-                    sh_prefix = prefix | ((unsigned long long)chosen << shift);
-                    sh_above = cum;
-                }
-            }
-            __syncthreads();
-            if (sh_done) {
-                found = 0;
-                break;
-            }
-            prefix = sh_prefix, above = sh_above;
-        }
-        cut = found ? __longlong_as_double((long long)prefix) : 0.0;
-    }
+    double cut =
+        sp.top_p < 1.0f ? topp_cut(e, V, (double)sp.top_p * S, hist, hmass, &sh_prefix, &sh_above, &sh_done) : 0.0;
     if ((double)sp.min_p > cut) cut = (double)sp.min_p;
     double kept = 0.0;
     for (int i = tid; i < V; i += nt)
