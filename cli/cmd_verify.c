@@ -37,7 +37,9 @@ static void usage(FILE *f) {
             "Tests that every decoding method emits exactly the target's distribution: n generations of\n"
             "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
             "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
-            "must reject. Runs on random micro models (vocabulary %d); takes a few minutes.\n"
+            "must reject. Runs on random micro models (vocabulary %d); takes a few minutes. Each case's\n"
+            "method is written in the flags of `specula generate` (shown by --list), built by the same\n"
+            "factory as generate, bench and plot.\n"
             "  --method NAME        only one method's default rows (sample | spec | mtp | medusa | typical | beam;\n"
             "                       with --all its whole grid), or one case by name (see --list)\n"
             "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
@@ -324,8 +326,9 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         const verify_result *x = &r->o.result, *c = &r->o.control;
         char control[64];
         verify_case_control_text(r->c, control, sizeof control);
-        fprintf(f, "  {\"case\": \"%s\", \"method\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ", r->c->name,
-                r->c->method, pair_text(r->c), r->c->k, r->c->L);
+        fprintf(f,
+                "  {\"case\": \"%s\", \"method\": \"%s\", \"flags\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ",
+                r->c->name, r->c->method, r->c->flags, pair_text(r->c), r->c->k, r->c->L);
         fprintf(f, "\"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ", (long long)x->n,
                 (long long)x->cells, x->test.cells, x->test.df);
         json_number(f, "statistic", x->test.statistic, 0);
@@ -370,6 +373,7 @@ int cmd_verify(int argc, char **argv) {
             verify_case_control_text(c, control, sizeof control);
             fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
                     pair_text(c), c->L, control);
+            fprintf(f, "  %-7s   %s --max-tokens %d --no-eos\n", "", c->flags, c->max_tokens);
         }
         fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",
                 "beam vs its rules on the exact law");

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# method-cli.sh BUILD COUNTS — one method description for every command:
+# generate, bench, plot and verify read the same method flags (one table,
+# reference/decoding/method_flags.c) and name what they ran, the MTP draft
+# mode included; the MTP default follows the temperature (argmax at 0,
+# sampled above) the same way in all of them. On a random micro model with
+# an MTP module and a draft. Writes "passed failed skipped" to COUNTS.
+set -u
+build=${1:-build}
+counts=${2:-/dev/null}
+specula=$build/specula
+pass=0 fail=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-method-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+check() { # check NAME COMMAND...
+    local name=$1
+    shift
+    if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL method-cli: $name"; fi
+}
+
+# expect_error NAME STATUS PATTERN ARGS...: exits with STATUS and says PATTERN on stderr
+expect_error() {
+    local name=$1 status=$2 pattern=$3
+    shift 3
+    "$specula" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -eq "$status" ] && grep -q -- "$pattern" "$tmp/err"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL method-cli: $name: exit $rc, stderr: $(cat "$tmp/err")"
+    fi
+}
+
+m=$tmp/micro
+"$build/genmodel" --preset micro --quiet "$m"
+"$build/genmodel" --preset micro-draft --quiet "$m-draft"
+
+# generate: the help lists every flag of the table; the MTP default above temperature 0 is sampled drafts
+"$specula" generate --help >"$tmp/help"
+for flag in --method --k --temperature --top-k --top-p --min-p --seed --max-tokens --no-eos --mtp-sample \
+    --mtp-argmax --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
+    --num-return --model --draft --medusa; do
+    check "generate --help lists $flag" grep -q -- "^  $flag" "$tmp/help"
+done
+gen() { "$specula" generate --model "$m" --tokens 1,2,3 --method mtp --k 3 --max-tokens 24 --no-eos --ids "$@"; }
+gen --temperature 0.9 --seed 5 --json >"$tmp/default"
+gen --temperature 0.9 --seed 5 --json --mtp-sample >"$tmp/sampled"
+gen --temperature 0.9 --seed 5 --json --mtp-argmax >"$tmp/argmax"
+strip() { sed 's/"ttft_s": [^,]*,//; s/"decode_s": [^,]*,//; s/"decode_tokens_per_s": [^,}]*//' "$1"; }
+check "MTP above temperature 0 drafts sampled by default" cmp -s <(strip "$tmp/default") <(strip "$tmp/sampled")
+check "--mtp-argmax is another method" test "$(strip "$tmp/default")" != "$(strip "$tmp/argmax")"
+gen --temperature 0 --json >"$tmp/cold"
+gen --temperature 0 --json --mtp-argmax >"$tmp/cold-argmax"
+check "MTP at temperature 0 drafts its argmax by default" cmp -s <(strip "$tmp/cold") <(strip "$tmp/cold-argmax")
+expect_error "--mtp-argmax needs --method mtp" 2 "--mtp-argmax only applies to --method mtp" \
+    generate --model "$m" --tokens 1,2 --method spec --mtp-argmax
+expect_error "--rule exact-norepl on a chain" 2 "applies to Medusa trees only" \
+    generate --model "$m" --tokens 1,2 --method mtp --rule exact-norepl
+"$specula" generate --model "$m" --tokens 1,2,3 --method spec --rule typical --temperature 0.8 --max-tokens 8 \
+    >"$tmp/typ" 2>&1
+check "--rule typical on a draft model's chain" test $? -eq 0
+
+# bench: every row says what it ran, the MTP draft mode as generate resolves it
+"$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 >"$tmp/bench" 2>&1
+check "bench exits 0" test $? -eq 0
+check "bench's MTP row: sampled drafts above temperature 0" grep -qE "^mtp .*mtp k=4, sampled drafts, exact rule$" "$tmp/bench"
+check "bench's plain row at temperature 0.9 is sampling" grep -qE "^sample " "$tmp/bench"
+check "bench's draft row" grep -qE "^spec .*spec k=4, exact rule$" "$tmp/bench"
+"$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --mtp-argmax --k 2 --method mtp >"$tmp/bench2" 2>&1
+check "bench --method mtp --mtp-argmax --k 2" grep -qE "^mtp .*mtp k=2, argmax drafts, exact rule$" "$tmp/bench2"
+check "bench --method mtp: plain decoding and MTP only" test "$(grep -cE '^(greedy|sample|mtp|spec|medusa) ' "$tmp/bench2")" -eq 2
+expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
+expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
+expect_error "bench --method sample" 2 "bench compares spec, mtp or medusa" bench "$m" --method sample
+
+# plot: the measured MTP points name their draft mode, as generate resolves it
+"$specula" plot --model "$m" --out "$tmp/plots" --term none --prompts 1 --tokens 6 --temperatures 0,0.9 \
+    >"$tmp/plot.out" 2>"$tmp/plot.err"
+check "plot exits 0" test $? -eq 0
+check "plot names MTP's argmax drafts at temperature 0" grep -q "measuring MTP .*T=0 .*drafts argmax" "$tmp/plot.err"
+check "plot names MTP's sampled drafts at temperature 0.9" grep -q "measuring MTP .*T=0.9 .*drafts sampled" "$tmp/plot.err"
+check "measured.dat's drafts column" grep -qE '^"MTP T=0.9" mtp .* sampled$' "$tmp/plots/measured.dat"
+expect_error "plot measures at --temperatures" 2 "--temperature does not apply here" plot --model "$m" --temperature 1
+
+# verify: every case is written in generate's flags
+"$specula" verify --list >"$tmp/list"
+check "verify --list shows each case's flags" grep -q -- "--method mtp --k 3 --temperature 0.8 --mtp-argmax" "$tmp/list"
+check "verify names the MTP draft mode" grep -q "mtp sampled k=3 T=0.8" "$tmp/list"
+
+echo "method-cli: $pass passed, $fail failed"
+echo "$pass $fail 0" >"$counts"
+[ "$fail" -eq 0 ]
