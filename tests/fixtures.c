@@ -59,6 +59,14 @@ void fixture_parts_close(fixture_parts *f) {
     memset(f, 0, sizeof *f);
 }
 
+int fixture_beam_run(model *m, const int *prompt, int n, const beam_options *bo, beam_output *out, sp_error *err) {
+    decode_target t;
+    reference_target_build(&t, m);
+    const int rc = beam_run(&t, prompt, n, bo, out, err);
+    t.release(&t);
+    return rc;
+}
+
 method_spec fixture_spec(const char *flags) {
     method_spec s = method_spec_defaults();
     sp_error err;

@@ -36,6 +36,9 @@ typedef struct {
 void fixture_parts_open(fixture_parts *f, model *target, model *draft, const medusa_heads *heads);
 void fixture_parts_close(fixture_parts *f);
 
+/* beam_run on a reference target over m, built and released around it. */
+int fixture_beam_run(model *m, const int *prompt, int n, const beam_options *bo, beam_output *out, sp_error *err);
+
 /* A spec from generate's flags, e.g. "--method spec --k 3 --temperature 0";
  * fails the test when they do not parse. */
 method_spec fixture_spec(const char *flags);

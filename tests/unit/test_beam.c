@@ -32,20 +32,12 @@ static void greedy_run(model *m, const int *prompt, int n, int stop_at_eos, deco
         if (config_is_eos(&m->cfg, out->tokens[i])) out->n = i + 1;
 }
 
-/* beam_run on a reference target over m. */
-static int run_beam(model *m, const int *prompt, int n, const beam_options *bo, beam_output *out, sp_error *err) {
-    decode_target t;
-    reference_target_build(&t, m);
-    const int rc = beam_run(&t, prompt, n, bo, out, err);
-    t.release(&t);
-    return rc;
-}
 
 static void assert_beam_is_greedy(model *m, const int *prompt, int n, beam_options bo, const decode_output *g,
                                   const char *what) {
     beam_output out;
     sp_error err;
-    ck_assert_msg(run_beam(m, prompt, n, &bo, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fixture_beam_run(m, prompt, n, &bo, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.n_best, 1);
     const beam_hypothesis *h = &out.best[0];
     ck_assert_msg(h->n == g->n, "%s (lp %g, %s): beam %d tokens, greedy %d", what, bo.length_penalty,
@@ -167,7 +159,7 @@ static void expect_hypotheses(model *m, const int *prompt, int n_prompt, beam_op
                               const int want[][4], const double *want_score, long want_passes) {
     beam_output out;
     sp_error err;
-    ck_assert_msg(run_beam(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(fixture_beam_run(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.n_best, n_want);
     for (int i = 0; i < n_want; i++) {
         const beam_hypothesis *h = &out.best[i];
@@ -529,25 +521,25 @@ START_TEST(test_bad_options_are_refused) {
     sp_error err;
     beam_options bo = beam_defaults();
     bo.num_beams = 0;
-    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "number of beams"), "%s", err.msg);
     bo = beam_defaults();
     bo.num_return = bo.num_beams + 1;
-    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "returned hypotheses must be in [1, 4]"), "%s", err.msg);
     bo = beam_defaults();
     bo.max_new_tokens = 0;
-    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "max_new_tokens"), "%s", err.msg);
     bo = beam_defaults();
     bo.length_penalty = NAN;
-    ck_assert_int_eq(run_beam(&f.m, prompt, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, prompt, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "length penalty"), "%s", err.msg);
     bo = beam_defaults();
-    ck_assert_int_eq(run_beam(&f.m, prompt, 0, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, prompt, 0, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "at least one token"), "%s", err.msg);
     const int bad[] = {1, 32};
-    ck_assert_int_eq(run_beam(&f.m, bad, 2, &bo, &out, &err), -1);
+    ck_assert_int_eq(fixture_beam_run(&f.m, bad, 2, &bo, &out, &err), -1);
     ck_assert_msg(strstr(err.msg, "prompt token 32 at position 1"), "%s", err.msg);
     beam_early_stopping es;
     ck_assert_int_eq(beam_early_stopping_parse("never", &es), 0);

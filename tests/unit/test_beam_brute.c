@@ -14,17 +14,8 @@
 #include "beam.h"
 #include "fixtures.h"
 #include "harness.h"
-#include "reference_target.h"
 
 
-/* beam_run on a reference target over m. */
-static int run_beam(model *m, const int *prompt, int n, const beam_options *bo, beam_output *out, sp_error *err) {
-    decode_target t;
-    reference_target_build(&t, m);
-    const int rc = beam_run(&t, prompt, n, bo, out, err);
-    t.release(&t);
-    return rc;
-}
 /* Scores agree to 1e-9: both sides add the same float32 log-probabilities
  * in double in the same order; only the log-sum-exp is written twice. */
 #define SCORE_TOL 1e-9
@@ -142,7 +133,7 @@ START_TEST(test_full_width_is_exhaustive) {
                     bo.stop_at_eos = stop_at_eos;
                     beam_output out;
                     sp_error err;
-                    ck_assert_msg(run_beam(m, prompts[p], 3, &bo, &out, &err) == 0, "%s", err.msg);
+                    ck_assert_msg(fixture_beam_run(m, prompts[p], 3, &bo, &out, &err) == 0, "%s", err.msg);
                     char what[96];
                     snprintf(what, sizeof what, "prompt %d, eos %d, lp %g, %s", p, stop_at_eos, penalties[k],
                              beam_early_stopping_name(bo.early_stopping));
@@ -278,7 +269,7 @@ START_TEST(test_same_as_naive_implementation) {
             const int passes = naive_beam(m, prompt, n_prompt, &bo, fin, &n_fin);
             beam_output out;
             sp_error err;
-            ck_assert_msg(run_beam(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
+            ck_assert_msg(fixture_beam_run(m, prompt, n_prompt, &bo, &out, &err) == 0, "%s", err.msg);
             char what[128];
             snprintf(what, sizeof what, "%s case %d (b %d, lp %g, %s, %d new, eos %d)", presets[pi], c, bo.num_beams,
                      bo.length_penalty, beam_early_stopping_name(bo.early_stopping), bo.max_new_tokens,
