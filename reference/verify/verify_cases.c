@@ -141,7 +141,8 @@ static void parse_catalogue(void) {
         if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
         c->spec.max_tokens = c->max_tokens;
         c->spec.stop_at_eos = 0;
-        c->k = c->spec.kind == METHOD_MEDUSA ? tree.max_depth : c->spec.k;
+        const method_kind kind = c->spec.kind;
+        c->k = kind == METHOD_MEDUSA ? tree.max_depth : kind == METHOD_SPEC || kind == METHOD_MTP ? c->spec.k : 0;
     }
     return;
 bad: /* a constant that does not parse: nothing can run */

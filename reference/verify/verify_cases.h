@@ -81,7 +81,7 @@ typedef struct {
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
     /* parsed from flags when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
-    int k;            /* drafts per round: the spec's k, or the world tree's depth for Medusa */
+    int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
 } verify_case;
 
 /* The catalogue, terminated by a NULL name; every entry's flags parsed (a
