@@ -103,7 +103,8 @@ static int bench_run(const loaded_models *lm, const bench_args *a, bench_row *ro
 static int own_flag(bench_args *a, int argc, char **argv, int *i) {
     const char *f = argv[*i], *v;
     if (!strcmp(f, "--runs")) return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 64, &a->runs) ? 1 : -1;
-    if (!strcmp(f, "--tokens")) return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->tokens) ? 1 : -1;
+    if (!strcmp(f, "--tokens"))
+        return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->tokens) ? 1 : -1;
     if (f[0] != '-' && !a->models.model_dir) {
         a->models.model_dir = f;
         return 1;
@@ -165,7 +166,9 @@ static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *ro
     }
     if (a->only_given && *n == 1) {
         fprintf(stderr, "specula bench: --method %s: the model has no %s\n", method_kind_name(a->only),
-                a->only == METHOD_MTP ? "MTP module" : a->only == METHOD_SPEC ? "draft model" : "Medusa heads");
+                a->only == METHOD_MTP    ? "MTP module"
+                : a->only == METHOD_SPEC ? "draft model"
+                                         : "Medusa heads");
         return -1;
     }
     return 0;
@@ -182,9 +185,8 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
         char what[160];
         method_spec_label(&rows[i].spec, what, sizeof what);
         printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx  %s\n", method_kind_name(rows[i].spec.kind),
-               rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token,
-               rows[i].ref_bytes_per_token, rows[i].median_tps * rows[i].ref_bytes_per_token / 1e9,
-               rows[i].median_tps / plain_tps, what);
+               rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].ref_bytes_per_token,
+               rows[i].median_tps * rows[i].ref_bytes_per_token / 1e9, rows[i].median_tps / plain_tps, what);
     }
     printf("engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
            "reference B/tok: what this single-position float32 reference actually reads.\n");

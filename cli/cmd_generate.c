@@ -286,9 +286,8 @@ int cmd_generate(int argc, char **argv) {
     printer pr = {have_tok && !a.print_ids ? &tok : NULL};
     int *prompt, n_prompt, status;
     if ((status = prompt_ids(&a, have_tok ? &tok : NULL, lm.target.cfg.vocab_size, dir, &prompt, &n_prompt)) == 0) {
-        status = a.spec.kind == METHOD_BEAM
-                     ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
-                     : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
+        status = a.spec.kind == METHOD_BEAM ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
+                                            : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
         free(prompt);
     }
     if (have_tok) tokenizer_free(&tok);

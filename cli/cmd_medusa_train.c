@@ -427,15 +427,15 @@ static int make_datasets(train_run *r, sp_error *err) {
     held_opts.stream = 1;
     printf("target %s: D %d, V %d; %d corpus tokens (%d for training prompts, %d held out)\n", r->dir,
            r->target.cfg.hidden_size, r->target.cfg.vocab_size, r->n_corpus, r->split, r->n_corpus - r->split);
-    printf("generating %d training continuations (%d + %d tokens, %s) ...\n", a->data.n_sequences,
-           a->data.prompt_len, a->data.gen_len, a->data.temperature == 0 ? "greedy" : "sampled");
+    printf("generating %d training continuations (%d + %d tokens, %s) ...\n", a->data.n_sequences, a->data.prompt_len,
+           a->data.gen_len, a->data.temperature == 0 ? "greedy" : "sampled");
     fflush(stdout);
     if (medusa_dataset_generate(&r->target_if, r->corpus, r->split, a->n_heads, &a->data, &r->train, stdout, err))
         return -1;
     printf("generating %d held-out continuations ...\n", a->eval_sequences);
     fflush(stdout);
-    return medusa_dataset_generate(&r->target_if, r->corpus + r->split, r->n_corpus - r->split, a->n_heads,
-                                   &held_opts, &r->held, stdout, err);
+    return medusa_dataset_generate(&r->target_if, r->corpus + r->split, r->n_corpus - r->split, a->n_heads, &held_opts,
+                                   &r->held, stdout, err);
 }
 
 static int train_heads(train_run *r, sp_error *err) {
@@ -505,10 +505,10 @@ static int save(train_run *r, int argc, char **argv, sp_error *err) {
         }
         printf("wrote the suggested tree to %s\n", a->tree_out);
     }
-    if (a->manifest && write_manifest(a, command, r->dir, r->sha, &r->heads, &r->train, &r->held, &r->on_train,
-                                      &r->ev, medusa_eval_tree_gain(&r->ev, &r->def),
-                                      medusa_eval_tree_gain(&r->ev, &r->suggested), r->split, r->n_corpus - r->split,
-                                      r->minutes))
+    if (a->manifest &&
+        write_manifest(a, command, r->dir, r->sha, &r->heads, &r->train, &r->held, &r->on_train, &r->ev,
+                       medusa_eval_tree_gain(&r->ev, &r->def), medusa_eval_tree_gain(&r->ev, &r->suggested), r->split,
+                       r->n_corpus - r->split, r->minutes))
         return 1;
     return 0;
 }

@@ -329,7 +329,8 @@ int cmd_plot(int argc, char **argv) {
         t.pair_draft_bytes = lm.have_draft ? lm.draft.weight_bytes_per_step : 0;
         t.pair_mtp_bytes = target->w.has_mtp ? fp.mtp_bytes_per_step : 0;
         snprintf(pair_name, sizeof pair_name, "%s%s (%s)", base_name(dir, name, sizeof name),
-                 lm.have_draft ? " + its draft" : "", target->storage_bytes == 2 ? "16-bit weights" : "float32 weights");
+                 lm.have_draft ? " + its draft" : "",
+                 target->storage_bytes == 2 ? "16-bit weights" : "float32 weights");
         t.pair_name = pair_name;
     }
 

@@ -35,10 +35,11 @@ int method_cli_flag(method_spec *s, model_flags *f, int argc, char **argv, int *
 }
 
 void model_flags_usage(FILE *f) {
-    fprintf(f, "  --model DIR          target model (default %s)\n"
-               "  --draft DIR          draft model for --method spec (default MODEL-draft)\n"
-               "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors)\n"
-               "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n",
+    fprintf(f,
+            "  --model DIR          target model (default %s)\n"
+            "  --draft DIR          draft model for --method spec (default MODEL-draft)\n"
+            "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors)\n"
+            "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n",
             default_model_dir());
 }
 
@@ -61,8 +62,7 @@ void model_beside(const char *model_dir, const char *suffix, char *buf, size_t s
 }
 
 /* The draft: named, or beside the model. 1 loaded, 0 absent (optional), -1 error (printed). */
-static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, companion_need need,
-                      const char *cmd) {
+static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, companion_need need, const char *cmd) {
     char beside[4200], config[4300];
     model_beside(dir, "-draft", beside, sizeof beside);
     snprintf(config, sizeof config, "%s/config.json", beside);
@@ -77,8 +77,7 @@ static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, 
 
 /* Medusa heads: named, or beside the model; heads beside it that belong to
  * another checkpoint are left out when optional. 1, 0 or -1 as above. */
-static int load_heads(loaded_models *lm, const model_flags *f, const char *dir, companion_need need,
-                      const char *cmd) {
+static int load_heads(loaded_models *lm, const model_flags *f, const char *dir, companion_need need, const char *cmd) {
     char beside[4300];
     model_beside(dir, "-medusa/medusa_heads.safetensors", beside, sizeof beside);
     if (need != COMPANION_NEEDED && !f->heads_path && access(beside, F_OK)) return 0;

@@ -13,8 +13,8 @@
 
 /* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base. */
 typedef struct {
-    const char *model_dir; /* NULL: the embedded default */
-    const char *draft_dir; /* NULL: MODEL-draft */
+    const char *model_dir;  /* NULL: the embedded default */
+    const char *draft_dir;  /* NULL: MODEL-draft */
     const char *heads_path; /* NULL: MODEL-medusa/medusa_heads.safetensors */
     int ignore_base;
     const char *draft_flag;  /* "--draft" when given, for "only applies to" errors */
@@ -36,11 +36,11 @@ int model_flags_check(const model_flags *f, method_kind kind, const char *cmd);
 /* Which companions to load. A companion named on the command line must
  * load whatever the need. */
 typedef enum {
-    COMPANION_NO = 0,   /* not loaded */
-    COMPANION_PRESENT,  /* loaded when it sits beside the model; present but broken is an error */
-    COMPANION_IF_FITS,  /* Medusa heads beside the model that do not load (another checkpoint's, say) are
-                         * left out with a message: "no Medusa points: why" */
-    COMPANION_NEEDED    /* must load, from beside the model when not named */
+    COMPANION_NO = 0,  /* not loaded */
+    COMPANION_PRESENT, /* loaded when it sits beside the model; present but broken is an error */
+    COMPANION_IF_FITS, /* Medusa heads beside the model that do not load (another checkpoint's, say) are
+                        * left out with a message: "no Medusa points: why" */
+    COMPANION_NEEDED   /* must load, from beside the model when not named */
 } companion_need;
 
 typedef struct {

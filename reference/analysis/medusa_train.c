@@ -212,8 +212,7 @@ void medusa_train_init(medusa_heads *h, const float *lm_head) {
     size_t blocks = (size_t)h->n_heads * h->n_layers * ((size_t)h->D * h->D + h->D);
     memset(h->arena, 0, blocks * sizeof(float)); /* the blocks come first in the arena (medusa_build) */
     if (h->own_proj)
-        for (int i = 0; i < h->n_heads; i++)
-            memcpy((float *)h->proj[i], lm_head, (size_t)h->V * h->D * sizeof(float));
+        for (int i = 0; i < h->n_heads; i++) memcpy((float *)h->proj[i], lm_head, (size_t)h->V * h->D * sizeof(float));
 }
 
 /* A uniform index in [0, n) for draw `k` of the order of epoch e. */

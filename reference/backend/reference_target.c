@@ -80,7 +80,8 @@ static void ref_seq_close(decode_target *t, int seq) {
     s->open = 0;
 }
 
-static int ref_prefill(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden, sp_error *err) {
+static int ref_prefill(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden,
+                       sp_error *err) {
     ref_target *r = t->impl;
     ref_seq *s = seq_at(r, seq, err);
     if (!s) return -1;
@@ -102,8 +103,7 @@ static void grow_nodes(ref_target *r, ref_seq *s, int n) {
 static int verify_one(ref_target *r, const target_job *job, const sampler_params *sp, sp_error *err) {
     ref_seq *s = seq_at(r, job->seq, err);
     if (!s) return -1;
-    if (s->verified)
-        return sp_fail(err, "reference target: sequence %d was verified twice without a commit", job->seq);
+    if (s->verified) return sp_fail(err, "reference target: sequence %d was verified twice without a commit", job->seq);
     const token_tree *tree = job->tree;
     const int V = r->m->cfg.vocab_size, D = r->m->cfg.hidden_size;
     grow_nodes(r, s, tree->n);
@@ -131,8 +131,8 @@ static int ref_commit(decode_target *t, int seq, int node, sp_error *err) {
     ref_seq *s = seq_at(t->impl, seq, err);
     if (!s) return -1;
     if (node < 0 || node >= s->verified)
-        return sp_fail(err, "reference target: sequence %d: node %d is not in its verified tree of %d nodes", seq,
-                       node, s->verified);
+        return sp_fail(err, "reference target: sequence %d: node %d is not in its verified tree of %d nodes", seq, node,
+                       s->verified);
     if (node > 0) { /* the node's state becomes the sequence's; the old one is released with the rest */
         model_state kept = s->nodes[node];
         s->nodes[node] = s->state;

@@ -16,12 +16,12 @@
 typedef struct {
     char path[4096];
     model_config cfg;
-    st_set st;                  /* the mapped safetensors files */
-    int with_mtp;               /* the MTP module is present (and checked) */
-    tensor_spec *specs;         /* [n_specs] the layout of cfg */
+    st_set st;          /* the mapped safetensors files */
+    int with_mtp;       /* the MTP module is present (and checked) */
+    tensor_spec *specs; /* [n_specs] the layout of cfg */
     int n_specs;
-    const st_tensor **tensors;  /* [n_specs] the file's tensor of each spec */
-    int storage_bytes;          /* bytes per parameter as stored (2 for bf16/f16, 4 for f32) */
+    const st_tensor **tensors; /* [n_specs] the file's tensor of each spec */
+    int storage_bytes;         /* bytes per parameter as stored (2 for bf16/f16, 4 for f32) */
 } checkpoint;
 
 /* Opens DIR and checks every tensor by name and shape. The MTP module is

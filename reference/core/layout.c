@@ -45,18 +45,15 @@ static void add_layer(spec_list *l, const model_config *c, layer_type type, cons
         add(l, ROLE_K_NORM, TENSOR_NORM, group, layer, 1, Dh, 0, 0, "%sself_attn.k_norm.weight", prefix);
     } else {
         const int Hv = c->lin_v_heads, Dv = c->lin_v_dim, C = config_conv_dim(c), K = c->conv_kernel;
-        add(l, ROLE_IN_PROJ_QKV, TENSOR_MATRIX, group, layer, 2, C, D, 0, "%slinear_attn.in_proj_qkv.weight",
-            prefix);
-        add(l, ROLE_IN_PROJ_Z, TENSOR_MATRIX, group, layer, 2, Hv * Dv, D, 0, "%slinear_attn.in_proj_z.weight",
-            prefix);
+        add(l, ROLE_IN_PROJ_QKV, TENSOR_MATRIX, group, layer, 2, C, D, 0, "%slinear_attn.in_proj_qkv.weight", prefix);
+        add(l, ROLE_IN_PROJ_Z, TENSOR_MATRIX, group, layer, 2, Hv * Dv, D, 0, "%slinear_attn.in_proj_z.weight", prefix);
         add(l, ROLE_IN_PROJ_B, TENSOR_MATRIX, group, layer, 2, Hv, D, 0, "%slinear_attn.in_proj_b.weight", prefix);
         add(l, ROLE_IN_PROJ_A, TENSOR_MATRIX, group, layer, 2, Hv, D, 0, "%slinear_attn.in_proj_a.weight", prefix);
         add(l, ROLE_CONV1D, TENSOR_CONV, group, layer, 3, C, 1, K, "%slinear_attn.conv1d.weight", prefix);
         add(l, ROLE_DT_BIAS, TENSOR_DT_BIAS, group, layer, 1, Hv, 0, 0, "%slinear_attn.dt_bias", prefix);
         add(l, ROLE_A_LOG, TENSOR_A_LOG, group, layer, 1, Hv, 0, 0, "%slinear_attn.A_log", prefix);
         add(l, ROLE_LIN_NORM, TENSOR_NORM_PLAIN, group, layer, 1, Dv, 0, 0, "%slinear_attn.norm.weight", prefix);
-        add(l, ROLE_OUT_PROJ, TENSOR_MATRIX, group, layer, 2, D, Hv * Dv, 0, "%slinear_attn.out_proj.weight",
-            prefix);
+        add(l, ROLE_OUT_PROJ, TENSOR_MATRIX, group, layer, 2, D, Hv * Dv, 0, "%slinear_attn.out_proj.weight", prefix);
     }
     add(l, ROLE_POST_NORM, TENSOR_NORM, group, layer, 1, D, 0, 0, "%spost_attention_layernorm.weight", prefix);
     add(l, ROLE_GATE_PROJ, TENSOR_MATRIX, group, layer, 2, F, D, 0, "%smlp.gate_proj.weight", prefix);
@@ -77,14 +74,11 @@ int layout_build(const model_config *c, int with_mtp, tensor_spec *specs) {
         add_layer(&l, c, c->layer_types[i], prefix, GROUP_TRUNK, i);
     }
     add(&l, ROLE_FINAL_NORM, TENSOR_NORM, GROUP_TRUNK, -1, 1, D, 0, 0, "%snorm.weight", p);
-    if (!c->tie_word_embeddings)
-        add(&l, ROLE_LM_HEAD, TENSOR_MATRIX, GROUP_LM_HEAD, -1, 2, V, D, 0, "lm_head.weight");
+    if (!c->tie_word_embeddings) add(&l, ROLE_LM_HEAD, TENSOR_MATRIX, GROUP_LM_HEAD, -1, 2, V, D, 0, "lm_head.weight");
     if (with_mtp) {
         add(&l, ROLE_MTP_FC, TENSOR_MATRIX, GROUP_MTP, -1, 2, D, 2 * D, 0, "mtp.fc.weight");
-        add(&l, ROLE_MTP_NORM_EMBED, TENSOR_NORM, GROUP_MTP, -1, 1, D, 0, 0,
-            "mtp.pre_fc_norm_embedding.weight");
-        add(&l, ROLE_MTP_NORM_HIDDEN, TENSOR_NORM, GROUP_MTP, -1, 1, D, 0, 0,
-            "mtp.pre_fc_norm_hidden.weight");
+        add(&l, ROLE_MTP_NORM_EMBED, TENSOR_NORM, GROUP_MTP, -1, 1, D, 0, 0, "mtp.pre_fc_norm_embedding.weight");
+        add(&l, ROLE_MTP_NORM_HIDDEN, TENSOR_NORM, GROUP_MTP, -1, 1, D, 0, 0, "mtp.pre_fc_norm_hidden.weight");
         add_layer(&l, c, LAYER_FULL_ATTENTION, "mtp.layers.0.", GROUP_MTP, -1);
         add(&l, ROLE_MTP_NORM, TENSOR_NORM, GROUP_MTP, -1, 1, D, 0, 0, "mtp.norm.weight");
     }

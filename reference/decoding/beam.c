@@ -122,7 +122,8 @@ static void allocate(beam_search *bs, int b, int V) {
     }
 }
 
-int beam_begin(beam_search *bs, decode_target *t, const int *prompt, int n_prompt, const beam_options *o, sp_error *err) {
+int beam_begin(beam_search *bs, decode_target *t, const int *prompt, int n_prompt, const beam_options *o,
+               sp_error *err) {
     memset(bs, 0, sizeof *bs);
     const model_config *cfg = t->cfg;
     if (beam_validate(o, err) || check_prompt(t, prompt, n_prompt, err)) return -1;
@@ -195,7 +196,8 @@ static void record_memory(beam_search *bs) {
     bs->target->memory(bs->target, seqs, bs->n_live, &mem);
     bs->stats.kv_block_copies = mem.kv_block_copies - bs->block_copies_at_begin;
     if (mem.kv_blocks_in_use > bs->stats.kv_blocks_peak) bs->stats.kv_blocks_peak = mem.kv_blocks_in_use;
-    if (mem.kv_blocks_listed > bs->stats.kv_blocks_unshared_peak) bs->stats.kv_blocks_unshared_peak = mem.kv_blocks_listed;
+    if (mem.kv_blocks_listed > bs->stats.kv_blocks_unshared_peak)
+        bs->stats.kv_blocks_unshared_peak = mem.kv_blocks_listed;
 }
 
 /* Feeds every live beam its pending token (one batched pass of the target)
@@ -368,7 +370,8 @@ void beam_finish(beam_search *bs, beam_output *out) {
     out->stats = bs->stats;
 }
 
-int beam_run(decode_target *t, const int *prompt, int n_prompt, const beam_options *o, beam_output *out, sp_error *err) {
+int beam_run(decode_target *t, const int *prompt, int n_prompt, const beam_options *o, beam_output *out,
+             sp_error *err) {
     memset(out, 0, sizeof *out);
     beam_search bs;
     if (beam_begin(&bs, t, prompt, n_prompt, o, err)) return -1;

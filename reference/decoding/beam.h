@@ -138,13 +138,13 @@ typedef struct {
     int n_live;
     beam_hypothesis *finished; /* [b] best first */
     int n_finished;
-    beam_candidate *cand;  /* [b·V] */
-    token_tree *trees;     /* [b] one node each: a beam's pending token */
-    target_job *jobs;      /* [b] */
-    float *logits;         /* [b, V] raw logits of the live beams, this step */
-    double *logprobs;      /* [b, V] their log-softmax */
-    int *scratch;          /* [2·b] parent indices and claims */
-    int tokens_cap;        /* capacity of every live beam's token list */
+    beam_candidate *cand; /* [b·V] */
+    token_tree *trees;    /* [b] one node each: a beam's pending token */
+    target_job *jobs;     /* [b] */
+    float *logits;        /* [b, V] raw logits of the live beams, this step */
+    double *logprobs;     /* [b, V] their log-softmax */
+    int *scratch;         /* [2·b] parent indices and claims */
+    int tokens_cap;       /* capacity of every live beam's token list */
     long block_copies_at_begin;
     beam_stats stats;
     run_accounting acc;
@@ -153,7 +153,8 @@ typedef struct {
 
 /* Validates, opens one sequence of t, feeds it prompt[0..n_prompt−1) and
  * sets up the single initial beam (its pending token is the prompt's last). */
-int beam_begin(beam_search *bs, decode_target *t, const int *prompt, int n_prompt, const beam_options *o, sp_error *err);
+int beam_begin(beam_search *bs, decode_target *t, const int *prompt, int n_prompt, const beam_options *o,
+               sp_error *err);
 /* One step (one batched target pass). Returns 1 while more steps are due,
  * 0 once the search has stopped (or failed: then bs->failed is set and
  * bs->err says why). */

@@ -33,7 +33,7 @@ void decode_output_free(decode_output *out) {
 /* Everything one run holds, so the loop below reads as the algorithm. */
 typedef struct {
     decode_target *t;
-    int seq;                     /* the run's sequence: every committed token but the pending one */
+    int seq; /* the run's sequence: every committed token but the pending one */
     token_tree tree;
     float *p, *hidden, *scratch; /* [cap, V], [cap, D] (proposers that read it), [2V] */
     int cap;

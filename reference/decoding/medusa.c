@@ -45,7 +45,8 @@ static void top_ranks(const float *logits, int V, int R, int *ranked) {
  * round, so each draw has its own randomness. */
 static int draw_child(medusa_impl *s, int k, const propose_call *call) {
     const float *q = s->probs + (size_t)(s->tree.depth[k] - 1) * s->V;
-    rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + s->tree.depth[k], k + 1)};
+    rng_site site = {call->seed, RNG_DRAFT,
+                     accept_draw_index(call->round, call->root_position + s->tree.depth[k], k + 1)};
     if (s->kind == CHILDREN_IID) return sampler_sample(q, s->V, site);
     /* without replacement: siblings are consecutive, the first resets the pool */
     if (s->tree.sibling[k] == 0) memcpy(s->remaining, q, (size_t)s->V * sizeof(float));
@@ -72,8 +73,8 @@ static int medusa_propose(proposer *self, token_tree *tree, const propose_call *
         s->node[k] = -1;
         const int d = s->tree.depth[k], parent = s->tree.parent[k] < 0 ? 0 : s->node[s->tree.parent[k]];
         if (d > depth || parent < 0) continue; /* beyond the budget, or under a node that was not placed */
-        int token = s->kind == CHILDREN_TOP_RANKS ? s->ranked[(size_t)(d - 1) * R + s->tree.rank[k]]
-                                                  : draw_child(s, k, call);
+        int token =
+            s->kind == CHILDREN_TOP_RANKS ? s->ranked[(size_t)(d - 1) * R + s->tree.rank[k]] : draw_child(s, k, call);
         if (token < 0) continue;
         int u = tree_add(tree, parent, token);
         if (u < 0) return sp_fail(err, "Medusa proposal: tree capacity %d exceeded", tree->cap);
@@ -83,8 +84,7 @@ static int medusa_propose(proposer *self, token_tree *tree, const propose_call *
     return 0;
 }
 
-static int medusa_commit(proposer *self, const int *path, const float *hidden, int len, int next_token,
-                         sp_error *err) {
+static int medusa_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     medusa_impl *s = self->impl;
     (void)path, (void)next_token, (void)err;
     if (len < 1) return 0;

@@ -33,7 +33,8 @@ int method_spec_tree(const method_spec *s, int n_heads, int V, medusa_tree *out,
 static int build_medusa(method_built *b, const method_parts *parts, sp_error *err) {
     method_spec *s = &b->spec;
     const medusa_heads *h = parts->heads;
-    if (!h) return sp_fail(err, "--method medusa needs Medusa heads (--medusa FILE, or MODEL-medusa/ beside the model)");
+    if (!h)
+        return sp_fail(err, "--method medusa needs Medusa heads (--medusa FILE, or MODEL-medusa/ beside the model)");
     if (method_spec_tree(s, h->n_heads, parts->target->cfg->vocab_size, &s->tree, err)) return -1;
     s->tree_given = 1; /* the built method holds its tree */
     return medusa_proposer_build(&b->storage, h, parts->target, &s->tree, children_of(s->rule), err);

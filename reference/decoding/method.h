@@ -24,7 +24,15 @@
 #include "stepper.h"
 #include "target.h"
 
-typedef enum { METHOD_GREEDY = 0, METHOD_SAMPLE, METHOD_BEAM, METHOD_SPEC, METHOD_MEDUSA, METHOD_MTP, METHOD_COUNT } method_kind;
+typedef enum {
+    METHOD_GREEDY = 0,
+    METHOD_SAMPLE,
+    METHOD_BEAM,
+    METHOD_SPEC,
+    METHOD_MEDUSA,
+    METHOD_MTP,
+    METHOD_COUNT
+} method_kind;
 
 typedef enum { MTP_DRAFTS_DEFAULT = 0, MTP_DRAFTS_ARGMAX, MTP_DRAFTS_SAMPLED } mtp_drafts;
 

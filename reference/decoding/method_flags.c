@@ -53,7 +53,9 @@ static int set_method(method_spec *s, const char *f, const char *v, sp_error *er
     (void)f;
     return 0;
 }
-static int set_k(method_spec *s, const char *f, const char *v, sp_error *err) { return parse_int(f, v, 1, 32, &s->k, err); }
+static int set_k(method_spec *s, const char *f, const char *v, sp_error *err) {
+    return parse_int(f, v, 1, 32, &s->k, err);
+}
 static int set_temperature(method_spec *s, const char *f, const char *v, sp_error *err) {
     return parse_float(f, v, 0, 100, &s->sampling.temperature, err);
 }
@@ -66,7 +68,9 @@ static int set_top_p(method_spec *s, const char *f, const char *v, sp_error *err
 static int set_min_p(method_spec *s, const char *f, const char *v, sp_error *err) {
     return parse_float(f, v, 0, 0.999999, &s->sampling.min_p, err);
 }
-static int set_seed(method_spec *s, const char *f, const char *v, sp_error *err) { return parse_u64(f, v, &s->seed, err); }
+static int set_seed(method_spec *s, const char *f, const char *v, sp_error *err) {
+    return parse_u64(f, v, &s->seed, err);
+}
 static int set_max_tokens(method_spec *s, const char *f, const char *v, sp_error *err) {
     return parse_int(f, v, 1, 1 << 20, &s->max_tokens, err);
 }
@@ -125,16 +129,33 @@ static int set_num_return(method_spec *s, const char *f, const char *v, sp_error
 
 typedef struct {
     const char *flag;
-    const char *value; /* the value's name in the help; NULL for a switch */
-    unsigned applies;  /* the methods it applies to */
+    const char *value;        /* the value's name in the help; NULL for a switch */
+    unsigned applies;         /* the methods it applies to */
     const char *not_beam_why; /* for a flag beam search refuses: why */
     const char *help;
     int (*set)(method_spec *s, const char *flag, const char *value, sp_error *err);
 } flag_def;
 
 enum {
-    F_METHOD, F_K, F_TEMPERATURE, F_TOP_K, F_TOP_P, F_MIN_P, F_SEED, F_MAX_TOKENS, F_NO_EOS, F_MTP_SAMPLE,
-    F_MTP_ARGMAX, F_RULE, F_TREE, F_EPSILON, F_DELTA, F_BEAMS, F_LENGTH_PENALTY, F_EARLY_STOPPING, F_NUM_RETURN,
+    F_METHOD,
+    F_K,
+    F_TEMPERATURE,
+    F_TOP_K,
+    F_TOP_P,
+    F_MIN_P,
+    F_SEED,
+    F_MAX_TOKENS,
+    F_NO_EOS,
+    F_MTP_SAMPLE,
+    F_MTP_ARGMAX,
+    F_RULE,
+    F_TREE,
+    F_EPSILON,
+    F_DELTA,
+    F_BEAMS,
+    F_LENGTH_PENALTY,
+    F_EARLY_STOPPING,
+    F_NUM_RETURN,
     F_COUNT
 };
 
@@ -253,14 +274,16 @@ static int check_applies(const method_spec *s, sp_error *err) {
 static int resolve_rule(method_spec *s, int strict, sp_error *err) {
     const float t = s->sampling.temperature;
     const int medusa = s->kind == METHOD_MEDUSA;
-    if (s->rule == METHOD_RULE_DEFAULT) s->rule = !medusa ? METHOD_RULE_EXACT : t == 0 ? METHOD_RULE_GREEDY : METHOD_RULE_EXACT_NOREPL;
+    if (s->rule == METHOD_RULE_DEFAULT)
+        s->rule = !medusa ? METHOD_RULE_EXACT : t == 0 ? METHOD_RULE_GREEDY : METHOD_RULE_EXACT_NOREPL;
     if (s->rule == METHOD_RULE_GREEDY && t != 0)
         return sp_fail(err,
                        "--rule greedy decodes at temperature 0 (give --temperature 0), or use --rule exact%s or "
                        "typical to sample at temperature %g",
                        medusa ? ", exact-norepl" : "", t);
     if (s->rule == METHOD_RULE_EXACT_NOREPL && !medusa) {
-        if (strict) return sp_fail(err, "--rule exact-norepl applies to Medusa trees only (a chain has one child per node)");
+        if (strict)
+            return sp_fail(err, "--rule exact-norepl applies to Medusa trees only (a chain has one child per node)");
         s->rule = METHOD_RULE_EXACT; /* for a chain the two are the same rule */
     }
     if ((s->given >> F_EPSILON & 1u || s->given >> F_DELTA & 1u) && s->rule != METHOD_RULE_TYPICAL && strict)

@@ -52,8 +52,7 @@ static int spec_propose(proposer *self, token_tree *tree, const propose_call *ca
     return 0;
 }
 
-static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token,
-                       sp_error *err) {
+static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     spec_impl *s = self->impl;
     (void)hidden, (void)next_token, (void)err;
     int m = 0; /* the longest prefix of what the draft consumed that was committed */

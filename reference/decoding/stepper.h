@@ -2,7 +2,7 @@
  * model, or the target's MTP module, run a few positions at a time, with
  * marks to return to after a rejection. The draft and MTP proposers
  * (speculative.h, mtp.h) reach their model only through this struct, so the
- * reference (model/reference_target.h) and the engine share them.
+ * reference (backend/reference_target.h) and the engine share them.
  *
  * A stepper is one sequence. step() consumes tokens at the next positions;
  * for the MTP module each position also reads a hidden state h (the

@@ -2,7 +2,7 @@
  * consume tokens, and one verify pass over a token tree per round. The round
  * loop (decode.h), beam search (beam.h) and every method reach the model only
  * through this struct of function pointers, so the reference (one position
- * at a time, model/reference_target.h) and the engine (batched passes and
+ * at a time, backend/reference_target.h) and the engine (batched passes and
  * state slots) run the same decoding code.
  *
  * A sequence holds everything the model carries between positions (KV
@@ -39,12 +39,12 @@ typedef struct {
 
 /* What the sequences hold, for the figures of beam search. */
 typedef struct {
-    int kv_blocks_in_use;    /* blocks of the shared KV pool held by any sequence */
-    int kv_blocks_listed;    /* Σ over the sequences asked about of their block-table lengths: what
-                              * private caches would hold */
-    long kv_block_copies;    /* blocks copied on write since the target was built */
-    size_t kv_block_bytes;   /* one block: every attention layer, keys and values */
-    size_t seq_state_bytes;  /* DeltaNet conv + recurrent state of one sequence */
+    int kv_blocks_in_use;   /* blocks of the shared KV pool held by any sequence */
+    int kv_blocks_listed;   /* Σ over the sequences asked about of their block-table lengths: what
+                             * private caches would hold */
+    long kv_block_copies;   /* blocks copied on write since the target was built */
+    size_t kv_block_bytes;  /* one block: every attention layer, keys and values */
+    size_t seq_state_bytes; /* DeltaNet conv + recurrent state of one sequence */
 } target_memory;
 
 typedef struct decode_target decode_target;

@@ -175,7 +175,8 @@ static int retemper_propose(proposer *self, token_tree *tree, const propose_call
     int child[1];
     const float gamma = w->draw_temperature / ratio_temperature;
     for (int i = 0; i < tree->n; i++)
-        if (tree_children(tree, i, child, 1) > 0) planted_retemper_row(tree_q(tree, i), gamma, tree_q(tree, i), tree->V);
+        if (tree_children(tree, i, child, 1) > 0)
+            planted_retemper_row(tree_q(tree, i), gamma, tree_q(tree, i), tree->V);
     return 0;
 }
 

@@ -32,7 +32,6 @@ static void greedy_run(model *m, const int *prompt, int n, int stop_at_eos, deco
         if (config_is_eos(&m->cfg, out->tokens[i])) out->n = i + 1;
 }
 
-
 static void assert_beam_is_greedy(model *m, const int *prompt, int n, beam_options bo, const decode_output *g,
                                   const char *what) {
     beam_output out;

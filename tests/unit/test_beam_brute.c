@@ -15,7 +15,6 @@
 #include "fixtures.h"
 #include "harness.h"
 
-
 /* Scores agree to 1e-9: both sides add the same float32 log-probabilities
  * in double in the same order; only the log-sum-exp is written twice. */
 #define SCORE_TOL 1e-9

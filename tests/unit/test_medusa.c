@@ -173,7 +173,8 @@ END_TEST
 START_TEST(test_base_mismatch) {
     model m, o;
     char mine[400];
-    snprintf(mine, sizeof mine, "%s/mutable", medusa_tmp); /* a copy of medusa_micro's config and seed: this test edits it */
+    snprintf(mine, sizeof mine, "%s/mutable",
+             medusa_tmp); /* a copy of medusa_micro's config and seed: this test edits it */
     model_config c;
     sp_error e0;
     randmodel_opts ro;

@@ -261,8 +261,7 @@ static void medusa_matches_greedy(model *m, const medusa_heads *h, const medusa_
     fixture_parts fp;
     fixture_parts_open(&fp, m, NULL, h);
     char flags[160];
-    snprintf(flags, sizeof flags, "--method medusa --temperature 0 --rule %s --max-tokens %d --no-eos", rule,
-             N_TOKENS);
+    snprintf(flags, sizeof flags, "--method medusa --temperature 0 --rule %s --max-tokens %d --no-eos", rule, N_TOKENS);
     method_spec s = fixture_spec(flags);
     s.tree = *t;
     s.tree_given = 1;
@@ -271,8 +270,8 @@ static void medusa_matches_greedy(model *m, const medusa_heads *h, const medusa_
     ck_assert_msg(method_generate(&s, &fp.parts, prompt, n, &out, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(out.n, N_TOKENS);
     for (int i = 0; i < N_TOKENS; i++)
-        ck_assert_msg(out.tokens[i] == want[i], "rule %s, prompt of %d tokens: token %d is %d, greedy says %d", rule,
-                      n, i, out.tokens[i], want[i]);
+        ck_assert_msg(out.tokens[i] == want[i], "rule %s, prompt of %d tokens: token %d is %d, greedy says %d", rule, n,
+                      i, out.tokens[i], want[i]);
     ck_assert_int_eq(out.acc.committed, N_TOKENS);
     sum->target_passes += out.acc.target_passes;
     sum->accepted_total += out.acc.accepted_total;

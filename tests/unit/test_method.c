@@ -124,10 +124,16 @@ START_TEST(test_labels_and_usage) {
     FILE *f = open_memstream(&text, &len);
     method_spec_usage(f, METHODS_ALL, NULL);
     fclose(f);
-    static const char *const all[] = {"--method", "--k", "--temperature", "--top-k", "--top-p", "--min-p",
-                                      "--seed", "--max-tokens", "--no-eos", "--mtp-sample", "--mtp-argmax",
-                                      "--rule", "--tree", "--typical-epsilon", "--typical-delta", "--beams",
-                                      "--length-penalty", "--early-stopping", "--num-return"};
+    static const char *const all[] = {"--method",         "--k",
+                                      "--temperature",    "--top-k",
+                                      "--top-p",          "--min-p",
+                                      "--seed",           "--max-tokens",
+                                      "--no-eos",         "--mtp-sample",
+                                      "--mtp-argmax",     "--rule",
+                                      "--tree",           "--typical-epsilon",
+                                      "--typical-delta",  "--beams",
+                                      "--length-penalty", "--early-stopping",
+                                      "--num-return"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         char needle[40];
         snprintf(needle, sizeof needle, "  %s ", all[i]);
@@ -145,11 +151,10 @@ START_TEST(test_catalogue_is_written_in_flags) {
     int n = 0;
     for (const verify_case *c = verify_cases(); c->name; c++, n++) {
         const method_spec *s = &c->spec;
-        ck_assert_msg(strstr(c->name, method_kind_name(s->kind)), "%s: method %s", c->name,
-                      method_kind_name(s->kind));
+        ck_assert_msg(strstr(c->name, method_kind_name(s->kind)), "%s: method %s", c->name, method_kind_name(s->kind));
         if (s->kind == METHOD_MTP)
-            ck_assert_msg(strstr(c->name, mtp_drafts_name(s->drafts)) || strstr(c->name, "typical"),
-                          "%s: drafts %s", c->name, mtp_drafts_name(s->drafts));
+            ck_assert_msg(strstr(c->name, mtp_drafts_name(s->drafts)) || strstr(c->name, "typical"), "%s: drafts %s",
+                          c->name, mtp_drafts_name(s->drafts));
         if (strstr(c->name, "typical")) ck_assert_int_eq(s->rule, METHOD_RULE_TYPICAL);
         char t[32];
         snprintf(t, sizeof t, "T=%g", s->sampling.temperature);

@@ -116,8 +116,7 @@ int plots_measure(const method_parts *parts, const method_spec *base, const plot
             pt->label = method_label[meth];
             pt->temperature = o->temperatures[ti];
             method_spec s;
-            if (point_spec(base, pt->method, pt->temperature, &s, err) || describe_point(pt, &s, parts, err))
-                goto fail;
+            if (point_spec(base, pt->method, pt->temperature, &s, err) || describe_point(pt, &s, parts, err)) goto fail;
             for (int pi = 0; pi < prompts->n; pi++)
                 if (measure_run(parts, &s, pt, prompts, pi, o, m, err)) goto fail;
             m->n_points++;
