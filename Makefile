@@ -14,7 +14,6 @@
 #   make exercise EX=N [FILE=path | FILE=reference]   check a course exercise
 .DEFAULT_GOAL := all
 .SUFFIXES:
-.SECONDEXPANSION:
 SHELL := /bin/bash
 
 BUILD ?= build
@@ -103,7 +102,9 @@ $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) -c $< -o $@
 
-$(BUILD)/libspecula-%.a: $$(LIB_OBJ_$$*)
+# the objects named in explicit rules, so make keeps them between builds
+$(foreach p,$(LIB_PARTS),$(eval $(call lib,$(p)): $(LIB_OBJ_$(p))))
+$(BUILD)/libspecula-%.a:
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
