@@ -229,11 +229,11 @@ int method_spec_flag(method_spec *s, int argc, char **argv, int *i, sp_error *er
 }
 
 int method_spec_parse(method_spec *s, const char *text, sp_error *err) {
-    char buf[512], *argv[64];
+    char buf[512], *argv[sizeof buf / 2 + 1], *save = NULL; /* words of ≥ 1 character and a space: room for all */
     int argc = 0;
     if (strlen(text) >= sizeof buf) return sp_fail(err, "method flags \"%.40s…\" are too long", text);
     snprintf(buf, sizeof buf, "%s", text);
-    for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    for (char *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) argv[argc++] = tok;
     for (int i = 0; i < argc; i++) {
         int rc = method_spec_flag(s, argc, argv, &i, err);
         if (rc < 0) return sp_wrap(err, "method \"%s\": ", text);
