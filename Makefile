@@ -47,9 +47,13 @@ INC_backend := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/ba
 INC_verify := $(INC_backend) -Ireference/verify
 INC_analysis := $(INC_decoding) -Ireference/analysis
 INC_all := $(INC_backend) -Ireference/verify -Ireference/analysis
+# The engine (optimized/) sits on core and the decoding layer, beside the
+# reference's model and backend, which it never sees.
+INC_engine := $(INC_decoding) -Ioptimized
 LAYER_INC = $(INC_all) -Ioptimized -Ikernels -Itools
 LAYERS := core model decoding backend verify analysis
 $(foreach l,$(LAYERS),$(eval $(BUILD)/obj/reference/$(l)/%.o $(BUILD)/asan/reference/$(l)/%.o: LAYER_INC = $$(INC_$(l))))
+$(BUILD)/obj/optimized/%.o $(BUILD)/asan/optimized/%.o: LAYER_INC = $(INC_engine)
 # kernels/*.c (the CPU twins, the harness's host side) use core alone, as the .cu files do.
 $(BUILD)/obj/kernels/%.o $(BUILD)/asan/kernels/%.o: LAYER_INC = $(INC_core) -Ikernels
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
@@ -78,16 +82,19 @@ sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 #   tools     tools/plots, tools/genmodel and the kernels' C twins
 #   analysis  reference/analysis
 #   verify    reference/verify (the only part that needs GSL)
+#   engine    optimized/: the engine and its CPU backend
 #   ref       reference/model + reference/backend: the plain-C forward behind the interfaces
 #   core      reference/core + reference/decoding: what an engine links
 lib = $(BUILD)/libspecula-$(1).a
-LIB_PARTS := tools analysis verify ref core
+LIB_PARTS := tools analysis verify engine ref core
 LIB := $(foreach p,$(LIB_PARTS),$(call lib,$(p)))
 ref_src = $(sort $(wildcard $(addprefix reference/,$(addsuffix /*.c,$(1)))))
 LIB_OBJ_core := $(call obj,$(call ref_src,core decoding))
 LIB_OBJ_ref := $(call obj,$(call ref_src,model backend))
 LIB_OBJ_verify := $(call obj,$(call ref_src,verify))
 LIB_OBJ_analysis := $(call obj,$(call ref_src,analysis))
+ENGINE_SRC := $(sort $(wildcard optimized/*.c))
+LIB_OBJ_engine := $(call obj,$(ENGINE_SRC))
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise
@@ -161,7 +168,7 @@ $(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
 
-SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(ENGINE_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 $(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++

@@ -20,12 +20,14 @@ static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NU
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] [options]\n"
-            "Times the reference decoding MODEL (default %s): plain decoding, MTP when the\n"
+            "Times decoding MODEL (default %s) on the CPU engine (or --backend reference): plain\n"
+            "decoding, MTP when the\n"
             "model has an MTP module, draft-model speculation when a draft is given or sits beside\n"
             "the model as MODEL-draft, Medusa when heads are given or sit beside it as\n"
             "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
-            "the weight bytes read per token and the implied bandwidth. The reference holds float32\n"
-            "weights, so its bandwidth counts 4 bytes per parameter. Every row is built from the same\n"
+            "the weight bytes read per token and the implied bandwidth: the engine reads its weights\n"
+            "once per pass; the reference evaluates every position on its own over float32 copies, so\n"
+            "it reads them once per position at 4 bytes per parameter. Every row is built from the same\n"
             "method flags as `specula generate` (and `plot`), so its defaults are generate's: MTP\n"
             "drafts argmax at temperature 0 and sampled above; Medusa greedy at temperature 0, exact\n"
             "without replacement above. The last column says what each row ran.\n"
@@ -33,6 +35,7 @@ static void usage(FILE *f) {
             "  --tokens N           tokens per run (default 64)\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
+            "  --backend NAME       cpu (default) | reference; --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
             default_model_dir());
     method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
@@ -53,7 +56,8 @@ typedef struct {
     method_spec spec; /* what the row runs */
     double median_tps, tokens_per_pass;
     double engine_bytes_per_token; /* one weight read per pass, at the stored dtype */
-    double ref_bytes_per_token;    /* what the reference reads: one float32 weight read per position */
+    double read_bytes_per_token;   /* what this backend reads: the engine once per pass, the reference once per
+                                    * position in float32 */
 } bench_row;
 
 typedef struct {
@@ -67,7 +71,7 @@ typedef struct {
 /* Runs `runs` generations of one row; returns 0 and fills it, or -1 with a message. */
 static int bench_run(const loaded_models *lm, const bench_args *a, bench_row *row) {
     double tps[64];
-    const int V = lm->target.cfg.vocab_size;
+    const int V = models_config(lm)->vocab_size;
     int prompt[4] = {1 % V, 2 % V, 3 % V, 4 % V};
     method_spec s = row->spec;
     s.max_tokens = a->tokens;
@@ -85,11 +89,14 @@ static int bench_run(const loaded_models *lm, const bench_args *a, bench_row *ro
         tps[r] = out.n / (now_s() - t0);
         row->tokens_per_pass = accounting_tokens_per_pass(&out.acc);
         row->engine_bytes_per_token = accounting_bytes_per_token(&out.acc);
-        /* the reference evaluates every position on its own and holds float32 copies */
-        const double f32 = 4.0 / lm->target.storage_bytes;
-        row->ref_bytes_per_token = (out.acc.target_positions * out.acc.target_bytes_per_pass +
-                                    out.acc.proposer_steps * out.acc.proposer_bytes_per_step) *
-                                   f32 / out.n;
+        if (lm->backend == BACKEND_REFERENCE) { /* every position on its own, over float32 copies */
+            const double f32 = 4.0 / lm->parts.target->storage_bytes;
+            row->read_bytes_per_token = (out.acc.target_positions * out.acc.target_bytes_per_pass +
+                                         out.acc.proposer_steps * out.acc.proposer_bytes_per_step) *
+                                        f32 / out.n;
+        } else { /* one weight read per pass, as the accounting counts it */
+            row->read_bytes_per_token = row->engine_bytes_per_token;
+        }
         decode_output_free(&out);
         if (isatty(2)) fprintf(stderr, "\r%-8s run %d/%d: %.1f tokens/s   ", name, r + 1, a->runs, tps[r]);
     }
@@ -115,6 +122,7 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, bench_args *a) {
     memset(a, 0, sizeof *a);
     a->base = method_spec_defaults();
+    a->models = model_flags_defaults(BACKEND_CPU); /* the fastest backend present */
     a->base.sampling.temperature = 0.0f;
     a->runs = 5;
     a->tokens = 64;
@@ -133,7 +141,8 @@ static int parse(int argc, char **argv, bench_args *a) {
         }
     }
     static const char *const beam_flags[] = {"--beams", "--length-penalty", "--early-stopping", "--num-return", NULL};
-    if (method_cli_refuse(&a->base, refused + 1, "bench runs --tokens tokens with EOS off", "bench") ||
+    if (model_flags_backend_check(&a->models, "bench") ||
+        method_cli_refuse(&a->base, refused + 1, "bench runs --tokens tokens with EOS off", "bench") ||
         method_cli_refuse(&a->base, beam_flags, "bench has no beam search row", "bench"))
         return 2;
     if (method_spec_given(&a->base, "--method")) {
@@ -176,20 +185,21 @@ static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *ro
 
 static void print_table(const bench_args *a, const char *dir, const bench_row *rows, const int *ok, int n) {
     double plain_tps = ok[0] ? rows[0].median_tps : NAN; /* ratios only against a time measured in this run */
-    printf("reference decode, %s: %d runs x %d tokens, temperature %g\n", dir, a->runs, a->tokens,
-           a->base.sampling.temperature);
-    printf("%-8s %10s %9s %16s %16s %9s %10s  %s\n", "method", "tokens/s", "tok/pass", "engine B/token",
-           "reference B/tok", "ref GB/s", "vs plain", "what it ran");
+    printf("%s decode, %s: %d runs x %d tokens, temperature %g\n", backend_name(a->models.backend), dir, a->runs,
+           a->tokens, a->base.sampling.temperature);
+    printf("%-8s %10s %9s %16s %16s %9s %10s  %s\n", "method", "tokens/s", "tok/pass", "engine B/token", "read B/token",
+           "GB/s", "vs plain", "what it ran");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
         char what[160];
         method_spec_label(&rows[i].spec, what, sizeof what);
         printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx  %s\n", method_kind_name(rows[i].spec.kind),
-               rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].ref_bytes_per_token,
-               rows[i].median_tps * rows[i].ref_bytes_per_token / 1e9, rows[i].median_tps / plain_tps, what);
+               rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token,
+               rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9,
+               rows[i].median_tps / plain_tps, what);
     }
     printf("engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
-           "reference B/tok: what this single-position float32 reference actually reads.\n");
+           "read B/token: what this backend reads (the reference: every position on its own, float32).\n");
 }
 
 int cmd_bench(int argc, char **argv) {

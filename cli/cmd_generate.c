@@ -34,7 +34,7 @@ static void usage(FILE *f) {
             "  --ids                print token ids instead of text\n"
             "  --stream             print each burst of committed tokens as it is committed\n"
             "  --json               print the tokens and the accounting as one JSON object\n"
-            "The model:\n",
+            "The model (on the CPU engine unless --backend reference):\n",
             DEFAULT_PROMPT_ESCAPED);
     model_flags_usage(f);
     fprintf(f, "The method (the same flags as bench, plot and the verify catalogue):\n");
@@ -55,6 +55,7 @@ static int own_flag(generate_args *a, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, generate_args *a) {
     memset(a, 0, sizeof *a);
     a->spec = method_spec_defaults();
+    a->models = model_flags_defaults(BACKEND_CPU); /* the fastest backend present */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -285,7 +286,8 @@ int cmd_generate(int argc, char **argv) {
     }
     printer pr = {have_tok && !a.print_ids ? &tok : NULL};
     int *prompt, n_prompt, status;
-    if ((status = prompt_ids(&a, have_tok ? &tok : NULL, lm.target.cfg.vocab_size, dir, &prompt, &n_prompt)) == 0) {
+    if ((status = prompt_ids(&a, have_tok ? &tok : NULL, models_config(&lm)->vocab_size, dir, &prompt, &n_prompt)) ==
+        0) {
         status = a.spec.kind == METHOD_BEAM ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
                                             : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
         free(prompt);

@@ -65,6 +65,7 @@ static void usage(FILE *f) {
             "  --model DIR          target (default %s)\n"
             "  --draft DIR          draft model (default MODEL-draft when it exists)\n"
             "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
+            "  --backend NAME       reference (default) | cpu, with --threads N, --dtype bf16|f32\n"
             "  --no-measure         the formulas only: no generations\n"
             "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
             "  --prompts N          prompts per temperature, 1..%d (default 6)\n"
@@ -105,6 +106,7 @@ static int parse_temperatures(const char *text, plot_args *a) {
 
 static int parse(int argc, char **argv, plot_args *a) {
     memset(a, 0, sizeof *a);
+    a->models = model_flags_defaults(BACKEND_REFERENCE); /* the figures of the docs are the reference's */
     a->out = "build/plots";
     a->term = "both";
     a->measure = 1;
@@ -179,7 +181,8 @@ static int parse(int argc, char **argv, plot_args *a) {
 #undef VALUE
     }
     static const char *const beam_flags[] = {"--beams", "--length-penalty", "--early-stopping", "--num-return", NULL};
-    if (method_cli_refuse(&a->base, refused, "plot measures each method at --temperatures for --tokens tokens",
+    if (model_flags_backend_check(&a->models, "plot") ||
+        method_cli_refuse(&a->base, refused, "plot measures each method at --temperatures for --tokens tokens",
                           "plot") ||
         method_cli_refuse(&a->base, beam_flags, "plot measures no beam search", "plot"))
         return 2;
@@ -322,12 +325,10 @@ int cmd_plot(int argc, char **argv) {
             models_release(&lm);
             return 1;
         }
-        const model *target = &lm.target;
-        model_footprint fp;
-        footprint_compute(&target->cfg, 1, target->storage_bytes, 2.0, &fp);
-        t.pair_target_bytes = target->weight_bytes_per_step;
-        t.pair_draft_bytes = lm.have_draft ? lm.draft.weight_bytes_per_step : 0;
-        t.pair_mtp_bytes = target->w.has_mtp ? fp.mtp_bytes_per_step : 0;
+        const decode_target *target = lm.parts.target;
+        t.pair_target_bytes = target->weight_bytes_per_pass;
+        t.pair_draft_bytes = lm.parts.draft ? lm.parts.draft->bytes_per_step : 0;
+        t.pair_mtp_bytes = lm.parts.mtp ? lm.parts.mtp->bytes_per_step : 0;
         snprintf(pair_name, sizeof pair_name, "%s%s (%s)", base_name(dir, name, sizeof name),
                  lm.have_draft ? " + its draft" : "",
                  target->storage_bytes == 2 ? "16-bit weights" : "float32 weights");
@@ -354,7 +355,7 @@ int cmd_plot(int argc, char **argv) {
     if (have_target && a.measure) {
         plot_prompts prompts;
         memset(&prompts, 0, sizeof prompts);
-        if (build_prompts(dir, lm.target.cfg.vocab_size, a.prompts, &prompts)) {
+        if (build_prompts(dir, models_config(&lm)->vocab_size, a.prompts, &prompts)) {
             status = 1;
         } else if (plots_measure(&lm.parts, &a.base, &prompts, &a.mo, &m, &err)) {
             fprintf(stderr, "specula plot: %s\n", err.msg);

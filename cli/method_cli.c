@@ -3,12 +3,51 @@
 #include "method_cli.h"
 
 #include <string.h>
-#include <unistd.h>
 
 #include "args.h"
-#include "reference_target.h"
+
+static const char *const backend_names[] = {"reference", "cpu"};
+
+const char *backend_name(backend_kind b) { return (unsigned)b <= BACKEND_CPU ? backend_names[b] : "?"; }
+
+model_flags model_flags_defaults(backend_kind backend) {
+    model_flags f;
+    memset(&f, 0, sizeof f);
+    f.backend = backend;
+    f.threads = 1;
+    return f;
+}
+
+/* --backend, --threads, --dtype: 1 consumed, 0 not one, −1 bad (printed). */
+static int engine_flag(model_flags *f, int argc, char **argv, int *i) {
+    const char *flag = argv[*i], *v;
+    if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype")) return 0;
+    if (!(v = arg_value(argc, argv, i))) return -1;
+    if (!strcmp(flag, "--threads")) {
+        f->engine_flag = flag;
+        return arg_int(flag, v, 1, 1024, &f->threads) ? -1 : 1;
+    }
+    if (!strcmp(flag, "--dtype")) {
+        f->engine_flag = flag;
+        if (strcmp(v, "bf16") && strcmp(v, "f32")) {
+            fprintf(stderr, "specula: --dtype expects bf16 or f32, got '%s'\n", v);
+            return -1;
+        }
+        f->f32 = !strcmp(v, "f32");
+        return 1;
+    }
+    for (int b = 0; b <= BACKEND_CPU; b++)
+        if (!strcmp(v, backend_names[b])) {
+            f->backend = (backend_kind)b;
+            return 1;
+        }
+    fprintf(stderr, "specula: --backend expects reference or cpu, got '%s'\n", v);
+    return -1;
+}
 
 int model_flags_read(model_flags *f, int argc, char **argv, int *i) {
+    const int rc = engine_flag(f, argc, argv, i);
+    if (rc) return rc;
     const char *flag = argv[*i];
     if (!strcmp(flag, "--medusa-ignore-base")) {
         f->ignore_base = 1;
@@ -35,12 +74,16 @@ int method_cli_flag(method_spec *s, model_flags *f, int argc, char **argv, int *
 }
 
 void model_flags_usage(FILE *f) {
-    fprintf(f,
-            "  --model DIR          target model (default %s)\n"
-            "  --draft DIR          draft model for --method spec (default MODEL-draft)\n"
-            "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors)\n"
-            "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n",
-            default_model_dir());
+    fprintf(
+        f,
+        "  --model DIR          target model (default %s)\n"
+        "  --draft DIR          draft model for --method spec (default MODEL-draft)\n"
+        "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors)\n"
+        "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n"
+        "  --backend NAME       reference (the plain-C float32 reference) | cpu (the engine)\n"
+        "  --threads N          cpu: threads of the engine (default 1)\n"
+        "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the exact cross-check with the reference)\n",
+        default_model_dir());
 }
 
 int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
@@ -52,6 +95,15 @@ int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
         fprintf(stderr, "specula %s: %s only applies to --method medusa\n", cmd, f->medusa_flag);
         return 2;
     }
+    return model_flags_backend_check(f, cmd);
+}
+
+int model_flags_backend_check(const model_flags *f, const char *cmd) {
+    if (f->engine_flag && f->backend != BACKEND_CPU) {
+        fprintf(stderr, "specula %s: %s only applies to --backend cpu (the reference is float32, one thread)\n", cmd,
+                f->engine_flag);
+        return 2;
+    }
     return 0;
 }
 
@@ -61,76 +113,6 @@ void model_beside(const char *model_dir, const char *suffix, char *buf, size_t s
     snprintf(buf, size, "%.*s%s", (int)n, model_dir, suffix);
 }
 
-/* The draft: named, or beside the model. 1 loaded, 0 absent (optional), -1 error (printed). */
-static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, companion_need need, const char *cmd) {
-    char beside[4200], config[4300];
-    model_beside(dir, "-draft", beside, sizeof beside);
-    snprintf(config, sizeof config, "%s/config.json", beside);
-    if (need != COMPANION_NEEDED && !f->draft_dir && access(config, F_OK)) return 0;
-    sp_error err;
-    if (model_load(&lm->draft, f->draft_dir ? f->draft_dir : beside, &err)) {
-        fprintf(stderr, "specula %s: %s\n", cmd, err.msg);
-        return -1;
-    }
-    return 1;
-}
-
-/* Medusa heads: named, or beside the model; heads beside it that belong to
- * another checkpoint are left out when optional. 1, 0 or -1 as above. */
-static int load_heads(loaded_models *lm, const model_flags *f, const char *dir, companion_need need, const char *cmd) {
-    char beside[4300];
-    model_beside(dir, "-medusa/medusa_heads.safetensors", beside, sizeof beside);
-    if (need != COMPANION_NEEDED && !f->heads_path && access(beside, F_OK)) return 0;
-    sp_error err;
-    const medusa_base base = reference_medusa_base(&lm->target);
-    if (medusa_load(&lm->heads, f->heads_path ? f->heads_path : beside, &base, f->ignore_base, &err)) {
-        const int leave_out = need == COMPANION_IF_FITS && !f->heads_path;
-        fprintf(stderr, "specula %s: %s%s\n", cmd, leave_out ? "no Medusa points: " : "", err.msg);
-        return leave_out ? 0 : -1;
-    }
-    return 1;
-}
-
-int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err) {
-    memset(lm, 0, sizeof *lm);
-    if (model_load(&lm->target, f->model_dir ? f->model_dir : default_model_dir(), err)) return 1;
-    lm->have_target = 1;
-    return 0;
-}
-
-int models_load(loaded_models *lm, const model_flags *f, companion_need draft, companion_need heads, const char *cmd) {
-    sp_error err;
-    if (models_load_target(lm, f, &err)) {
-        fprintf(stderr, "specula %s: %s\n", cmd, err.msg);
-        return 1;
-    }
-    return models_load_companions(lm, f, draft, heads, cmd);
-}
-
-int models_load_companions(loaded_models *lm, const model_flags *f, companion_need draft, companion_need heads,
-                           const char *cmd) {
-    const char *dir = f->model_dir ? f->model_dir : default_model_dir();
-    sp_error err;
-    int d = draft ? load_draft(lm, f, dir, draft, cmd) : 0;
-    int h = d >= 0 && heads ? load_heads(lm, f, dir, heads, cmd) : 0;
-    lm->have_draft = d > 0;
-    lm->have_heads = h > 0;
-    if (d < 0 || h < 0) {
-        models_release(lm);
-        return 1;
-    }
-    reference_target_build(&lm->target_if, &lm->target);
-    lm->parts.target = &lm->target_if;
-    if (lm->have_draft) {
-        reference_draft_stepper_build(&lm->draft_stepper, &lm->draft);
-        lm->parts.draft = &lm->draft_stepper;
-    }
-    if (lm->target.w.has_mtp && reference_mtp_stepper_build(&lm->mtp_stepper, &lm->target, &err) == 0)
-        lm->parts.mtp = &lm->mtp_stepper;
-    if (lm->have_heads) lm->parts.heads = &lm->heads;
-    return 0;
-}
-
 int method_cli_refuse(const method_spec *s, const char *const *flags, const char *why, const char *cmd) {
     for (int i = 0; flags[i]; i++)
         if (method_spec_given(s, flags[i])) {
@@ -138,14 +120,4 @@ int method_cli_refuse(const method_spec *s, const char *const *flags, const char
             return 2;
         }
     return 0;
-}
-
-void models_release(loaded_models *lm) {
-    if (lm->parts.mtp) lm->mtp_stepper.release(&lm->mtp_stepper);
-    if (lm->parts.draft) lm->draft_stepper.release(&lm->draft_stepper);
-    if (lm->parts.target) lm->target_if.release(&lm->target_if);
-    if (lm->have_heads) medusa_free(&lm->heads);
-    if (lm->have_draft) model_free(&lm->draft);
-    if (lm->have_target) model_free(&lm->target);
-    memset(lm, 0, sizeof *lm);
 }

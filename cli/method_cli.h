@@ -7,11 +7,15 @@
 
 #include <stdio.h>
 
+#include "engine.h"
 #include "medusa.h"
 #include "method.h"
 #include "model.h"
 
-/* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base. */
+typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU } backend_kind;
+
+/* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base,
+ * and where the models run: --backend reference|cpu, --threads N, --dtype bf16|f32. */
 typedef struct {
     const char *model_dir;  /* NULL: the embedded default */
     const char *draft_dir;  /* NULL: MODEL-draft */
@@ -19,7 +23,15 @@ typedef struct {
     int ignore_base;
     const char *draft_flag;  /* "--draft" when given, for "only applies to" errors */
     const char *medusa_flag; /* the first Medusa model flag given */
+    backend_kind backend;    /* the command's default until --backend is given */
+    int threads;             /* cpu: ≥ 1 (default 1) */
+    int f32;                 /* cpu: matrices in float32 (--dtype f32) */
+    const char *engine_flag; /* --threads or --dtype when given, for the reference's refusal */
 } model_flags;
+
+/* The model flags with the command's default backend. */
+model_flags model_flags_defaults(backend_kind backend);
+const char *backend_name(backend_kind b); /* "reference", "cpu" */
 
 /* Reads argv[*i] as a model flag: 1 consumed (value too), 0 not one, −1 a
  * missing value (printed). */
@@ -29,9 +41,11 @@ int model_flags_read(model_flags *f, int argc, char **argv, int *i);
 int method_cli_flag(method_spec *s, model_flags *f, int argc, char **argv, int *i, const char *cmd);
 /* The help lines of the model flags. */
 void model_flags_usage(FILE *f);
-/* Refuses --draft without --method spec and the Medusa flags without
- * --method medusa (printed; returns 2), else 0. */
+/* Refuses --draft without --method spec, the Medusa flags without --method
+ * medusa and the engine's flags with the reference (printed; returns 2), else 0. */
 int model_flags_check(const model_flags *f, method_kind kind, const char *cmd);
+/* The last check alone, for commands that run several methods. */
+int model_flags_backend_check(const model_flags *f, const char *cmd);
 
 /* Which companions to load. A companion named on the command line must
  * load whatever the need. */
@@ -44,13 +58,18 @@ typedef enum {
 } companion_need;
 
 typedef struct {
-    model target, draft;
+    backend_kind backend;
+    model target, draft;    /* the reference's models (backend reference) */
+    engine etarget, edraft; /* the engine's (backend cpu) */
     medusa_heads heads;
     int have_target, have_draft, have_heads;
-    decode_target target_if;
+    decode_target target_if, draft_if;
     stepper draft_stepper, mtp_stepper;
     method_parts parts; /* what the factory takes; NULL where a companion is absent */
 } loaded_models;
+
+/* The target's configuration and checkpoint directory, on either backend. */
+const model_config *models_config(const loaded_models *lm);
 
 /* Loads the target (and the companions asked for) and builds the parts.
  * Prints "specula CMD: reason" and returns 1 on failure (nothing is left

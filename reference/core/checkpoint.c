@@ -76,18 +76,37 @@ int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err) {
     return 0;
 }
 
-int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err) {
+/* Refuses the first non-finite value of x[n], element `first` of tensor i onwards. */
+static int check_values(const checkpoint *ck, int i, const float *x, int64_t n, int64_t first, sp_error *err) {
     const tensor_spec *spec = &ck->specs[i];
-    const st_tensor *t = ck->tensors[i];
-    const int64_t n = tensor_spec_numel(spec);
-    dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
     for (int64_t k = 0; k < n; k++)
-        if (!isfinite(dst[k]))
-            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name, ck->st.paths[t->file],
-                           (long long)k, isnan(dst[k]) ? "NaN" : "infinite",
+        if (!isfinite(x[k]))
+            return sp_fail(err, "tensor %s (%s): element %lld is %s; %s", spec->name,
+                           ck->st.paths[ck->tensors[i]->file], (long long)(first + k), isnan(x[k]) ? "NaN" : "infinite",
                            (spec->kind == TENSOR_NORM || spec->kind == TENSOR_NORM_PLAIN)
                                ? "a norm weight must be finite"
                                : "weights must be finite");
+    return 0;
+}
+
+int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err) {
+    const st_tensor *t = ck->tensors[i];
+    const int64_t n = tensor_spec_numel(&ck->specs[i]);
+    dtype_to_f32(dst, t->data, t->dtype, (size_t)n);
+    return check_values(ck, i, dst, n, 0, err);
+}
+
+int checkpoint_check_finite(const checkpoint *ck, int i, sp_error *err) {
+    enum { CHUNK = 1 << 14 };
+    float buf[CHUNK];
+    const st_tensor *t = ck->tensors[i];
+    const int64_t n = tensor_spec_numel(&ck->specs[i]);
+    const size_t esize = (size_t)dtype_size(t->dtype);
+    for (int64_t at = 0; at < n; at += CHUNK) {
+        const int64_t len = n - at < CHUNK ? n - at : CHUNK;
+        dtype_to_f32(buf, (const char *)t->data + (size_t)at * esize, t->dtype, (size_t)len);
+        if (check_values(ck, i, buf, len, at, err)) return -1;
+    }
     return 0;
 }
 

@@ -33,6 +33,9 @@ int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err);
 /* Converts tensor i into dst[numel] float32; refuses a NaN or an infinity,
  * naming the element. */
 int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err);
+/* The same check without keeping a copy, for a backend that uses the mapped
+ * bytes as they are. */
+int checkpoint_check_finite(const checkpoint *ck, int i, sp_error *err);
 void checkpoint_close(checkpoint *ck);
 
 #endif

@@ -4,34 +4,55 @@
  * sequence exactly where prefilling the path would, forks continue like
  * their source, several sequences verify in one pass as they would alone,
  * misuse is refused with a message, and nothing is held once sequences
- * close. The checks take a target from a builder, so another backend can be
- * held to the same contract. Equality is bit-for-bit: the reference
- * computes every position alone, so the order of its operations does not
- * depend on how a position is reached. */
+ * close. Every check runs on each backend (the loop index: 0 the reference,
+ * 1 the CPU engine). Equality is bit-for-bit: a backend must compute a
+ * position the same way whether a prefill, a chain or a tree reaches it. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_target.h"
 #include "fixtures.h"
 #include "harness.h"
 #include "reference_target.h"
 
+#define N_BACKENDS 2
+static const char *const backend_names[N_BACKENDS] = {"reference", "cpu engine"};
+
 typedef struct {
     fixture_model model;
+    engine e;
+    int backend;
     decode_target t;
     int V, D;
 } world;
 
-static void world_open(world *w, uint64_t seed) {
+static void world_open(world *w, uint64_t seed, int backend) {
     fixture_model_open(&w->model, "micro", seed, NULL);
-    reference_target_build(&w->t, &w->model.m);
+    w->backend = backend;
+    if (backend == 0) {
+        reference_target_build(&w->t, &w->model.m);
+    } else {
+        sp_error err;
+        ck_assert_msg(engine_open(&w->e, w->model.dir, NULL, &err) == 0, "%s", err.msg);
+        engine_target_build(&w->t, &w->e);
+    }
     w->V = w->model.m.cfg.vocab_size;
     w->D = w->model.m.cfg.hidden_size;
 }
 
 static void world_close(world *w) {
     w->t.release(&w->t);
+    if (w->backend == 1) engine_close(&w->e);
     fixture_model_close(&w->model);
+}
+
+/* The MTP module of the world's backend as a stepper. */
+static void world_mtp(world *w, stepper *s) {
+    sp_error err;
+    const int rc =
+        w->backend == 0 ? reference_mtp_stepper_build(s, &w->model.m, &err) : engine_mtp_stepper_build(s, &w->e, &err);
+    ck_assert_msg(rc == 0, "%s", err.msg);
 }
 
 static int open_seq(decode_target *t) {
@@ -65,7 +86,7 @@ static void small_tree(token_tree *tree, int V) {
  * node leaves the sequence where prefilling its path leaves it. */
 START_TEST(test_verify_and_commit_follow_the_paths) {
     world w;
-    world_open(&w, 51);
+    world_open(&w, 51, _i);
     const int V = w.V, prefix[2] = {1, 2};
     static const int path_of[4][4] = {{5}, {5, 3}, {5, 3, 7}, {5, 4}};
     static const int len_of[4] = {1, 2, 3, 2};
@@ -84,7 +105,8 @@ START_TEST(test_verify_and_commit_follow_the_paths) {
             int tokens[6] = {1, 2};
             memcpy(tokens + 2, path_of[i], (size_t)len_of[i] * sizeof(int));
             logits_after(&w.t, tokens, 2 + len_of[i], want, V);
-            ck_assert_msg(memcmp(p + (size_t)i * V, want, (size_t)V * sizeof(float)) == 0, "node %d", i);
+            ck_assert_msg(memcmp(p + (size_t)i * V, want, (size_t)V * sizeof(float)) == 0, "%s: node %d",
+                          backend_names[w.backend], i);
         }
         ck_assert_msg(w.t.commit(&w.t, seq, commit, &err) == 0, "%s", err.msg);
         ck_assert_int_eq(w.t.position(&w.t, seq), 2 + len_of[commit]);
@@ -95,7 +117,8 @@ START_TEST(test_verify_and_commit_follow_the_paths) {
         memcpy(tokens + 2, path_of[commit], (size_t)len_of[commit] * sizeof(int));
         tokens[2 + len_of[commit]] = after;
         logits_after(&w.t, tokens, 3 + len_of[commit], want, V);
-        ck_assert_msg(memcmp(next, want, (size_t)V * sizeof(float)) == 0, "after committing node %d", commit);
+        ck_assert_msg(memcmp(next, want, (size_t)V * sizeof(float)) == 0, "%s: after committing node %d",
+                      backend_names[w.backend], commit);
         w.t.seq_close(&w.t, seq);
     }
     target_memory mem;
@@ -111,7 +134,7 @@ END_TEST
  * are those prefill reports. */
 START_TEST(test_processed_rows_and_hidden_states) {
     world w;
-    world_open(&w, 52);
+    world_open(&w, 52, _i);
     const int V = w.V, D = w.D, prompt[3] = {4, 1, 2};
     token_tree tree;
     small_tree(&tree, V);
@@ -150,7 +173,7 @@ END_TEST
  * like its source, which the fork does not disturb. */
 START_TEST(test_jobs_and_forks_are_independent) {
     world w;
-    world_open(&w, 53);
+    world_open(&w, 53, _i);
     const int V = w.V, a[2] = {1, 2}, b[3] = {6, 6, 3};
     token_tree ta, tb;
     small_tree(&ta, V);
@@ -197,7 +220,7 @@ END_TEST
 /* Misuse is refused with a message, and leaves the sequence usable. */
 START_TEST(test_misuse_is_refused) {
     world w;
-    world_open(&w, 54);
+    world_open(&w, 54, _i);
     token_tree tree;
     small_tree(&tree, w.V);
     float *p = calloc((size_t)4 * w.V, sizeof(float));
@@ -228,11 +251,11 @@ END_TEST
  * positions equals n steps of one. */
 START_TEST(test_stepper_marks) {
     world w;
-    world_open(&w, 55);
+    world_open(&w, 55, _i);
     const int V = w.V, D = w.D;
     stepper s;
     sp_error err;
-    ck_assert_msg(reference_mtp_stepper_build(&s, &w.model.m, &err) == 0, "%s", err.msg);
+    world_mtp(&w, &s);
     ck_assert(s.reads_hidden && s.V == V && s.D == D);
     float *h = calloc((size_t)3 * D, sizeof(float)), *a = calloc((size_t)V, sizeof(float));
     float *b = calloc((size_t)V, sizeof(float)), *ha = calloc((size_t)D, sizeof(float));
@@ -263,12 +286,12 @@ END_TEST
 
 Suite *target_suite(void) {
     Suite *s = suite_create("target");
-    TCase *tc = harness_tcase("reference", 60);
-    tcase_add_test(tc, test_verify_and_commit_follow_the_paths);
-    tcase_add_test(tc, test_processed_rows_and_hidden_states);
-    tcase_add_test(tc, test_jobs_and_forks_are_independent);
-    tcase_add_test(tc, test_misuse_is_refused);
-    tcase_add_test(tc, test_stepper_marks);
+    TCase *tc = harness_tcase("contract", 60);
+    tcase_add_loop_test(tc, test_verify_and_commit_follow_the_paths, 0, N_BACKENDS);
+    tcase_add_loop_test(tc, test_processed_rows_and_hidden_states, 0, N_BACKENDS);
+    tcase_add_loop_test(tc, test_jobs_and_forks_are_independent, 0, N_BACKENDS);
+    tcase_add_loop_test(tc, test_misuse_is_refused, 0, N_BACKENDS);
+    tcase_add_loop_test(tc, test_stepper_marks, 0, N_BACKENDS);
     suite_add_tcase(s, tc);
     return s;
 }

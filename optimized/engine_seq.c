@@ -1,0 +1,104 @@
+/* engine_seq.c — the engine's sequences and DeltaNet state slots. A
+ * sequence owns one slot (its committed state); a verified tree's nodes
+ * each own one until the commit keeps the slot of the last accepted node and
+ * gives the others back. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+
+int engine_slot_take(engine *e) {
+    for (int s = 0; s < e->n_slots; s++)
+        if (!e->slot_used[s]) {
+            e->slot_used[s] = 1;
+            return s;
+        }
+    const int old = e->n_slots, cap = old ? 2 * old : 8;
+    e->slots = sp_xrealloc(e->slots, (size_t)cap, e->slot_floats * sizeof(float), "DeltaNet state slots");
+    e->slot_used = sp_xrealloc(e->slot_used, (size_t)cap, sizeof(int), "DeltaNet slot flags");
+    memset(e->slot_used + old, 0, (size_t)(cap - old) * sizeof(int));
+    e->n_slots = cap;
+    e->slot_used[old] = 1;
+    return old;
+}
+
+void engine_slot_release(engine *e, int slot) {
+    if (slot >= 0 && slot < e->n_slots) e->slot_used[slot] = 0;
+}
+
+static size_t conv_floats(const engine *e) { return (size_t)config_conv_dim(&e->cfg) * (e->cfg.conv_kernel - 1); }
+static size_t recurrent_floats(const engine *e) {
+    return (size_t)e->cfg.lin_v_heads * e->cfg.lin_k_dim * e->cfg.lin_v_dim;
+}
+
+float *engine_slot_conv(engine *e, int slot, int li) {
+    return e->slots + (size_t)slot * e->slot_floats + (size_t)li * conv_floats(e);
+}
+
+float *engine_slot_recurrent(engine *e, int slot, int li) {
+    return e->slots + (size_t)slot * e->slot_floats + (size_t)e->Ll * conv_floats(e) + (size_t)li * recurrent_floats(e);
+}
+
+void engine_slot_copy(engine *e, int dst, int src) {
+    if (dst != src)
+        memcpy(e->slots + (size_t)dst * e->slot_floats, e->slots + (size_t)src * e->slot_floats,
+               e->slot_floats * sizeof(float));
+}
+
+void engine_slot_zero(engine *e, int slot) {
+    memset(e->slots + (size_t)slot * e->slot_floats, 0, e->slot_floats * sizeof(float));
+}
+
+/* Gives back the slots of the last verified tree's nodes ≥ 1. */
+static void release_tree(engine *e, eseq *s) {
+    for (int i = 1; i < s->verified; i++) engine_slot_release(e, s->node_slot[i]);
+    s->verified = 0;
+}
+
+static int seq_new(engine *e) {
+    int id = 0;
+    while (id < e->n_seqs && e->seqs[id].open) id++;
+    if (id == e->n_seqs) {
+        e->seqs = sp_xrealloc(e->seqs, (size_t)++e->n_seqs, sizeof *e->seqs, "engine sequences");
+        memset(&e->seqs[id], 0, sizeof e->seqs[id]);
+    }
+    eseq *s = &e->seqs[id];
+    s->open = 1;
+    s->pos = 0;
+    s->verified = 0;
+    s->slot = engine_slot_take(e);
+    return id;
+}
+
+int engine_seq_open(engine *e) {
+    const int id = seq_new(e);
+    engine_slot_zero(e, e->seqs[id].slot);
+    return id;
+}
+
+int engine_seq_fork(engine *e, int src) {
+    const int id = seq_new(e); /* may move e->seqs: look src up after */
+    eseq *s = &e->seqs[id];
+    const eseq *from = &e->seqs[src];
+    kv_table_fork(&e->kv, &s->kv, &from->kv);
+    engine_slot_copy(e, s->slot, from->slot);
+    s->pos = from->pos;
+    return id;
+}
+
+void engine_seq_close(engine *e, int seq) {
+    if (seq < 0 || seq >= e->n_seqs || !e->seqs[seq].open) return;
+    eseq *s = &e->seqs[seq];
+    release_tree(e, s);
+    engine_slot_release(e, s->slot);
+    kv_table_truncate(&e->kv, &s->kv, 0);
+    s->open = 0;
+}
+
+eseq *engine_seq(engine *e, int seq, sp_error *err) {
+    if (seq < 0 || seq >= e->n_seqs || !e->seqs[seq].open) {
+        sp_fail(err, "cpu engine: sequence %d is not open", seq);
+        return NULL;
+    }
+    return &e->seqs[seq];
+}

@@ -1,0 +1,148 @@
+/* engine_target.c — the target interface over the engine. A verify pass
+ * runs every node of a tree in one engine pass: the root is consumed into
+ * the sequence (it is committed whatever is accepted), every other node
+ * writes its keys and values into the sequence's tree arrays and its
+ * DeltaNet state into a slot of its own. A commit copies the accepted path's
+ * keys and values into the KV blocks and takes the last accepted node's
+ * slot as the sequence's state: no state is copied. */
+#include "engine_target.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static engine *eng(const decode_target *t) { return t->impl; }
+
+static int e_seq_open(decode_target *t, sp_error *err) {
+    (void)err;
+    return engine_seq_open(eng(t));
+}
+
+static int e_seq_fork(decode_target *t, int src, sp_error *err) {
+    if (!engine_seq(eng(t), src, err)) return -1;
+    return engine_seq_fork(eng(t), src);
+}
+
+static void e_seq_close(decode_target *t, int seq) { engine_seq_close(eng(t), seq); }
+
+static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden, sp_error *err) {
+    engine *e = eng(t);
+    eseq *s = engine_seq(e, seq, err);
+    if (!s) return -1;
+    if (s->verified) return sp_fail(err, "cpu engine: sequence %d has a verified tree awaiting a commit", seq);
+    int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
+    for (int i = 0; i < ENGINE_PREFILL_CHUNK; i++) parent[i] = i - 1, depth[i] = i;
+    const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
+    for (int at = 0; at < n; at += ENGINE_PREFILL_CHUNK) {
+        const int m = n - at < ENGINE_PREFILL_CHUNK ? n - at : ENGINE_PREFILL_CHUNK;
+        if (engine_forward(e, s, tokens + at, parent, depth, m, m, logits ? logits + (size_t)at * V : NULL,
+                           hidden ? hidden + (size_t)at * D : NULL, err))
+            return -1;
+    }
+    return 0;
+}
+
+/* Room in s for the arrays of a tree of n nodes. */
+static void reserve_tree(engine *e, eseq *s, int n) {
+    if (n <= s->cap) return;
+    const size_t kv = (size_t)e->La * n * e->kv.kv_dim;
+    s->parent = sp_xrealloc(s->parent, (size_t)n, sizeof(int), "tree parents");
+    s->depth = sp_xrealloc(s->depth, (size_t)n, sizeof(int), "tree depths");
+    s->node_slot = sp_xrealloc(s->node_slot, (size_t)n, sizeof(int), "tree slots");
+    free(s->tree_keys);
+    free(s->tree_values);
+    s->tree_keys = sp_xcalloc(kv ? kv : 1, sizeof(float), "tree keys");
+    s->tree_values = sp_xcalloc(kv ? kv : 1, sizeof(float), "tree values");
+    s->cap = n;
+}
+
+static int verify_one(engine *e, const target_job *job, const sampler_params *sp, sp_error *err) {
+    eseq *s = engine_seq(e, job->seq, err);
+    if (!s) return -1;
+    if (s->verified) return sp_fail(err, "cpu engine: sequence %d was verified twice without a commit", job->seq);
+    const token_tree *tree = job->tree;
+    const int n = tree->n, V = e->cfg.vocab_size;
+    if (n < 1 || n > ENGINE_MAX_TREE_NODES)
+        return sp_fail(err, "cpu engine: a tree of %d nodes (at most %d)", n, ENGINE_MAX_TREE_NODES);
+    reserve_tree(e, s, n);
+    memcpy(s->parent, tree->parent, (size_t)n * sizeof(int));
+    memcpy(s->depth, tree->depth, (size_t)n * sizeof(int));
+    s->node_slot[0] = s->slot;
+    for (int i = 1; i < n; i++) s->node_slot[i] = engine_slot_take(e);
+    s->verified = n; /* before the pass: a failing pass still gives the slots back at the commit or close */
+    if (engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err)) return -1;
+    if (sp)
+        for (int i = 0; i < n; i++) sampler_probs(sp, job->p + (size_t)i * V, job->p + (size_t)i * V, V);
+    return 0;
+}
+
+static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
+    for (int j = 0; j < n_jobs; j++)
+        if (verify_one(eng(t), &jobs[j], sp, err)) return -1;
+    return 0;
+}
+
+static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
+    engine *e = eng(t);
+    eseq *s = engine_seq(e, seq, err);
+    if (!s) return -1;
+    if (node < 0 || node >= s->verified)
+        return sp_fail(err, "cpu engine: sequence %d: node %d is not in its verified tree of %d nodes", seq, node,
+                       s->verified);
+    const int root_pos = s->pos - 1, d = s->depth[node], kv_dim = e->kv.kv_dim;
+    if (node > 0) {
+        kv_table_reserve(&e->kv, &s->kv, s->pos, s->pos + d);
+        for (int u = node; u > 0; u = s->parent[u])
+            for (int la = 0; la < e->La; la++) {
+                const size_t at = ((size_t)la * s->cap + u) * kv_dim;
+                memcpy(kv_key(&e->kv, &s->kv, la, root_pos + s->depth[u]), s->tree_keys + at, kv_dim * sizeof(float));
+                memcpy(kv_value(&e->kv, &s->kv, la, root_pos + s->depth[u]), s->tree_values + at,
+                       kv_dim * sizeof(float));
+            }
+        engine_slot_release(e, s->slot);
+        s->slot = s->node_slot[node];
+        s->node_slot[node] = -1; /* kept: not given back below */
+        s->pos += d;
+    }
+    for (int i = 1; i < s->verified; i++)
+        if (s->node_slot[i] >= 0) engine_slot_release(e, s->node_slot[i]);
+    s->verified = 0;
+    return 0;
+}
+
+static int e_position(const decode_target *t, int seq) {
+    const engine *e = eng(t);
+    return seq >= 0 && seq < e->n_seqs && e->seqs[seq].open ? e->seqs[seq].pos : -1;
+}
+
+static void e_memory(const decode_target *t, const int *seqs, int n_seqs, target_memory *out) {
+    const engine *e = eng(t);
+    memset(out, 0, sizeof *out);
+    out->kv_blocks_in_use = e->kv.in_use;
+    for (int i = 0; i < n_seqs; i++)
+        if (seqs[i] >= 0 && seqs[i] < e->n_seqs) out->kv_blocks_listed += e->seqs[seqs[i]].kv.n;
+    out->kv_block_copies = e->kv.copies;
+    out->kv_block_bytes = kv_block_bytes(&e->kv);
+    out->seq_state_bytes = e->Ll ? e->slot_floats * sizeof(float) : 0;
+}
+
+static void e_release(decode_target *t) { t->impl = NULL; }
+
+void engine_target_build(decode_target *t, engine *e) {
+    memset(t, 0, sizeof *t);
+    t->backend = "cpu";
+    t->cfg = &e->cfg;
+    t->path = e->path;
+    t->storage_bytes = engine_weights_storage_bytes(&e->w);
+    t->weight_bytes_per_pass = e->weight_bytes_per_pass;
+    t->max_tree_nodes = ENGINE_MAX_TREE_NODES;
+    t->seq_open = e_seq_open;
+    t->seq_fork = e_seq_fork;
+    t->seq_close = e_seq_close;
+    t->prefill = e_prefill;
+    t->verify = e_verify;
+    t->commit = e_commit;
+    t->position = e_position;
+    t->memory = e_memory;
+    t->release = e_release;
+    t->impl = e;
+}

@@ -1,0 +1,42 @@
+/* engine_weights.h — the engine's weights, loaded through the loader's checks
+ * (checkpoint.h). Matrices (every linear layer, the embedding, the lm_head)
+ * keep the precision the engine computes with: bf16 by default — a bf16
+ * checkpoint is used in place, mapped, without a copy; f32 and f16 ones are
+ * converted once — or f32 (for exact cross-tests with the reference). The
+ * small tensors (norms, conv, A_log, dt_bias) are float32 copies. */
+#ifndef SPECULA_ENGINE_WEIGHTS_H
+#define SPECULA_ENGINE_WEIGHTS_H
+
+#include "checkpoint.h"
+#include "dtype.h"
+
+/* One tensor as the engine reads it. */
+typedef struct {
+    const void *data; /* matrices: rows of n_in elements of `dtype`, any alignment; small tensors: float32 */
+    dtype_t dtype;    /* DTYPE_BF16 or DTYPE_F32 */
+} eweight;
+
+typedef struct {
+    checkpoint ck;        /* kept open: bf16 matrices point into its mapping */
+    dtype_t matrix_dtype; /* what the matrices are in */
+    int n_slots;          /* trunk layers + 1 (the MTP module's layer) */
+    eweight *w;           /* [n_slots, ROLE_COUNT]: layer l's role r at l·ROLE_COUNT + r, the MTP layer at
+                           * L·ROLE_COUNT + r, the global roles (embedding, final norm, lm_head, MTP's fc and
+                           * norms) in row 0, where no per-layer role lives */
+    void *arena;          /* every copy the engine owns */
+    size_t arena_bytes;
+} engine_weights;
+
+/* f32: keep every matrix in float32 (else bf16). Fails with the loader's
+ * messages on a bad checkpoint. */
+int engine_weights_load(engine_weights *ew, const char *dir, int f32, sp_error *err);
+void engine_weights_free(engine_weights *ew);
+
+/* The tensor of `role` in trunk layer `layer` (−1: the MTP module's layer;
+ * ignored for the global roles); NULL data when the checkpoint has none. */
+const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role role);
+
+/* Bytes per parameter of the matrices (2 for bf16, 4 for f32). */
+int engine_weights_storage_bytes(const engine_weights *ew);
+
+#endif
