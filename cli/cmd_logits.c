@@ -1,29 +1,30 @@
-/* cmd_logits.c — `specula logits MODEL --tokens …`: run the reference
- * forward over a token sequence and print or dump the logits of every
- * position (and of the MTP module), so other implementations can be
- * compared with it (tools/peer/ does exactly that). The model is reached
- * through the decoding layer's interfaces: a prefill of the target, steps
- * of the MTP module. */
+/* cmd_logits.c — `specula logits MODEL --tokens …`: run the forward over a
+ * token sequence and print or dump the logits of every position (and of the
+ * MTP module), so other implementations can be compared with it (tools/peer/
+ * does exactly that with the reference, the default backend here). The model
+ * is reached through the decoding layer's interfaces: a prefill of the
+ * target, steps of the MTP module. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "args.h"
 #include "commands.h"
-#include "model.h"
-#include "reference_target.h"
+#include "method_cli.h"
 #include "sampler.h"
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula logits [MODEL] --tokens IDS [--out FILE] [--mtp-out FILE] [--mtp-chain-from P]\n"
-            "Runs the reference forward one position at a time over IDS (e.g. 3,1,4,1,5).\n"
+            "Runs the forward over IDS (e.g. 3,1,4,1,5): the reference's one position at a time, or the\n"
+            "engine's in passes of many positions.\n"
             "Without --out, prints per position the token, the argmax, its logit and a hash.\n"
             "  --out FILE           write the logits as float32 little-endian [T, V], row-major\n"
             "  --mtp-out FILE       also run the MTP module: row t (t = 0..T-2) is MTP(hidden_t, token_t+1)\n"
             "                       at position t, with the MTP KV cache accumulating over t: [T-1, V]\n"
             "  --mtp-chain-from P   rows t > P feed the MTP's own previous output hidden state instead of\n"
             "                       the trunk's, as a chained draft does\n"
+            "  --backend NAME       reference (default) | cpu, with --threads N and --dtype bf16|f32\n"
             "MODEL defaults to %s.\n",
             default_model_dir());
 }
@@ -49,35 +50,52 @@ static int write_rows(const char *path, const float *rows, size_t n_floats) {
 /* Row t = MTP(hidden_t, token_t+1) at position t, the module's KV cache
  * accumulating; rows after chain_from (≥ 0) read the module's own previous
  * output hidden state, as a chained draft does. Written to path. */
-static int mtp_rows(model *m, const int *ids, int T, const float *hidden, int chain_from, const char *path) {
-    const int V = m->cfg.vocab_size, D = m->cfg.hidden_size;
-    stepper mtp;
+static int mtp_rows(stepper *mtp, const int *ids, int T, const float *hidden, int chain_from, const char *path) {
+    const int V = mtp->V, D = mtp->D;
     sp_error err;
-    if (reference_mtp_stepper_build(&mtp, m, &err)) {
-        fprintf(stderr, "specula logits: %s\n", err.msg);
-        return -1;
-    }
     float *rows = sp_xcalloc((size_t)(T > 1 ? T - 1 : 1) * V, sizeof(float), "MTP logits");
     float *h = sp_xcalloc((size_t)D, sizeof(float), "MTP hidden");
     int rc = 0;
     for (int t = 0; t + 1 < T && !rc; t++) {
         /* a chained step reads the MTP's own previous output (already in h) */
         if (chain_from < 0 || t <= chain_from) memcpy(h, hidden + (size_t)t * D, (size_t)D * sizeof(float));
-        if ((rc = mtp.step(&mtp, &ids[t + 1], h, 1, rows + (size_t)t * V, h, &err)))
+        if ((rc = mtp->step(mtp, &ids[t + 1], h, 1, rows + (size_t)t * V, h, &err)))
             fprintf(stderr, "specula logits: %s\n", err.msg);
     }
     if (!rc) rc = write_rows(path, rows, (size_t)(T - 1) * V);
-    mtp.release(&mtp);
     free(rows);
     free(h);
     return rc;
 }
 
+/* The logits and hidden states of ids[T] in one prefill, printed or written. */
+static int trunk_rows(decode_target *t, const int *ids, int T, float *logits, float *hidden, const char *out) {
+    sp_error err;
+    const int V = t->cfg->vocab_size;
+    const int seq = t->seq_open(t, &err);
+    const int rc = seq < 0 || t->prefill(t, seq, ids, T, logits, hidden, &err);
+    if (seq >= 0) t->seq_close(t, seq);
+    if (rc) {
+        fprintf(stderr, "specula logits: %s\n", err.msg);
+        return -1;
+    }
+    if (out) return write_rows(out, logits, (size_t)T * V);
+    for (int i = 0; i < T; i++) {
+        const float *row = logits + (size_t)i * V;
+        int best = sampler_argmax(row, V);
+        printf("pos %3d  token %6d  argmax %6d  logit %+.6f  hash %016llx\n", i, ids[i], best, row[best],
+               hash_floats(row, V));
+    }
+    return 0;
+}
+
 int cmd_logits(int argc, char **argv) {
-    const char *dir = NULL, *tokens_text = NULL, *out = NULL, *mtp_out = NULL;
+    const char *tokens_text = NULL, *out = NULL, *mtp_out = NULL;
+    model_flags mf = model_flags_defaults(BACKEND_REFERENCE);
     int chain_from = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
+        int rc;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
             return 0;
@@ -90,12 +108,14 @@ int cmd_logits(int argc, char **argv) {
         } else if (!strcmp(a, "--mtp-chain-from")) {
             const char *v = arg_value(argc, argv, &i);
             if (!v || arg_int(a, v, 0, 1 << 30, &chain_from)) return 2;
-        } else if (a[0] == '-' || dir) {
+        } else if ((rc = backend_flags_read(&mf, argc, argv, &i)) != 0) {
+            if (rc < 0) return 2;
+        } else if (a[0] == '-' || mf.model_dir) {
             fprintf(stderr, "specula logits: unexpected argument '%s'\n", a);
             usage(stderr);
             return 2;
         } else {
-            dir = a;
+            mf.model_dir = a;
         }
     }
     if (!tokens_text) {
@@ -103,52 +123,29 @@ int cmd_logits(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    if (!dir) dir = default_model_dir();
-    model m;
-    sp_error err;
-    if (model_load(&m, dir, &err)) {
-        fprintf(stderr, "specula logits: %s\n", err.msg);
-        return 1;
-    }
-    int *ids, T, rc = 0;
-    const int V = m.cfg.vocab_size, D = m.cfg.hidden_size;
-    if (arg_tokens("--tokens", tokens_text, V, &ids, &T)) {
-        model_free(&m);
+    if (model_flags_backend_check(&mf, "logits")) return 2;
+    const char *dir = mf.model_dir ? mf.model_dir : default_model_dir();
+    loaded_models lm;
+    if (models_load(&lm, &mf, COMPANION_NO, COMPANION_NO, "logits")) return 1;
+    const model_config *c = models_config(&lm);
+    int *ids, T;
+    if (arg_tokens("--tokens", tokens_text, c->vocab_size, &ids, &T)) {
+        models_release(&lm);
         return 2;
     }
-    if (mtp_out && !m.w.has_mtp) {
+    if (mtp_out && !lm.parts.mtp) {
         fprintf(stderr, "specula logits: --mtp-out: %s has no MTP module (mtp.* tensors)\n", dir);
         free(ids);
-        model_free(&m);
+        models_release(&lm);
         return 1;
     }
-    float *logits = sp_xcalloc((size_t)T * V, sizeof(float), "logits");
-    float *hidden = sp_xcalloc((size_t)T * D, sizeof(float), "hidden states");
-    decode_target target;
-    reference_target_build(&target, &m);
-    const int seq = target.seq_open(&target, &err);
-    if (seq < 0 || target.prefill(&target, seq, ids, T, logits, hidden, &err)) {
-        fprintf(stderr, "specula logits: %s\n", err.msg);
-        rc = -1;
-    }
-    if (seq >= 0) target.seq_close(&target, seq);
-    target.release(&target);
-
-    if (rc) {
-    } else if (out) {
-        rc = write_rows(out, logits, (size_t)T * V);
-    } else {
-        for (int t = 0; t < T; t++) {
-            const float *row = logits + (size_t)t * V;
-            int best = sampler_argmax(row, V);
-            printf("pos %3d  token %6d  argmax %6d  logit %+.6f  hash %016llx\n", t, ids[t], best, row[best],
-                   hash_floats(row, V));
-        }
-    }
-    if (!rc && mtp_out) rc = mtp_rows(&m, ids, T, hidden, chain_from, mtp_out);
+    float *logits = sp_xcalloc((size_t)T * c->vocab_size, sizeof(float), "logits");
+    float *hidden = sp_xcalloc((size_t)T * c->hidden_size, sizeof(float), "hidden states");
+    int rc = trunk_rows(lm.parts.target, ids, T, logits, hidden, out);
+    if (!rc && mtp_out) rc = mtp_rows(lm.parts.mtp, ids, T, hidden, chain_from, mtp_out);
     free(logits);
     free(hidden);
     free(ids);
-    model_free(&m);
+    models_release(&lm);
     return rc ? 1 : 0;
 }

@@ -18,8 +18,7 @@ model_flags model_flags_defaults(backend_kind backend) {
     return f;
 }
 
-/* --backend, --threads, --dtype: 1 consumed, 0 not one, −1 bad (printed). */
-static int engine_flag(model_flags *f, int argc, char **argv, int *i) {
+int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
     const char *flag = argv[*i], *v;
     if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype")) return 0;
     if (!(v = arg_value(argc, argv, i))) return -1;
@@ -46,7 +45,7 @@ static int engine_flag(model_flags *f, int argc, char **argv, int *i) {
 }
 
 int model_flags_read(model_flags *f, int argc, char **argv, int *i) {
-    const int rc = engine_flag(f, argc, argv, i);
+    const int rc = backend_flags_read(f, argc, argv, i);
     if (rc) return rc;
     const char *flag = argv[*i];
     if (!strcmp(flag, "--medusa-ignore-base")) {

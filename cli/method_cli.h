@@ -33,8 +33,11 @@ typedef struct {
 model_flags model_flags_defaults(backend_kind backend);
 const char *backend_name(backend_kind b); /* "reference", "cpu" */
 
-/* Reads argv[*i] as a model flag: 1 consumed (value too), 0 not one, −1 a
- * missing value (printed). */
+/* Reads argv[*i] as --backend, --threads or --dtype: 1 consumed, 0 not one,
+ * −1 a bad value (printed). */
+int backend_flags_read(model_flags *f, int argc, char **argv, int *i);
+/* Reads argv[*i] as a model flag (the three above included): 1 consumed
+ * (value too), 0 not one, −1 a missing or bad value (printed). */
 int model_flags_read(model_flags *f, int argc, char **argv, int *i);
 /* Reads argv[*i] as a method flag or a model flag: 1 consumed, 0 neither,
  * −1 a bad value (printed with the command's name). */
