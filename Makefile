@@ -37,14 +37,15 @@ CFLAGS ?= -O2 -g
 # proposers, the method factory: backend-neutral) each sit on core alone;
 # backend (the reference target and steppers) joins the two; analysis (cost
 # models, trainers) sits on decoding, verify (statistics, laws, planted bugs,
-# the case catalogue) on everything below it. Each layer compiles with the include paths of
+# the case catalogue) on everything below it and on the engine (its checks
+# run there too). Each layer compiles with the include paths of
 # the layers it may use only, so a header included across the rule is a
 # compile error (docs/architecture.md).
 INC_core := -Ireference/core
 INC_model := $(INC_core) -Ireference/model
 INC_decoding := $(INC_core) -Ireference/decoding
 INC_backend := $(INC_core) -Ireference/model -Ireference/decoding -Ireference/backend
-INC_verify := $(INC_backend) -Ireference/verify
+INC_verify := $(INC_backend) -Ioptimized -Ireference/verify
 INC_analysis := $(INC_decoding) -Ireference/analysis
 INC_all := $(INC_backend) -Ireference/verify -Ireference/analysis
 # The engine (optimized/) sits on core and the decoding layer, beside the

@@ -24,6 +24,7 @@
 typedef struct {
     const char *only; /* --method: a method name or a case name */
     int all, list, json, quiet;
+    int engine; /* --backend cpu: the cases run on the CPU engine */
     int64_t samples, control_samples;
     double scale;
     uint64_t seed, model_seed;
@@ -46,6 +47,9 @@ static void usage(FILE *f) {
             "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
             "                       (it applies to the default rows; a grid case named alone reports it)\n"
             "  --list               list the cases and exit\n"
+            "  --backend B          reference (default) or cpu: the CPU engine (float32 weights) runs the\n"
+            "                       target and the draft; its negative controls plant bugs in the engine's\n"
+            "                       commit (beam search is checked on the reference only)\n"
             "  --samples N          draws per case (default %d)\n"
             "  --scale F            multiply every draw count by F (e.g. 0.1 for a quick look)\n"
             "  --control-samples N  draws per negative control (default %d; its planned size is below 6 000)\n"
@@ -90,6 +94,13 @@ static int parse(int argc, char **argv, verify_args *a) {
             a->only = v;
         } else if (!strcmp(f, "--all")) {
             a->all = 1;
+        } else if (!strcmp(f, "--backend")) {
+            VALUE();
+            if (strcmp(v, "reference") && strcmp(v, "cpu")) {
+                fprintf(stderr, "specula verify: --backend expects reference or cpu, got '%s'\n", v);
+                return 2;
+            }
+            a->engine = !strcmp(v, "cpu");
         } else if (!strcmp(f, "--list")) {
             a->list = 1;
         } else if (!strcmp(f, "--samples")) {
@@ -128,6 +139,10 @@ static int parse(int argc, char **argv, verify_args *a) {
         }
 #undef VALUE
     }
+    if (a->engine && a->only && !strcmp(a->only, "beam")) {
+        fprintf(stderr, "specula verify: beam search is checked on the reference only (--backend reference)\n");
+        return 2;
+    }
     if (a->all && !a->tv_max_given) a->tv_max = 0;
     a->samples = (int64_t)ceil((double)a->samples * a->scale);
     a->control_samples = (int64_t)ceil((double)a->control_samples * a->scale);
@@ -148,7 +163,8 @@ static int selected(const verify_case *c, const verify_args *a) {
 
 /* Beam search is deterministic: it is checked against its rules on the
  * exact law (beam_law.h), not by a distribution test. */
-static int beam_selected(const verify_args *a) { return !a->only || !strcmp(a->only, "beam"); }
+/* Beam search's check runs on the reference only. */
+static int beam_selected(const verify_args *a) { return !a->engine && (!a->only || !strcmp(a->only, "beam")); }
 
 #define BEAM_PROMPTS 30
 #define BEAM_SETTINGS 8
@@ -194,7 +210,9 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-static int write_and_load(model *m, const char *root, const char *name, const char *preset, uint64_t seed,
+/* Writes a random micro checkpoint and loads it into m and, when e is not
+ * NULL, into an engine with float32 weights; the files go once loaded. */
+static int write_and_load(model *m, engine *e, const char *root, const char *name, const char *preset, uint64_t seed,
                           void (*adjust)(model_config *), sp_error *err) {
     model_config cfg;
     if (randmodel_preset(preset, &cfg, err)) return -1;
@@ -206,7 +224,12 @@ static int write_and_load(model *m, const char *root, const char *name, const ch
     char dir[1100];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     int rc = randmodel_write(dir, &cfg, &o, NULL, err) || model_load(m, dir, err);
-    remove_dir(dir); /* the weights are in memory now */
+    if (!rc && e) {
+        engine_options eo = engine_defaults();
+        eo.f32_weights = 1;
+        if ((rc = engine_open(e, dir, &eo, err))) model_free(m);
+    }
+    remove_dir(dir); /* the weights are in memory (or mapped) now */
     return rc ? -1 : 0;
 }
 
@@ -247,7 +270,8 @@ typedef struct {
     const char *why; /* what failed */
 } row;
 
-static const char *pair_text(const verify_case *c) {
+static const char *pair_text(const verify_case *c, int on_engine) {
+    if (on_engine) return c->pair == VC_VS_SAMPLE ? "engine vs engine" : "engine vs exact";
     return c->pair == VC_VS_SAMPLE ? "reference vs reference" : "reference vs exact";
 }
 
@@ -291,15 +315,15 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
         const row *r = &rows[i];
         const verify_result *x = &r->o.result, *c = &r->o.control;
         char control[64];
-        verify_case_control_text(r->c, control, sizeof control);
+        verify_case_control_text(r->c, a->engine, control, sizeof control);
         char tv[32];
         if (r->c->expect_biased)
             snprintf(tv, sizeof tv, ">=%.4f", tv_lower(x));
         else
             snprintf(tv, sizeof tv, "%.4f", x->tv.upper);
-        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name, pair_text(r->c),
-                (long long)x->n, x->test.statistic, x->test.df, x->test.p_value, r->o.p_holm, tv, control,
-                c->test.p_value, r->why);
+        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name,
+                pair_text(r->c, a->engine), (long long)x->n, x->test.statistic, x->test.df, x->test.p_value,
+                r->o.p_holm, tv, control, c->test.p_value, r->why);
     }
     int passed = 0;
     for (int i = 0; i < m; i++) passed += rows[i].ok;
@@ -325,10 +349,10 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         const row *r = &rows[i];
         const verify_result *x = &r->o.result, *c = &r->o.control;
         char control[64];
-        verify_case_control_text(r->c, control, sizeof control);
+        verify_case_control_text(r->c, a->engine, control, sizeof control);
         fprintf(f,
                 "  {\"case\": \"%s\", \"method\": \"%s\", \"flags\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ",
-                r->c->name, r->c->method, r->c->flags, pair_text(r->c), r->c->k, r->c->L);
+                r->c->name, r->c->method, r->c->flags, pair_text(r->c, a->engine), r->c->k, r->c->L);
         fprintf(f, "\"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ", (long long)x->n,
                 (long long)x->cells, x->test.cells, x->test.df);
         json_number(f, "statistic", x->test.statistic, 0);
@@ -356,70 +380,76 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
 
 /* ---- the command --------------------------------------------------------------- */
 
-int cmd_verify(int argc, char **argv) {
-    verify_args a;
-    int rc = parse(argc, argv, &a);
-    if (rc) return rc == 1 ? 0 : rc;
+static int list_cases(const verify_args *a, int none) {
     const verify_case *all = verify_cases();
-    int m = 0;
-    for (const verify_case *c = all; c->name; c++) m += selected(c, &a);
-    const int want_beam = beam_selected(&a);
-    if (a.list || (m == 0 && !want_beam)) {
-        const int none = m == 0 && !want_beam;
-        if (none) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a.only);
-        FILE *f = none ? stderr : stdout;
-        for (const verify_case *c = all; c->name; c++) {
-            char control[64];
-            verify_case_control_text(c, control, sizeof control);
-            fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
-                    pair_text(c), c->L, control);
-            fprintf(f, "  %-7s   %s --max-tokens %d --no-eos\n", "", c->flags, c->max_tokens);
-        }
+    if (none) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a->only);
+    FILE *f = none ? stderr : stdout;
+    for (const verify_case *c = all; c->name; c++) {
+        char control[64];
+        verify_case_control_text(c, a->engine, control, sizeof control);
+        fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
+                pair_text(c, a->engine), c->L, control);
+        fprintf(f, "  %-7s   %s --max-tokens %d --no-eos\n", "", c->flags, c->max_tokens);
+    }
+    if (!a->engine)
         fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",
                 "beam vs its rules on the exact law");
-        return none ? 2 : 0;
-    }
+    return none ? 2 : 0;
+}
 
-    sp_error err;
-    char root[] = "/tmp/specula-verify-XXXXXX";
-    if (!mkdtemp(root)) {
-        fprintf(stderr, "specula verify: cannot create a scratch directory under /tmp\n");
-        return 1;
-    }
+/* The micro models, their Medusa heads and the world the cases run in: on
+ * the reference, or (--backend cpu) on engines opened on the same files. */
+typedef struct {
     model target, draft;
-    if (write_and_load(&target, root, "target", "micro", a.model_seed, verify_world_target_config, &err) ||
-        write_and_load(&draft, root, "draft", "micro-draft", a.model_seed + 1, verify_world_draft_config, &err)) {
-        fprintf(stderr, "specula verify: building the micro models: %s\n", err.msg);
-        remove_dir(root);
-        return 1;
-    }
-    remove_dir(root);
+    engine te, de;
     medusa_heads heads;
-    if (verify_world_heads(&heads, &target, a.model_seed + 2, &err)) {
-        fprintf(stderr, "specula verify: building the Medusa heads: %s\n", err.msg);
-        model_free(&draft);
-        model_free(&target);
-        return 1;
-    }
     verify_world w;
-    verify_world_init(&w, &target, &draft, &heads);
+    int engines;
+} world_setup;
 
-    row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
-    progress_state prog = {.total = m, .quiet = a.quiet, .tty = isatty(2)};
+static int build_world(world_setup *ws, const verify_args *a, sp_error *err) {
+    memset(ws, 0, sizeof *ws);
+    char root[] = "/tmp/specula-verify-XXXXXX";
+    if (!mkdtemp(root)) return sp_fail(err, "cannot create a scratch directory under /tmp");
+    engine *te = a->engine ? &ws->te : NULL, *de = a->engine ? &ws->de : NULL;
+    int rc = write_and_load(&ws->target, te, root, "target", "micro", a->model_seed, verify_world_target_config, err);
+    if (!rc)
+        rc = write_and_load(&ws->draft, de, root, "draft", "micro-draft", a->model_seed + 1, verify_world_draft_config,
+                            err);
+    remove_dir(root);
+    if (rc) return sp_wrap(err, "building the micro models: ");
+    ws->engines = a->engine;
+    if (verify_world_heads(&ws->heads, &ws->target, a->model_seed + 2, err)) return sp_wrap(err, "the Medusa heads: ");
+    verify_world_init(&ws->w, &ws->target, &ws->draft, &ws->heads);
+    return a->engine ? verify_world_use_engine(&ws->w, &ws->te, &ws->de, err) : 0;
+}
+
+static void free_world(world_setup *ws) {
+    verify_world_free(&ws->w);
+    if (ws->heads.arena) medusa_free(&ws->heads);
+    if (ws->engines) engine_close(&ws->de), engine_close(&ws->te);
+    if (ws->draft.arena) model_free(&ws->draft);
+    if (ws->target.arena) model_free(&ws->target);
+}
+
+/* Every selected case; returns the rows done (status set on failure). */
+static int run_cases(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
+    progress_state prog = {.total = m, .quiet = a->quiet, .tty = isatty(2)};
     verify_options opt = verify_defaults();
-    opt.n = a.samples;
-    opt.seed = a.seed;
-    opt.alpha = a.alpha;
-    opt.delta = a.delta;
-    opt.tv_max = a.tv_max;
+    opt.n = a->samples;
+    opt.seed = a->seed;
+    opt.alpha = a->alpha;
+    opt.delta = a->delta;
+    opt.tv_max = a->tv_max;
     opt.progress = on_progress;
     opt.progress_user = &prog;
-    if (!a.quiet && m > 0)
-        fprintf(stderr, "specula verify: %d case(s), %lld draws each, controls %lld draws\n", m, (long long)a.samples,
-                (long long)a.control_samples);
-    int status = 0, done = 0;
-    for (const verify_case *c = all; c->name && !status; c++) {
-        if (!selected(c, &a)) continue;
+    if (!a->quiet && m > 0)
+        fprintf(stderr, "specula verify: %d case(s) on the %s, %lld draws each, controls %lld draws\n", m,
+                a->engine ? "cpu engine" : "reference", (long long)a->samples, (long long)a->control_samples);
+    int done = 0;
+    sp_error err;
+    for (const verify_case *c = verify_cases(); c->name && !*status; c++) {
+        if (!selected(c, a)) continue;
         row *r = &rows[done];
         r->c = c;
         prog.index = done + 1;
@@ -427,49 +457,69 @@ int cmd_verify(int argc, char **argv) {
         prog.last = 0;
         enum_table exact;
         double t0 = now_s();
-        if (verify_case_exact(c, &w, &exact, &err) ||
-            (verify_case_run(c, &w, &exact, &opt, a.control_samples, &r->o, &err) && (enumerate_free(&exact), 1))) {
+        if (verify_case_exact(c, w, &exact, &err) ||
+            (verify_case_run(c, w, &exact, &opt, a->control_samples, &r->o, &err) && (enumerate_free(&exact), 1))) {
             fprintf(stderr, "specula verify: %s\n", err.msg);
-            status = 1;
+            *status = 1;
             break;
         }
         enumerate_free(&exact);
         r->seconds = now_s() - t0;
         done++;
     }
+    return done;
+}
+
+static void report(const verify_args *a, row *rows, int m, const beam_law_report *beam, int *status) {
+    double *p = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *p, "p-values");
+    for (int i = 0; i < m; i++) p[i] = family_p(&rows[i]);
+    stats_holm(p, m, p);
+    for (int i = 0; i < m; i++) {
+        rows[i].o.p_holm = p[i];
+        judge(&rows[i], a);
+        if (!rows[i].ok) *status = 1;
+    }
+    free(p);
+    if (beam && !beam_ok(beam)) *status = 1;
+    if (a->json) {
+        print_json(rows, m, a, beam, stdout);
+    } else {
+        if (m > 0) print_table(rows, m, a, stdout);
+        if (beam) print_beam(beam, stdout);
+    }
+}
+
+int cmd_verify(int argc, char **argv) {
+    verify_args a;
+    int rc = parse(argc, argv, &a);
+    if (rc) return rc == 1 ? 0 : rc;
+    int m = 0;
+    for (const verify_case *c = verify_cases(); c->name; c++) m += selected(c, &a);
+    const int want_beam = beam_selected(&a);
+    if (a.list || (m == 0 && !want_beam)) return list_cases(&a, m == 0 && !want_beam);
+    sp_error err;
+    world_setup ws;
+    if (build_world(&ws, &a, &err)) {
+        fprintf(stderr, "specula verify: %s\n", err.msg);
+        free_world(&ws);
+        return 1;
+    }
+    row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
+    int status = 0;
+    const int done = run_cases(&a, &ws.w, rows, m, &status);
     beam_law_report beam;
     if (!status && want_beam) {
         if (!a.quiet)
             fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
                     BEAM_PROMPTS * BEAM_SETTINGS);
-        if (beam_law_check(&target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
+        if (beam_law_check(&ws.target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
             fprintf(stderr, "specula verify: beam: %s\n", err.msg);
             status = 1;
         }
     }
-    if (!status) {
-        double *p = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *p, "p-values");
-        for (int i = 0; i < m; i++) p[i] = family_p(&rows[i]);
-        stats_holm(p, m, p);
-        for (int i = 0; i < m; i++) {
-            rows[i].o.p_holm = p[i];
-            judge(&rows[i], &a);
-            if (!rows[i].ok) status = 1;
-        }
-        free(p);
-        if (want_beam && !beam_ok(&beam)) status = 1;
-        if (a.json) {
-            print_json(rows, m, &a, want_beam ? &beam : NULL, stdout);
-        } else {
-            if (m > 0) print_table(rows, m, &a, stdout);
-            if (want_beam) print_beam(&beam, stdout);
-        }
-    }
+    if (!status) report(&a, rows, m, want_beam ? &beam : NULL, &status);
     for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
     free(rows);
-    verify_world_free(&w);
-    medusa_free(&heads);
-    model_free(&draft);
-    model_free(&target);
+    free_world(&ws);
     return status;
 }

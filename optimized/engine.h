@@ -84,6 +84,17 @@ float *engine_slot_recurrent(engine *e, int slot, int li); /* [Hv, Dk, Dv] */
 void engine_slot_copy(engine *e, int dst, int src);
 void engine_slot_zero(engine *e, int slot);
 
+/* The steps of committing node `node` of a verified tree (engine_target.c),
+ * apart so a negative control can recombine them with one slip
+ * (reference/verify/planted_engine.c). With the table reserved up to
+ * pos + depth[node]: commit_kv puts node `from`'s keys and values (from the
+ * tree arrays) at node u's position — from = u on a correct path;
+ * keep_state makes node ≥ 1's DeltaNet slot the sequence's; end_tree gives
+ * back the slots of the tree's other nodes. */
+void engine_seq_commit_kv(engine *e, eseq *s, int u, int from);
+void engine_seq_keep_state(engine *e, eseq *s, int node);
+void engine_seq_end_tree(engine *e, eseq *s);
+
 /* ---- a pass (engine_forward.c) -------------------------------------------------- */
 
 /* Where a pass reads and writes: the nodes, the KV cache and table that

@@ -49,10 +49,24 @@ void engine_slot_zero(engine *e, int slot) {
     memset(e->slots + (size_t)slot * e->slot_floats, 0, e->slot_floats * sizeof(float));
 }
 
-/* Gives back the slots of the last verified tree's nodes ≥ 1. */
-static void release_tree(engine *e, eseq *s) {
-    for (int i = 1; i < s->verified; i++) engine_slot_release(e, s->node_slot[i]);
+void engine_seq_end_tree(engine *e, eseq *s) {
+    for (int i = 1; i < s->verified; i++) engine_slot_release(e, s->node_slot[i]); /* a kept one is −1 */
     s->verified = 0;
+}
+
+void engine_seq_commit_kv(engine *e, eseq *s, int u, int from) {
+    const int at_pos = s->pos - 1 + s->depth[u], kv_dim = e->kv.kv_dim; /* the root sits at pos − 1 */
+    for (int la = 0; la < e->La; la++) {
+        const size_t at = ((size_t)la * s->cap + from) * kv_dim;
+        memcpy(kv_key(&e->kv, &s->kv, la, at_pos), s->tree_keys + at, kv_dim * sizeof(float));
+        memcpy(kv_value(&e->kv, &s->kv, la, at_pos), s->tree_values + at, kv_dim * sizeof(float));
+    }
+}
+
+void engine_seq_keep_state(engine *e, eseq *s, int node) {
+    engine_slot_release(e, s->slot);
+    s->slot = s->node_slot[node];
+    s->node_slot[node] = -1; /* kept: not given back by engine_seq_end_tree */
 }
 
 static int seq_new(engine *e) {
@@ -89,7 +103,7 @@ int engine_seq_fork(engine *e, int src) {
 void engine_seq_close(engine *e, int seq) {
     if (seq < 0 || seq >= e->n_seqs || !e->seqs[seq].open) return;
     eseq *s = &e->seqs[seq];
-    release_tree(e, s);
+    engine_seq_end_tree(e, s);
     engine_slot_release(e, s->slot);
     kv_table_truncate(&e->kv, &s->kv, 0);
     s->open = 0;

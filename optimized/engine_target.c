@@ -88,24 +88,14 @@ static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
     if (node < 0 || node >= s->verified)
         return sp_fail(err, "cpu engine: sequence %d: node %d is not in its verified tree of %d nodes", seq, node,
                        s->verified);
-    const int root_pos = s->pos - 1, d = s->depth[node], kv_dim = e->kv.kv_dim;
     if (node > 0) {
+        const int d = s->depth[node];
         kv_table_reserve(&e->kv, &s->kv, s->pos, s->pos + d);
-        for (int u = node; u > 0; u = s->parent[u])
-            for (int la = 0; la < e->La; la++) {
-                const size_t at = ((size_t)la * s->cap + u) * kv_dim;
-                memcpy(kv_key(&e->kv, &s->kv, la, root_pos + s->depth[u]), s->tree_keys + at, kv_dim * sizeof(float));
-                memcpy(kv_value(&e->kv, &s->kv, la, root_pos + s->depth[u]), s->tree_values + at,
-                       kv_dim * sizeof(float));
-            }
-        engine_slot_release(e, s->slot);
-        s->slot = s->node_slot[node];
-        s->node_slot[node] = -1; /* kept: not given back below */
+        for (int u = node; u > 0; u = s->parent[u]) engine_seq_commit_kv(e, s, u, u);
+        engine_seq_keep_state(e, s, node);
         s->pos += d;
     }
-    for (int i = 1; i < s->verified; i++)
-        if (s->node_slot[i] >= 0) engine_slot_release(e, s->node_slot[i]);
-    s->verified = 0;
+    engine_seq_end_tree(e, s);
     return 0;
 }
 

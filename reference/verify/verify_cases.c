@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_target.h"
 #include "philox.h"
 #include "reference_target.h"
 #include "spec_law.h"
+#include "target_stepper.h"
 
 void verify_world_target_config(model_config *c) {
     c->vocab_size = VERIFY_WORLD_V;
@@ -53,11 +55,33 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
     if (!reference_mtp_stepper_build(&w->mtp_stepper, target, &err)) w->parts.mtp = &w->mtp_stepper;
 }
 
-void verify_world_free(verify_world *w) {
+/* Gives back the interfaces (not the models). */
+static void release_parts(verify_world *w) {
     if (w->parts.mtp) w->mtp_stepper.release(&w->mtp_stepper);
     if (w->parts.draft) w->draft_stepper.release(&w->draft_stepper);
+    if (w->engine && w->draft) w->draft_if.release(&w->draft_if);
     if (w->parts.target) w->target_if.release(&w->target_if);
     memset(&w->parts, 0, sizeof w->parts);
+    w->engine = NULL;
+}
+
+void verify_world_free(verify_world *w) { release_parts(w); }
+
+int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err) {
+    if (!target->opt.f32_weights)
+        return sp_fail(err, "verify on the engine needs float32 weights (the law is the checkpoint's)");
+    release_parts(w);
+    w->engine = target;
+    engine_target_build(&w->target_if, target);
+    w->parts.target = &w->target_if;
+    w->parts.heads = w->heads;
+    if (w->draft && draft) {
+        engine_target_build(&w->draft_if, draft);
+        if (target_stepper_build(&w->draft_stepper, &w->draft_if, err)) return -1;
+        w->parts.draft = &w->draft_stepper;
+    }
+    if (engine_mtp_stepper_build(&w->mtp_stepper, target, err) == 0) w->parts.mtp = &w->mtp_stepper;
+    return 0;
 }
 
 /* Field order: name, primary, method, flags, pair, L, max_tokens, control bug,
@@ -160,8 +184,19 @@ const verify_case *verify_cases(void) {
 
 int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
 
-void verify_case_control_text(const verify_case *c, char *out, int size) {
-    if (c->expect_biased)
+planted_engine_bug verify_case_engine_control(const verify_case *c) {
+    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT) return PLANT_ENGINE_NONE;
+    const method_kind k = c->spec.kind;
+    return k == METHOD_MEDUSA                    ? PLANT_ENGINE_SIBLING_KV
+           : k == METHOD_SPEC || k == METHOD_MTP ? PLANT_ENGINE_PARENT_SLOT
+                                                 : PLANT_ENGINE_NONE;
+}
+
+void verify_case_control_text(const verify_case *c, int on_engine, char *out, int size) {
+    const planted_engine_bug eb = on_engine ? verify_case_engine_control(c) : PLANT_ENGINE_NONE;
+    if (eb != PLANT_ENGINE_NONE)
+        snprintf(out, (size_t)size, "%s", planted_engine_name(eb));
+    else if (c->expect_biased)
         snprintf(out, (size_t)size, "exact rule (must pass)");
     else if (c->control_bug != PLANT_NONE && c->spec.rule == METHOD_RULE_TYPICAL)
         snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
@@ -192,40 +227,27 @@ static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
     return s;
 }
 
+/* One generation of spec s on parts; with plant_acceptance, the control's
+ * acceptance-side bug (or retempered drafts) is planted. */
+static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
+                     int plant_acceptance, int *tokens, sp_error *err);
+
+/* One generation of the case: the method, or its control. */
 static int case_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
     const verify_case_sampler *cs = ctx;
     const verify_case *c = cs->c;
     const method_spec s = draw_spec(cs, seed);
-    method_built m;
-    if (method_build(&m, &s, &cs->w->parts, err)) return -1;
-    planted_typical_rule typical = {c->control_bug, m.options.typical_epsilon, m.options.typical_delta};
-    planted_bug bug = c->control_bug;
-    proposer retempered;
-    int rc = 0;
-    if (cs->control && !cs->plain && m.proposer) {
-        if (bug != PLANT_NONE) {
-            m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
-            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&bug;
-        } else if (!c->expect_biased && c->control_temperature > 0) {
-            /* drafts drawn at the control temperature, q reported at the method's */
-            if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
-                method_release(&m);
-                return -1;
-            }
-            m.storage = retempered;
-        }
+    const planted_engine_bug eb =
+        cs->control && !cs->plain && cs->w->engine ? verify_case_engine_control(c) : PLANT_ENGINE_NONE;
+    method_parts parts = cs->w->parts;
+    decode_target planted_target;
+    if (eb != PLANT_ENGINE_NONE) { /* the engine-side control: the same method on an engine with a slip */
+        planted_engine_target_build(&planted_target, cs->w->engine, eb);
+        parts.target = &planted_target;
     }
-    decode_output out;
-    rc = decode_run(cs->w->parts.target, m.proposer, cs->w->prompt, cs->w->n_prompt, &m.options, &out, err);
-    method_release(&m);
-    if (rc) return -1;
-    if (out.n < c->L) {
-        decode_output_free(&out);
-        return sp_fail(err, "case \"%s\": the run emitted %d tokens, the check compares %d", c->name, out.n, c->L);
-    }
-    memcpy(tokens, out.tokens, (size_t)c->L * sizeof(int));
-    decode_output_free(&out);
-    return 0;
+    const int rc = draw_with(cs, &s, &parts, eb == PLANT_ENGINE_NONE, tokens, err);
+    if (eb != PLANT_ENGINE_NONE) planted_target.release(&planted_target);
+    return rc;
 }
 
 void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const verify_case *c, const verify_world *w,
@@ -273,6 +295,8 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     const method_kind kind = c->spec.kind;
     if ((kind != METHOD_SAMPLE && kind != METHOD_SPEC) || (kind == METHOD_SPEC && c->spec.rule != METHOD_RULE_EXACT))
         return 0;
+    if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
+        return 0; /* a slip in the engine's commit: its law is not computed here */
     sampler_params sp = c->spec.sampling;
     enum_table target, draw;
     if (kind == METHOD_SAMPLE) {
@@ -346,4 +370,39 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
 void verify_case_outcome_free(verify_case_outcome *o) {
     verify_result_free(&o->result);
     verify_result_free(&o->control);
+}
+
+static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
+                     int plant_acceptance, int *tokens, sp_error *err) {
+    const verify_case *c = cs->c;
+    method_built m;
+    if (method_build(&m, s, parts, err)) return -1;
+    planted_typical_rule typical = {c->control_bug, m.options.typical_epsilon, m.options.typical_delta};
+    planted_bug bug = c->control_bug;
+    proposer retempered;
+    int rc = 0;
+    if (plant_acceptance && cs->control && !cs->plain && m.proposer) {
+        if (bug != PLANT_NONE) {
+            m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
+            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&bug;
+        } else if (!c->expect_biased && c->control_temperature > 0) {
+            /* drafts drawn at the control temperature, q reported at the method's */
+            if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
+                method_release(&m);
+                return -1;
+            }
+            m.storage = retempered;
+        }
+    }
+    decode_output out;
+    rc = decode_run(parts->target, m.proposer, cs->w->prompt, cs->w->n_prompt, &m.options, &out, err);
+    method_release(&m);
+    if (rc) return -1;
+    if (out.n < c->L) {
+        decode_output_free(&out);
+        return sp_fail(err, "case \"%s\": the run emitted %d tokens, the check compares %d", c->name, out.n, c->L);
+    }
+    memcpy(tokens, out.tokens, (size_t)c->L * sizeof(int));
+    decode_output_free(&out);
+    return 0;
 }

@@ -15,7 +15,9 @@
 #include "medusa.h"
 #include "method.h"
 #include "model.h"
+#include "engine.h"
 #include "planted.h"
+#include "planted_engine.h"
 #include "stepper.h"
 #include "target.h"
 #include "verify_dist.h"
@@ -34,10 +36,12 @@ typedef struct {
     medusa_tree tree;          /* VERIFY_WORLD_TREE */
     int prompt[4];
     int n_prompt; /* 2: MTP and Medusa have a hidden state to draft from in the first round */
-    /* the models behind the decoding layer's interfaces (reference_target.h) */
-    decode_target target_if;
+    /* the models behind the decoding layer's interfaces: the reference's
+     * (reference_target.h), or the CPU engine's (verify_world_use_engine) */
+    decode_target target_if, draft_if;
     stepper draft_stepper, mtp_stepper;
     method_parts parts;
+    engine *engine; /* not NULL: the interfaces run on this engine (its draft on draft_if) */
 } verify_world;
 
 /* The Medusa heads of the world: 3 heads of one ResBlock with their own
@@ -55,6 +59,11 @@ int verify_world_heads(medusa_heads *h, const model *target, uint64_t seed, sp_e
  * them). verify_world_free releases what init built. */
 void verify_world_init(verify_world *w, model *target, model *draft, const medusa_heads *heads);
 void verify_world_free(verify_world *w);
+/* Runs the world's methods on the CPU engine instead: `target` and `draft`
+ * opened on the same checkpoints as the world's models, with float32
+ * weights (the law is the checkpoint's). The models stay: the laws are
+ * enumerated on them, and the heads are checked against them. */
+int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err);
 
 typedef enum {
     VC_EXACT = 0, /* against the enumerated law ("reference vs exact") */
@@ -88,8 +97,15 @@ typedef struct {
  * catalogue that does not parse aborts with the message: it is a constant). */
 const verify_case *verify_cases(void);
 int verify_case_count(void);
-/* "what the control plants", e.g. "drafts drawn at T=2, q at T=1". */
-void verify_case_control_text(const verify_case *c, char *out, int size);
+/* The engine-side bug of case c's negative control on the engine: one that
+ * a window of c->L tokens can see (a wrong DeltaNet slot after a partial
+ * acceptance for chains, a sibling's KV for Medusa trees; it shows from the
+ * second round on, so only in windows of 3 tokens or more), or
+ * PLANT_ENGINE_NONE: the acceptance-side control stays. */
+planted_engine_bug verify_case_engine_control(const verify_case *c);
+/* "what the control plants", e.g. "drafts drawn at T=2, q at T=1"; on_engine:
+ * the control of the engine's run. */
+void verify_case_control_text(const verify_case *c, int on_engine, char *out, int size);
 
 /* A sampler over the reference decode loop for case c (control = 1: with
  * its planted bug); ctx[...] lives in *slot, which must outlive s. */
@@ -111,7 +127,8 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
  * by spec_law (spec_law.h) from the enumerated conditionals of target and
  * draft for draft-model speculation under the exact rule. Returns 1 when
  * computed, 0 when the method has no such computation here (MTP: its
- * drafts depend on its own chained state), −1 on error. */
+ * drafts depend on its own chained state; an engine-side control), −1 on
+ * error. */
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err);
 
 typedef struct {

@@ -34,7 +34,7 @@ expect_error() {
 
 "$spec" verify --help >"$tmp/help"
 check "--help exits 0" test $? -eq 0
-for flag in --method --all --list --samples --scale --control-samples --seed --model-seed --alpha --tv-max --delta \
+for flag in --method --all --list --backend --samples --scale --control-samples --seed --model-seed --alpha --tv-max --delta \
     --json --quiet; do
     check "--help lists $flag" grep -q -- "$flag" "$tmp/help"
 done
@@ -63,12 +63,23 @@ check "JSON: closed" test "$(tail -c 2 "$tmp/j")" = "}"
 check "beam exits 0" test $? -eq 0
 check "beam: no difference" grep -q '0 differ in hypotheses, scores or passes: exact' "$tmp/b"
 
+# the engine: one grid case whose control is the engine's planted commit slip
+"$spec" verify --backend cpu --method "mtp argmax k=2 T=1" --samples 2000 --control-samples 2000 --tv-max 0 --quiet >"$tmp/e"
+check "--backend cpu: a passing case exits 0" test $? -eq 0
+check "--backend cpu: the row names the engine and its control" \
+    grep -q '^mtp argmax k=2 T=1 .*engine vs exact .* 2000 .*engine-parent-slot .*exact$' "$tmp/e"
+"$spec" verify --backend cpu --list >"$tmp/el"
+check "--backend cpu --list: Medusa's engine control" grep -q 'medusa iid T=1 top-k 5 .*control: engine-sibling-kv' "$tmp/el"
+"$spec" verify --backend cpu --method beam --quiet >"$tmp/eb" 2>&1
+check "--backend cpu: beam is refused" test $? -eq 2
+
 expect_error "unknown flag" "unknown option '--frobnicate'" --frobnicate
 expect_error "unknown method" "no case matches 'medusa-typo'" --method medusa-typo
 expect_error "bad count" "--samples expects an integer" --samples 10
 expect_error "bad scale" "--scale expects a number" --scale 0
 expect_error "bad alpha" "--alpha expects a number" --alpha 2
 expect_error "scale too small" "fewer than 100 draws" --scale 0.001
+expect_error "unknown backend" "--backend expects reference or cpu" --backend gpu
 
 echo "verify-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

@@ -9,6 +9,11 @@
 
 #include "fixtures.h"
 
+/* The engine's draws use seeds apart from the reference's: with float32
+ * weights the engine reproduces the reference's tokens for the same seed,
+ * and the engine's check must be a sample of its own. */
+#define ENGINE_SEED_BASE 50000
+
 int64_t stat_planned_n(const double *exact, const double *control, int64_t cells, int two_sample, int64_t floor,
                        int64_t cap, const char *what) {
     stats_plan plan;
@@ -58,56 +63,105 @@ static int64_t generic_n(const double *exact, int64_t cells, int two_sample, int
     return n;
 }
 
-void stat_run_catalogue(const char *method, int64_t cap) {
+/* The micro world of `specula verify`'s defaults, on the reference or (on
+ * the engine) on CPU engines opened on the same checkpoints in float32. */
+typedef struct {
     fixture_model t, d;
-    fixture_model_open(&t, "micro", 1, verify_world_target_config);
-    fixture_model_open(&d, "micro-draft", 2, verify_world_draft_config);
     medusa_heads heads;
-    sp_error herr;
-    ck_assert_msg(verify_world_heads(&heads, &t.m, 3, &herr) == 0, "%s", herr.msg);
     verify_world w;
-    verify_world_init(&w, &t.m, &d.m, &heads);
+    engine te, de;
+    int on_engine;
+} stat_world;
+
+static void stat_world_open(stat_world *sw, int on_engine) {
+    fixture_model_open(&sw->t, "micro", 1, verify_world_target_config);
+    fixture_model_open(&sw->d, "micro-draft", 2, verify_world_draft_config);
+    sp_error err;
+    ck_assert_msg(verify_world_heads(&sw->heads, &sw->t.m, 3, &err) == 0, "%s", err.msg);
+    verify_world_init(&sw->w, &sw->t.m, &sw->d.m, &sw->heads);
+    sw->on_engine = on_engine;
+    if (!on_engine) return;
+    engine_options eo = engine_defaults();
+    eo.f32_weights = 1;
+    ck_assert_msg(engine_open(&sw->te, sw->t.dir, &eo, &err) == 0, "%s", err.msg);
+    ck_assert_msg(engine_open(&sw->de, sw->d.dir, &eo, &err) == 0, "%s", err.msg);
+    ck_assert_msg(verify_world_use_engine(&sw->w, &sw->te, &sw->de, &err) == 0, "%s", err.msg);
+}
+
+static void stat_world_close(stat_world *sw) {
+    verify_world_free(&sw->w);
+    if (sw->on_engine) engine_close(&sw->de), engine_close(&sw->te);
+    medusa_free(&sw->heads);
+    fixture_model_close(&sw->d);
+    fixture_model_close(&sw->t);
+}
+
+/* Case c at its planned size with seed `seed`: asserts its control
+ * rejected (or, for a rule known to be biased, the bias detected) and
+ * returns the p-value that joins the family. */
+static double run_case(const verify_case *c, const verify_world *w, uint64_t seed, int64_t cap) {
+    sp_error err;
+    enum_table exact;
+    ck_assert_msg(verify_case_exact(c, w, &exact, &err) == 0, "%s", err.msg);
+    double *law = malloc((size_t)exact.cells * sizeof *law);
+    int computed = verify_case_law(c, w, 1, law, &err);
+    ck_assert_msg(computed >= 0, "%s", err.msg);
+    int64_t n = computed ? stat_planned_n(exact.joint, law, exact.cells, c->pair == VC_VS_SAMPLE, 1000, cap, c->name)
+                         : generic_n(exact.joint, exact.cells, c->pair == VC_VS_SAMPLE, cap, c->name);
+    free(law);
+    verify_options o = verify_defaults();
+    o.n = n;
+    o.seed = seed;
+    verify_case_outcome out;
+    ck_assert_msg(verify_case_run(c, w, &exact, &o, 0, &out, &err) == 0, "%s", err.msg);
+    double p;
+    if (c->expect_biased) {
+        ck_assert_msg(out.result.test.p_value < STAT_CONTROL_P, "%s: the bias was not detected (p = %.3g at n = %lld)",
+                      c->name, out.result.test.p_value, (long long)out.result.n);
+        p = out.control.test.p_value; /* the exact rule on the same drafts */
+    } else {
+        char control[96], what[224];
+        verify_case_control_text(c, w->engine != NULL, control, sizeof control);
+        snprintf(what, sizeof what, "%s (control: %s, %s)", c->name, control,
+                 computed ? "planned from its law" : "generic plan");
+        stat_assert_control_rejected(&out.control, what);
+        ck_assert_int_eq(out.result.test.impossible, 0);
+        p = out.result.test.p_value;
+    }
+    verify_case_outcome_free(&out);
+    enumerate_free(&exact);
+    return p;
+}
+
+void stat_run_catalogue(const char *method, int64_t cap) {
+    stat_world sw;
+    stat_world_open(&sw, 0);
     double p[64];
     const char *names[64];
     int m = 0, index = 0;
     for (const verify_case *c = verify_cases(); c->name; c++, index++) {
         if (strcmp(c->method, method)) continue;
-        sp_error err;
-        enum_table exact;
-        ck_assert_msg(verify_case_exact(c, &w, &exact, &err) == 0, "%s", err.msg);
-        double *law = malloc((size_t)exact.cells * sizeof *law);
-        int computed = verify_case_law(c, &w, 1, law, &err);
-        ck_assert_msg(computed >= 0, "%s", err.msg);
-        int64_t n = computed
-                        ? stat_planned_n(exact.joint, law, exact.cells, c->pair == VC_VS_SAMPLE, 1000, cap, c->name)
-                        : generic_n(exact.joint, exact.cells, c->pair == VC_VS_SAMPLE, cap, c->name);
-        free(law);
-        verify_options o = verify_defaults();
-        o.n = n;
-        o.seed = 1000 + (uint64_t)index * 10;
-        verify_case_outcome out;
-        ck_assert_msg(verify_case_run(c, &w, &exact, &o, 0, &out, &err) == 0, "%s", err.msg);
-        if (c->expect_biased) {
-            ck_assert_msg(out.result.test.p_value < STAT_CONTROL_P,
-                          "%s: the bias was not detected (p = %.3g at n = %lld)", c->name, out.result.test.p_value,
-                          (long long)out.result.n);
-            p[m] = out.control.test.p_value; /* the exact rule on the same drafts */
-        } else {
-            char what[160];
-            snprintf(what, sizeof what, "%s (control: %s)", c->name,
-                     computed ? "planned from its law" : "generic plan");
-            stat_assert_control_rejected(&out.control, what);
-            ck_assert_int_eq(out.result.test.impossible, 0);
-            p[m] = out.result.test.p_value;
-        }
+        p[m] = run_case(c, &sw.w, 1000 + (uint64_t)index * 10, cap);
         names[m++] = c->name;
-        verify_case_outcome_free(&out);
-        enumerate_free(&exact);
     }
     ck_assert_int_gt(m, 0);
     stat_assert_family_passes(p, m, names);
-    verify_world_free(&w);
-    medusa_free(&heads);
-    fixture_model_close(&d);
-    fixture_model_close(&t);
+    stat_world_close(&sw);
+}
+
+void stat_run_on_engine(const char *const *cases, int64_t cap) {
+    stat_world sw;
+    stat_world_open(&sw, 1);
+    double p[64];
+    int m = 0;
+    for (; cases[m]; m++) {
+        const verify_case *c = verify_cases();
+        int index = 0;
+        while (c->name && strcmp(c->name, cases[m])) c++, index++;
+        ck_assert_msg(c->name != NULL, "no case named \"%s\" in the catalogue", cases[m]);
+        p[m] = run_case(c, &sw.w, ENGINE_SEED_BASE + (uint64_t)index * 10, cap);
+    }
+    ck_assert_int_gt(m, 0);
+    stat_assert_family_passes(p, m, cases);
+    stat_world_close(&sw);
 }

@@ -55,4 +55,10 @@ void stat_assert_control_rejected(const verify_result *control, const char *what
  * any one case may take. */
 void stat_run_catalogue(const char *method, int64_t cap);
 
+/* The same checks on the CPU engine (float32 weights, opened on the
+ * world's checkpoints) for the named cases (NULL-terminated): each case's
+ * control on the engine is verify_case_engine_control's slip in the
+ * engine's commit where the case has one, else the case's own. */
+void stat_run_on_engine(const char *const *cases, int64_t cap);
+
 #endif

@@ -1,0 +1,35 @@
+/* test_engine_dist.c — the CPU engine's output distributions: the same
+ * catalogue cases as the reference's suites (verify_cases.h), run through
+ * the engine's target, its MTP stepper and a stepper over an engine draft,
+ * against the target's enumerated law. The windows are three tokens long,
+ * so each draw crosses at least one commit after a verify pass: the
+ * controls plant a slip in that commit (a chain keeping its parent's
+ * DeltaNet state, a tree leaving a rejected sibling's keys and values on
+ * the committed path) and must be rejected at the same size. Plain
+ * sampling keeps its own control (sampled at 1.5× the temperature). */
+#include <check.h>
+
+#include "harness.h"
+#include "stat_common.h"
+
+#define ENGINE_CAP 12000
+
+START_TEST(test_engine_follows_the_target) {
+    static const char *const cases[] = {"sample T=1",
+                                        "spec k=2 T=1",
+                                        "mtp sampled k=3 T=1",
+                                        "mtp argmax k=4 T=0.8 top-p 0.9",
+                                        "medusa iid T=1 top-k 5",
+                                        "medusa without replacement T=1.2 top-p 0.9",
+                                        NULL};
+    stat_run_on_engine(cases, ENGINE_CAP);
+}
+END_TEST
+
+Suite *engine_dist_suite(void) {
+    Suite *s = suite_create("engine_dist");
+    TCase *tc = harness_tcase("engine_dist", 300);
+    tcase_add_test(tc, test_engine_follows_the_target);
+    suite_add_tcase(s, tc);
+    return s;
+}
