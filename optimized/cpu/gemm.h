@@ -11,7 +11,7 @@
  * are, so a row of a verify pass is bit-for-bit the row of a decode step; two kernels differ from each other
  * in the last bits (their lane counts differ). */
 typedef enum {
-    CPU_GEMM_PORTABLE = 0, /* plain C, 8 lanes of separate multiply and add: any CPU */
+    CPU_GEMM_PORTABLE = 0, /* plain C, 16 lanes of separate multiply and add: any CPU */
     CPU_GEMM_AVX2,         /* AVX2 + FMA, 8 lanes */
     CPU_GEMM_AVX512,       /* AVX-512 F/BW/VL + FMA, 16 lanes, masked loads for the tail of k */
     /* AVX-512-BF16 dot products (vdpbf16ps) with x ROUNDED TO BF16 — not fp32 activations, so never the

@@ -94,23 +94,31 @@ static float *output_make(int m, int n, float **alloc) {
 
 /* The rigorous bound of fp32 accumulation (Higham, Accuracy and Stability of Numerical Algorithms, §3.1): when every
  * term reaches the sum through at most d roundings, |ŷ − y| ≤ γ_d·Σ|w·x| with γ_d = d·u / (1 − d·u), u = 2⁻²⁴.
- * In every kernel a term meets one rounding per step of its lane (lanes ≥ 8 and ≤ 2 roundings per 16 elements, so
- * ≤ ⌈k/8⌉ steps), one for its product when multiply and add are separate (portable), ≤ 4 in the tree over ≤ 16
- * lanes, and ≤ 7 in the scalar tail (the last k mod 8 terms, AVX2 and portable): d = ⌈k/8⌉ + 12. This is a worst
- * case, not a statistical one, so a right kernel cannot fail it; the controls below show what it still rejects. */
-static double fp32_bound(int k, double abs_sum) {
-    const double u = 0x1p-24, d = (k + 7) / 8 + 12;
+ * d follows each kernel's documented order of operations (gemm.h and the kernels' files): one rounding per step of
+ * the term's lane, those of the tree over the lanes, one per term of a scalar tail, one for the product where
+ * multiply and add are separate. A worst case, not a statistical estimate: a right kernel cannot fail it, and the
+ * controls below show what it still rejects. */
+static int roundings(cpu_gemm_isa isa, dtype_t wdtype, int k) {
+    if (isa == CPU_GEMM_PORTABLE) return 1 + k / 16 + 4 + 15; /* product; 16 lanes; tree; tail of k mod 16 */
+    if (isa == CPU_GEMM_AVX2) return k / 8 + 3 + 7;           /* 8 FMA lanes; tree; FMA tail of k mod 8 */
+    if (isa == CPU_GEMM_AVX512_BF16 && wdtype == DTYPE_BF16)
+        return 2 * ((k + 31) / 32) + 4; /* vdpbf16ps: 2 adds per lane and step of 32 (exact products); tree */
+    return (k + 15) / 16 + 4;           /* AVX512 (and AVX512_BF16 on f32 W): 16 FMA lanes, the tail masked in; tree */
+}
+
+static double fp32_bound(int d, double abs_sum) {
+    const double u = 0x1p-24;
     return d * u / (1 - d * u) * abs_sum;
 }
 
-/* How many outputs lie outside extra·Σ|w·x| + fp32_bound of ref (NaN counts as outside); *worst gets the
- * largest ratio of error to that bound. */
-static int violations(const float *y, const double *ref, const double *abs_sum, int count, int k, double extra,
+/* How many outputs lie outside extra·Σ|w·x| + the fp32 bound of d roundings of ref (NaN counts as outside); *worst
+ * gets the largest ratio of error to that bound. */
+static int violations(const float *y, const double *ref, const double *abs_sum, int count, int d, double extra,
                       double *worst) {
     int bad = 0;
     *worst = 0;
     for (int e = 0; e < count; e++) {
-        double bound = extra * abs_sum[e] + fp32_bound(k, abs_sum[e] * (1 + extra));
+        double bound = extra * abs_sum[e] + fp32_bound(d, abs_sum[e] * (1 + extra));
         double err = fabs((double)y[e] - ref[e]);
         double ratio = isnan(y[e]) ? INFINITY : err / bound;
         if (!(err <= bound)) bad++;
@@ -129,7 +137,8 @@ static void check_against_reference(cpu_gemm_isa isa, int m, int n, int k, dtype
     cpu_gemm_with(isa, y, pb.W, wdtype, pb.x, m, n, k, 1);
     int rounds_x = isa == CPU_GEMM_AVX512_BF16 && wdtype == DTYPE_BF16;
     double worst;
-    int bad = violations(y, rounds_x ? pb.ref_xb : pb.ref, rounds_x ? pb.abs_xb : pb.abs_sum, m * n, k, 0, &worst);
+    int bad = violations(y, rounds_x ? pb.ref_xb : pb.ref, rounds_x ? pb.abs_xb : pb.abs_sum, m * n,
+                         roundings(isa, wdtype, k), 0, &worst);
     ck_assert_msg(bad == 0, "%s %s m=%d n=%d k=%d: %d of %d outputs outside the fp32 bound (worst %.2f× the bound)",
                   cpu_gemm_isa_name(isa), dtype_name(wdtype), m, n, k, bad, m * n, worst);
     free(y_alloc);
@@ -261,9 +270,10 @@ START_TEST(test_bf16_activation_option) {
         float *y_alloc, *y = output_make(m, n, &y_alloc);
         cpu_gemm_with(CPU_GEMM_AVX512_BF16, y, pb.W, DTYPE_BF16, pb.x, m, n, k, 2);
         double worst;
-        int bad = violations(y, pb.ref, pb.abs_sum, m * n, k, 0x1p-8, &worst);
+        int d = roundings(CPU_GEMM_AVX512_BF16, DTYPE_BF16, k);
+        int bad = violations(y, pb.ref, pb.abs_sum, m * n, d, 0x1p-8, &worst);
         ck_assert_msg(bad == 0, "k=%d: %d outputs outside 2^-8·Σ|wx| + the fp32 bound (worst %.2f×)", k, bad, worst);
-        bad = violations(y, pb.ref, pb.abs_sum, m * n, k, 0, &worst);
+        bad = violations(y, pb.ref, pb.abs_sum, m * n, d, 0, &worst);
         ck_assert_msg(bad > 0, "k=%d: bf16 activations indistinguishable from fp32 ones by the fp32 bound", k);
         problem_free(&pb);
         pb = problem_make(m, n, k, DTYPE_F32, 600u + k);
@@ -280,17 +290,17 @@ END_TEST
 /* ---- negative controls: errors the bound must reject -------------------------------------------------------- */
 
 /* The default kernel's output against references with a planted error. Not rejectable, and so not tried: one fp32
- * ulp per term (≤ 2⁻²³·Σ|w·x|), below the worst-case accumulation bound itself (≈ (⌈k/8⌉ + 12)·2⁻²⁴·Σ|w·x|). */
+ * ulp per term (≤ 2⁻²³·Σ|w·x|), below the worst-case accumulation bound itself (d·2⁻²⁴·Σ|w·x| with d ≥ 5). */
 START_TEST(test_negative_controls) {
     cpu_gemm_isa isa = cpu_gemm_default_isa();
     for (int c = 0; c < N_OF(K_VALUES); c++) {
-        int m = 8, n = 37, k = K_VALUES[c], count = m * n;
+        int m = 8, n = 37, k = K_VALUES[c], count = m * n, d = roundings(isa, DTYPE_BF16, k);
         problem pb = problem_make(m, n, k, DTYPE_BF16, 300u + k);
         float *y_alloc, *y = output_make(m, n, &y_alloc);
         cpu_gemm_with(isa, y, pb.W, DTYPE_BF16, pb.x, m, n, k, 1);
         double worst, *planted = malloc(2 * (size_t)count * sizeof(double)), *planted_abs = planted + count;
         ck_assert(planted);
-        ck_assert_int_eq(violations(y, pb.ref, pb.abs_sum, count, k, 0, &worst), 0); /* the control's control */
+        ck_assert_int_eq(violations(y, pb.ref, pb.abs_sum, count, d, 0, &worst), 0); /* the control's control */
         /* an off-by-one in k: the last term of every sum dropped */
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
@@ -298,9 +308,9 @@ START_TEST(test_negative_controls) {
                 double last = (double)pb.Wf[(size_t)j * k + k - 1] * pb.x[(size_t)i * k + k - 1];
                 planted[e] = pb.ref[e] - last, planted_abs[e] = pb.abs_sum[e] - fabs(last);
             }
-        ck_assert_msg(violations(y, planted, planted_abs, count, k, 0, &worst) > 0, "k=%d: off-by-one passed", k);
+        ck_assert_msg(violations(y, planted, planted_abs, count, d, 0, &worst) > 0, "k=%d: off-by-one passed", k);
         /* a bias: every product one bf16 ulp of its weight too high (a rounding that always goes one way), an error
-         * of more than 2⁻⁸·Σ|w·x|, 2⁹ times the bound at k = 1000: rejected in every output */
+         * of more than 2⁻⁸·Σ|w·x|, over 2⁹ times the bound at k = 1000: rejected in every output */
         for (int e = 0; e < count; e++) {
             int i = e / n, j = e % n;
             planted[e] = pb.ref[e];
@@ -310,7 +320,7 @@ START_TEST(test_negative_controls) {
                 planted[e] += fabs(ulp * pb.x[(size_t)i * k + t]);
             }
         }
-        ck_assert_msg(violations(y, planted, pb.abs_sum, count, k, 0, &worst) == count,
+        ck_assert_msg(violations(y, planted, pb.abs_sum, count, d, 0, &worst) == count,
                       "k=%d: a one-bf16-ulp bias per product passed in some outputs", k);
         /* one weight one bf16 ulp off: of W row 0, the one whose ulp moves output (0, 0) most */
         int t_max = 0;
@@ -321,7 +331,7 @@ START_TEST(test_negative_controls) {
         }
         memcpy(planted, pb.ref, (size_t)count * sizeof(double));
         planted[0] += shift_max;
-        ck_assert_msg(violations(y, planted, pb.abs_sum, count, k, 0, &worst) == 1 && worst > 1,
+        ck_assert_msg(violations(y, planted, pb.abs_sum, count, d, 0, &worst) == 1 && worst > 1,
                       "k=%d: one weight's ulp (at t=%d) passed", k, t_max);
         free(planted), free(y_alloc);
         problem_free(&pb);

@@ -1,7 +1,7 @@
 /* gemm_bench.c — `make gemm-bench`: times cpu_gemm (optimized/cpu/gemm.h) against this machine's streaming read
  * bandwidth. Prints one table (median of several runs, GB/s of weight reads, % of the read bandwidth measured in
  * the same run at the same thread count) and asserts nothing. W is larger than the L3 cache, so it comes from DRAM.
- *   gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] */
+ *   gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME] */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +12,13 @@
 #include "cpu/gemm.h"
 #include "dtype.h"
 
-#define K_COLUMNS 8192  /* elements per W row: a 27B model's hidden size is 5120, its MLP's 17408 */
-#define STREAM_LANES 32 /* floats per step of sum_chunk */
+#define K_COLUMNS 8192 /* elements per W row: a 27B model's hidden size is 5120, its MLP's 17408 */
+#define STREAM_UNIT 64 /* floats: 8 streams × 8 */
 
 typedef struct {
     size_t w_mib, stream_mib;
     int runs, threads_all;
+    const char *kernel; /* one kernel's name, or NULL for every available one */
 } bench_options;
 
 static double now_s(void) {
@@ -51,13 +52,17 @@ static void *xmalloc(size_t bytes, const char *what) {
 typedef float lanes4 __attribute__((vector_size(16))); /* one SSE register: every x86-64 has it */
 typedef float lanes4_unaligned __attribute__((vector_size(16), aligned(4), may_alias));
 
-/* Σ buf[0 .. count) in 8 × 4 independent lanes held in registers (no dependency chain limits the loads); count a
- * multiple of 32. */
+/* Σ buf[0 .. count) read as 8 concurrent sequential streams, one per eighth of the range, as the kernels read
+ * several W rows at once (a single stream leaves the hardware prefetchers short of requests: about 60 % of this
+ * rate on the machine of docs/performance.md); count a multiple of STREAM_UNIT. */
 static float sum_chunk(const float *buf, size_t count) {
+    const size_t seg = count / 8;
     lanes4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};
-    for (size_t e = 0; e < count; e += 32) {
-        const lanes4_unaligned *v = (const lanes4_unaligned *)(buf + e);
-        a0 += v[0], a1 += v[1], a2 += v[2], a3 += v[3], a4 += v[4], a5 += v[5], a6 += v[6], a7 += v[7];
+    for (size_t e = 0; e < seg; e += 8) {
+#define AT(s) ((const lanes4_unaligned *)(buf + (s)*seg + e))
+        a0 += AT(0)[0] + AT(0)[1], a1 += AT(1)[0] + AT(1)[1], a2 += AT(2)[0] + AT(2)[1], a3 += AT(3)[0] + AT(3)[1];
+        a4 += AT(4)[0] + AT(4)[1], a5 += AT(5)[0] + AT(5)[1], a6 += AT(6)[0] + AT(6)[1], a7 += AT(7)[0] + AT(7)[1];
+#undef AT
     }
     lanes4 s = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     return (s[0] + s[1]) + (s[2] + s[3]);
@@ -72,11 +77,11 @@ static double stream_once(const float *buf, size_t count, int threads) {
     if (threads == 1) {
         total = sum_chunk(buf, count);
     } else {
-        size_t chunks = count / STREAM_LANES;
+        size_t chunks = count / STREAM_UNIT;
 #pragma omp parallel for schedule(static, 1) num_threads(threads) reduction(+ : total)
         for (int t = 0; t < threads; t++) {
             size_t first = chunks * (size_t)t / (size_t)threads, last = chunks * (size_t)(t + 1) / (size_t)threads;
-            total += sum_chunk(buf + first * STREAM_LANES, (last - first) * STREAM_LANES);
+            total += sum_chunk(buf + first * STREAM_UNIT, (last - first) * STREAM_UNIT);
         }
     }
     sink = total;
@@ -149,6 +154,7 @@ static void bench_dtype(const bench_options *o, dtype_t dtype, const double stre
     for (int isa = 0; isa < CPU_GEMM_ISA_COUNT; isa++) {
         if (!cpu_gemm_isa_available((cpu_gemm_isa)isa)) continue;
         if (isa == CPU_GEMM_AVX512_BF16 && dtype != DTYPE_BF16) continue; /* f32 W runs the avx512 kernel */
+        if (o->kernel && strcmp(o->kernel, cpu_gemm_isa_name((cpu_gemm_isa)isa))) continue;
         for (int c = 0; c < n_counts; c++)
             for (int a = 0; a < 3; a++) {
                 double s = time_gemm(&b, (cpu_gemm_isa)isa, m_values[a], thread_counts[c], o->runs);
@@ -165,16 +171,17 @@ static void bench_dtype(const bench_options *o, dtype_t dtype, const double stre
 /* ---- main ---------------------------------------------------------------------------------------------------- */
 
 static void usage(void) {
-    printf("usage: gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N]\n"
-           "Times cpu_gemm at m = 1, 4, 16 for every instruction set this CPU has, on bf16 and f32 weights of N MiB\n"
-           "(default 768: larger than the L3), at 1 thread and at --threads (default: every online core), against\n"
-           "the read bandwidth of a sum over a buffer of --stream-mib MiB (default 1024). --runs samples per row\n"
-           "(default 5, at most 63): each row is their median.\n");
+    printf("usage: gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME]\n"
+           "Times cpu_gemm at m = 1, 4, 16 for every instruction set this CPU has, on bf16 and f32 weights of\n"
+           "N MiB (default 1024: over 3x the L3 of the machine in docs/performance.md), at 1 thread and at\n"
+           "--threads (default: every online core), against the read bandwidth of a sum over a buffer of\n"
+           "--stream-mib MiB (default 1024). --runs samples per row (default 5, at most 63): each row is their\n"
+           "median. --kernel portable|avx2|avx512|avx512-bf16: that one kernel only.\n");
 }
 
 static int parse_options(int argc, char **argv, bench_options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (bench_options){.w_mib = 768, .stream_mib = 1024, .runs = 5, .threads_all = cores > 0 ? (int)cores : 1};
+    *o = (bench_options){.w_mib = 1024, .stream_mib = 1024, .runs = 5, .threads_all = cores > 0 ? (int)cores : 1};
     for (int i = 1; i < argc; i++) {
         long v = i + 1 < argc ? strtol(argv[i + 1], NULL, 10) : 0;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -188,11 +195,20 @@ static int parse_options(int argc, char **argv, bench_options *o) {
             o->runs = (int)v, i++;
         } else if (!strcmp(argv[i], "--threads") && v >= 1 && v <= 1024) {
             o->threads_all = (int)v, i++;
+        } else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
+            o->kernel = argv[++i];
         } else {
             fprintf(stderr, "gemm-bench: bad argument '%s'\n", argv[i]);
             usage();
             return -1;
         }
+    }
+    int known = o->kernel == NULL;
+    for (int isa = 0; isa < CPU_GEMM_ISA_COUNT && !known; isa++)
+        known = !strcmp(o->kernel, cpu_gemm_isa_name((cpu_gemm_isa)isa));
+    if (!known) {
+        fprintf(stderr, "gemm-bench: no kernel named '%s'\n", o->kernel);
+        return -1;
     }
     return 0;
 }
@@ -214,6 +230,9 @@ static void print_machine(void) {
     for (int isa = 0; isa < CPU_GEMM_ISA_COUNT; isa++)
         if (cpu_gemm_isa_available((cpu_gemm_isa)isa)) printf(" %s", cpu_gemm_isa_name((cpu_gemm_isa)isa));
     printf(" (default %s)\n", cpu_gemm_isa_name(cpu_gemm_default_isa()));
+    double load[3];
+    if (getloadavg(load, 3) == 3) /* other work on the machine shares its cores and memory bandwidth */
+        printf("load average at the start: %.2f %.2f %.2f\n", load[0], load[1], load[2]);
 }
 
 int main(int argc, char **argv) {
