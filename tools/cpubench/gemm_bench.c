@@ -1,6 +1,7 @@
 /* gemm_bench.c — `make gemm-bench`: times cpu_gemm (optimized/cpu/gemm.h) against this machine's streaming read
- * bandwidth. Prints one table (median of several runs, GB/s of weight reads, % of the read bandwidth measured in
- * the same run at the same thread count) and asserts nothing. W is larger than the L3 cache, so it comes from DRAM.
+ * bandwidth. Prints one table (median of several runs, GB/s of weight reads, % of the read bandwidth timed between
+ * the row's own samples at its thread count) and asserts nothing. W (1 GiB by default) is larger than the L3, so it
+ * comes from DRAM.
  *   gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME] */
 #include <stdint.h>
 #include <stdio.h>
@@ -88,15 +89,24 @@ static double stream_once(const float *buf, size_t count, int threads) {
     return now_s() - t0;
 }
 
-static double stream_gbps(const bench_options *o, int threads) {
-    size_t count = (o->stream_mib << 20) / sizeof(float);
-    float *buf = xmalloc(count * sizeof(float), "the stream buffer");
-    for (size_t e = 0; e < count; e++) buf[e] = (float)(e & 1023); /* touch every page before timing */
+typedef struct {
+    float *buf; /* [count], every page touched */
+    size_t count, bytes;
+} stream_buffer;
+
+static stream_buffer stream_make(const bench_options *o) {
+    stream_buffer sb = {.bytes = o->stream_mib << 20};
+    sb.count = sb.bytes / sizeof(float);
+    sb.buf = xmalloc(sb.bytes, "the stream buffer");
+    for (size_t e = 0; e < sb.count; e++) sb.buf[e] = (float)(e & 1023);
+    return sb;
+}
+
+static double stream_gbps(const stream_buffer *sb, int threads, int runs) {
     double t[64];
-    stream_once(buf, count, threads);
-    for (int r = 0; r < o->runs; r++) t[r] = stream_once(buf, count, threads);
-    free(buf);
-    return (double)(count * sizeof(float)) / median(t, o->runs) * 1e-9;
+    stream_once(sb->buf, sb->count, threads);
+    for (int r = 0; r < runs; r++) t[r] = stream_once(sb->buf, sb->count, threads);
+    return (double)sb->bytes / median(t, runs) * 1e-9;
 }
 
 /* ---- the products -------------------------------------------------------------------------------------------- */
@@ -135,19 +145,23 @@ static bench_problem problem_make(const bench_options *o, dtype_t dtype) {
 
 static void problem_free(bench_problem *b) { free(b->alloc), free(b->x), free(b->y); }
 
-/* Median seconds of one cpu_gemm call (after one untimed call). */
-static double time_gemm(const bench_problem *b, cpu_gemm_isa isa, int m, int threads, int runs) {
-    double t[64];
+/* Median seconds of one cpu_gemm call (after one untimed call) and, into *read_gbps, the read bandwidth measured
+ * between its samples: on a shared machine the other work comes and goes, so each row has its own baseline. */
+static double time_gemm(const bench_problem *b, const stream_buffer *sb, cpu_gemm_isa isa, int m, int threads, int runs,
+                        double *read_gbps) {
+    double t[64], t_read[64];
     cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, K_COLUMNS, threads);
     for (int r = 0; r < runs; r++) {
+        t_read[r] = stream_once(sb->buf, sb->count, threads);
         double t0 = now_s();
         cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, K_COLUMNS, threads);
         t[r] = now_s() - t0;
     }
+    *read_gbps = (double)sb->bytes / median(t_read, runs) * 1e-9;
     return median(t, runs);
 }
 
-static void bench_dtype(const bench_options *o, dtype_t dtype, const double stream[2], const int thread_counts[2],
+static void bench_dtype(const bench_options *o, const stream_buffer *sb, dtype_t dtype, const int thread_counts[2],
                         int n_counts) {
     static const int m_values[] = {1, 4, 16};
     bench_problem b = problem_make(o, dtype);
@@ -157,11 +171,12 @@ static void bench_dtype(const bench_options *o, dtype_t dtype, const double stre
         if (o->kernel && strcmp(o->kernel, cpu_gemm_isa_name((cpu_gemm_isa)isa))) continue;
         for (int c = 0; c < n_counts; c++)
             for (int a = 0; a < 3; a++) {
-                double s = time_gemm(&b, (cpu_gemm_isa)isa, m_values[a], thread_counts[c], o->runs);
+                double read_gbps,
+                    s = time_gemm(&b, sb, (cpu_gemm_isa)isa, m_values[a], thread_counts[c], o->runs, &read_gbps);
                 double gbps = (double)b.w_bytes / s * 1e-9;
-                printf("| %-4s | %-11s | %7d | %2d | %10.0f | %6.2f | %5.1f %% | %8.1f |\n", dtype_name(dtype),
-                       cpu_gemm_isa_name((cpu_gemm_isa)isa), thread_counts[c], m_values[a], s * 1e6, gbps,
-                       100.0 * gbps / stream[c], 2.0 * m_values[a] * b.n * (double)K_COLUMNS / s * 1e-9);
+                printf("| %-4s | %-11s | %7d | %2d | %10.0f | %6.2f | %6.2f | %5.1f %% | %7.1f |\n", dtype_name(dtype),
+                       cpu_gemm_isa_name((cpu_gemm_isa)isa), thread_counts[c], m_values[a], s * 1e6, gbps, read_gbps,
+                       100.0 * gbps / read_gbps, 2.0 * m_values[a] * b.n * (double)K_COLUMNS / s * 1e-9);
                 fflush(stdout);
             }
     }
@@ -187,9 +202,9 @@ static int parse_options(int argc, char **argv, bench_options *o) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage();
             exit(0);
-        } else if (!strcmp(argv[i], "--w-mib") && v >= 16 && v <= 65536) {
+        } else if (!strcmp(argv[i], "--w-mib") && v >= 1 && v <= 65536) {
             o->w_mib = (size_t)v, i++;
-        } else if (!strcmp(argv[i], "--stream-mib") && v >= 16 && v <= 65536) {
+        } else if (!strcmp(argv[i], "--stream-mib") && v >= 1 && v <= 65536) {
             o->stream_mib = (size_t)v, i++;
         } else if (!strcmp(argv[i], "--runs") && v >= 1 && v <= 63) {
             o->runs = (int)v, i++;
@@ -240,17 +255,17 @@ int main(int argc, char **argv) {
     if (parse_options(argc, argv, &o)) return 2;
     print_machine();
     int thread_counts[2] = {1, o.threads_all}, n_counts = o.threads_all > 1 ? 2 : 1;
-    double stream[2];
-    for (int c = 0; c < n_counts; c++) {
-        stream[c] = stream_gbps(&o, thread_counts[c]);
+    stream_buffer sb = stream_make(&o);
+    for (int c = 0; c < n_counts; c++)
         printf("read bandwidth, %d thread%s: %.2f GB/s (sum over %zu MiB, median of %d)\n", thread_counts[c],
-               thread_counts[c] > 1 ? "s" : "", stream[c], o.stream_mib, o.runs);
-    }
-    printf("W: %zu MiB, k = %d, at a 64-byte boundary + 8; %% = of the read bandwidth at the same thread count\n\n",
+               thread_counts[c] > 1 ? "s" : "", stream_gbps(&sb, thread_counts[c], o.runs), o.stream_mib, o.runs);
+    printf("W: %zu MiB, k = %d, at a 64-byte boundary + 8. \"read\": the same sum, timed between the row's samples\n"
+           "at its thread count; %% = W GB/s of that.\n\n",
            o.w_mib, K_COLUMNS);
-    printf("| W    | kernel      | threads |  m |  median µs | W GB/s | %% read | GFLOP/s |\n");
-    printf("|------|-------------|---------|----|------------|--------|---------|----------|\n");
-    bench_dtype(&o, DTYPE_BF16, stream, thread_counts, n_counts);
-    bench_dtype(&o, DTYPE_F32, stream, thread_counts, n_counts);
+    printf("| W    | kernel      | threads |  m |  median µs | W GB/s | read GB/s | %% read | GFLOP/s |\n");
+    printf("|------|-------------|---------|----|------------|--------|-----------|---------|---------|\n");
+    bench_dtype(&o, &sb, DTYPE_BF16, thread_counts, n_counts);
+    bench_dtype(&o, &sb, DTYPE_F32, thread_counts, n_counts);
+    free(sb.buf);
     return 0;
 }
