@@ -109,6 +109,14 @@ cpu_gemm_isa cpu_gemm_default_isa(void) {
     return CPU_GEMM_PORTABLE;
 }
 
+int cpu_gemm_has_openmp(void) {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 const char *cpu_gemm_isa_name(cpu_gemm_isa isa) {
     switch (isa) {
     case CPU_GEMM_PORTABLE: return "portable";

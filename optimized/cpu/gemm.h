@@ -38,6 +38,10 @@ int cpu_gemm_isa_available(cpu_gemm_isa isa);
 /* The widest available kernel with fp32 activations: AVX512, else AVX2, else PORTABLE (never AVX512_BF16). */
 cpu_gemm_isa cpu_gemm_default_isa(void);
 
+/* 1 when the engine was compiled with OpenMP (n_threads > 1 then runs that many threads), 0 when every product
+ * runs on the calling thread. */
+int cpu_gemm_has_openmp(void);
+
 /* "portable", "avx2", "avx512", "avx512-bf16"; "?" for a value outside the enum. */
 const char *cpu_gemm_isa_name(cpu_gemm_isa isa);
 

@@ -235,6 +235,35 @@ START_TEST(test_default_dispatch) {
 }
 END_TEST
 
+/* The threads of this process, from /proc/self/status; -1 where that cannot be read. */
+static int process_threads(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int threads = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "Threads: %d", &threads) == 1) break;
+    if (f) fclose(f);
+    return threads;
+}
+
+/* One thread never starts OpenMP's threads (the runner forks every test: its parent must stay single-threaded, and
+ * so must a single-threaded engine); the control: two threads do start them, and the pool stays. */
+START_TEST(test_one_thread_starts_no_openmp) {
+    ck_assert_int_eq(process_threads(), 1); /* this test's forked process, before any product */
+    problem pb = problem_make(8, 70, 257, DTYPE_BF16, 11);
+    float *y_alloc, *y = output_make(8, 70, &y_alloc);
+    for (int isa = 0; isa < CPU_GEMM_ISA_COUNT; isa++)
+        if (cpu_gemm_isa_available((cpu_gemm_isa)isa))
+            cpu_gemm_with((cpu_gemm_isa)isa, y, pb.W, DTYPE_BF16, pb.x, 8, 70, 257, 1);
+    cpu_gemm(y, pb.W, DTYPE_BF16, pb.x, 8, 70, 257, 1);
+    ck_assert_int_eq(process_threads(), 1);
+    cpu_gemm(y, pb.W, DTYPE_BF16, pb.x, 8, 70, 257, 2);
+    if (cpu_gemm_has_openmp()) ck_assert_int_gt(process_threads(), 1);
+    free(y_alloc);
+    problem_free(&pb);
+}
+END_TEST
+
 /* k = 0 gives zeros; m = 0 or n = 0 writes nothing. */
 START_TEST(test_degenerate_shapes) {
     float x[3] = {1, 2, 3}, W[3] = {1, 1, 1}, y[3] = {NAN, NAN, NAN};
@@ -356,6 +385,10 @@ Suite *cpu_gemm_suite(void) {
     else
         harness_skip("cpu_gemm", "accumulation_order_shows_in_bits", "the portable kernel is the only one here");
     tcase_add_test(tc, test_degenerate_shapes);
+    if (process_threads() >= 1)
+        tcase_add_test(tc, test_one_thread_starts_no_openmp);
+    else
+        harness_skip("cpu_gemm", "one_thread_starts_no_openmp", "/proc/self/status is not readable here");
     tcase_add_test_raise_signal(tc, test_f16_weights_abort, SIGABRT);
     tcase_add_test(tc, test_negative_controls);
     if (cpu_gemm_isa_available(CPU_GEMM_AVX512_BF16))
