@@ -9,6 +9,7 @@
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
 #   make gpu-check  validate and time the CUDA kernels on a GPU
 #   make format     clang-format every C/CUDA file
+#   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
 #   make notebooks  compile and run every notebooks-c/ cell, compare with its output block
 #                   (make notebooks-update rewrites the blocks and figures)
 #   make exercise EX=N [FILE=path | FILE=reference]   check a course exercise
@@ -50,15 +51,28 @@ INC_analysis := $(INC_decoding) -Ireference/analysis
 INC_all := $(INC_backend) -Ireference/verify -Ireference/analysis
 # The engine (optimized/) sits on core and the decoding layer, beside the
 # reference's model and backend, which it never sees.
-INC_engine := $(INC_decoding) -Ioptimized
+INC_engine := $(INC_decoding) -Ioptimized -Ioptimized/cpu
 LAYER_INC = $(INC_all) -Ioptimized -Ikernels -Itools
 LAYERS := core model decoding backend verify analysis
 $(foreach l,$(LAYERS),$(eval $(BUILD)/obj/reference/$(l)/%.o $(BUILD)/asan/reference/$(l)/%.o: LAYER_INC = $$(INC_$(l))))
 $(BUILD)/obj/optimized/%.o $(BUILD)/asan/optimized/%.o: LAYER_INC = $(INC_engine)
 # kernels/*.c (the CPU twins, the harness's host side) use core alone, as the .cu files do.
 $(BUILD)/obj/kernels/%.o $(BUILD)/asan/kernels/%.o: LAYER_INC = $(INC_core) -Ikernels
+$(BUILD)/obj/optimized/%.o $(BUILD)/asan/optimized/%.o: ALL_CFLAGS += $(if $(OPENMP),$(OPENMP),-Wno-unknown-pragmas)
+# Each kernel of cpu_gemm is compiled for its own instruction set (x86 only); gemm.c's run-time dispatch is the
+# only caller, after checking the CPU.
+ifneq ($(filter x86_64% i686% i386%,$(shell $(CC) -dumpmachine)),)
+GEMM_ISA_FLAGS_avx2 := -mavx2 -mfma
+GEMM_ISA_FLAGS_avx512 := -mavx2 -mfma -mavx512f -mavx512bw -mavx512vl
+GEMM_ISA_FLAGS_avx512bf16 := $(GEMM_ISA_FLAGS_avx512) -mavx512bf16
+$(foreach i,avx2 avx512 avx512bf16,$(eval $(BUILD)/obj/optimized/cpu/gemm_$(i).o \
+    $(BUILD)/asan/optimized/cpu/gemm_$(i).o: ALL_CFLAGS += $$(GEMM_ISA_FLAGS_$(i))))
+endif
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
-LDLIBS = $(PKG_LIBS) -lm
+# The CPU engine (optimized/cpu) threads its products with OpenMP when the compiler has it; without it the
+# pragmas are ignored and every product runs on one thread.
+OPENMP := $(shell echo 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
+LDLIBS = $(PKG_LIBS) -lm $(OPENMP)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 NVCC ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
@@ -83,7 +97,7 @@ sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
 #   tools     tools/plots, tools/genmodel and the kernels' C twins
 #   analysis  reference/analysis
 #   verify    reference/verify (the only part that needs GSL)
-#   engine    optimized/: the engine and its CPU backend
+#   engine    optimized/: the engine, its CPU backend and products (on core and decoding alone; OpenMP)
 #   ref       reference/model + reference/backend: the plain-C forward behind the interfaces
 #   core      reference/core + reference/decoding: what an engine links
 lib = $(BUILD)/libspecula-$(1).a
@@ -94,13 +108,14 @@ LIB_OBJ_core := $(call obj,$(call ref_src,core decoding))
 LIB_OBJ_ref := $(call obj,$(call ref_src,model backend))
 LIB_OBJ_verify := $(call obj,$(call ref_src,verify))
 LIB_OBJ_analysis := $(call obj,$(call ref_src,analysis))
-ENGINE_SRC := $(sort $(wildcard optimized/*.c))
+ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
 LIB_OBJ_engine := $(call obj,$(ENGINE_SRC))
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise
+.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise \
+        gemm-bench
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
-	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))"
+	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -169,10 +184,17 @@ $(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
 
-SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(ENGINE_SRC) $(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(KERNEL_C_SRC) $(ENGINE_SRC) \
+                       $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 $(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
+
+# ---- CPU engine benchmark (not part of `make test`: it times, it asserts nothing) -------------------------------
+$(BUILD)/obj/tools/cpubench/%.o: ALL_CFLAGS += $(if $(OPENMP),$(OPENMP),-Wno-unknown-pragmas)
+$(BUILD)/gemm-bench: $(call obj,tools/cpubench/gemm_bench.c) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+gemm-bench: $(BUILD)/gemm-bench
 
 # ---- CUDA ------------------------------------------------------------------
 # kernels/*.cu are the kernels, kernels/check/*.cu the harness that validates

@@ -1,55 +1,25 @@
-/* backend_cpu.c — the CPU backend: portable products, one weight row at a
- * time for all m rows of x, accumulating in the order op_matvec does (so
- * with float32 weights a pass reproduces the reference bit for bit). */
+/* backend_cpu.c — the CPU backend: every product of a pass is one cpu_gemm
+ * (cpu/gemm.h: the widest kernel this CPU runs, OpenMP over rows of W when
+ * threads > 1), which reads W once for all m rows and computes each output
+ * the same way whatever m is — a verify pass and a decode step agree bit
+ * for bit. Its order of additions is not op_matvec's: with float32 weights
+ * the engine matches the reference to rounding, not bit for bit. */
 #include <string.h>
 
 #include "backend.h"
+#include "cpu/gemm.h"
 #include "dtype.h"
 
-/* Row r of W as float32 into dst[k]. */
-static void weight_row(float *dst, const eweight *W, int r, int k) {
-    if (W->dtype == DTYPE_F32) {
-        memcpy(dst, (const char *)W->data + (size_t)r * k * sizeof(float), (size_t)k * sizeof(float));
-        return;
-    }
-    dtype_to_f32(dst, (const char *)W->data + (size_t)r * k * sizeof(uint16_t), DTYPE_BF16, (size_t)k);
-}
-
 static void cpu_matmul(const engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
-    (void)b;
-    float row[8192], *w = row; /* rows wider than the stack buffer are converted in place piece by piece below */
-    for (int r = 0; r < n; r++) {
-        if (k <= 8192) {
-            weight_row(w, W, r, k);
-            for (int i = 0; i < m; i++) {
-                const float *xi = x + (size_t)i * k;
-                float acc = 0.0f;
-                for (int j = 0; j < k; j++) acc += w[j] * xi[j];
-                y[(size_t)i * n + r] = acc;
-            }
-            continue;
-        }
-        for (int i = 0; i < m; i++) { /* a very wide row: the same order, converted in chunks */
-            const float *xi = x + (size_t)i * k;
-            float acc = 0.0f;
-            for (int j0 = 0; j0 < k; j0 += 8192) {
-                const int len = k - j0 < 8192 ? k - j0 : 8192;
-                if (W->dtype == DTYPE_F32)
-                    memcpy(w, (const char *)W->data + ((size_t)r * k + j0) * sizeof(float),
-                           (size_t)len * sizeof(float));
-                else
-                    dtype_to_f32(w, (const char *)W->data + ((size_t)r * k + j0) * sizeof(uint16_t), DTYPE_BF16,
-                                 (size_t)len);
-                for (int j = 0; j < len; j++) acc += w[j] * xi[j0 + j];
-            }
-            y[(size_t)i * n + r] = acc;
-        }
-    }
+    cpu_gemm(y, W->data, W->dtype, x, m, n, k, b->threads);
 }
 
+/* Row r of E as float32 into x[D]. */
 static void cpu_embed(const engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     (void)b;
-    for (int i = 0; i < m; i++) weight_row(x + (size_t)i * D, E, tokens[i], D);
+    const size_t elem = E->dtype == DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
+    for (int i = 0; i < m; i++)
+        dtype_to_f32(x + (size_t)i * D, (const char *)E->data + (size_t)tokens[i] * D * elem, E->dtype, (size_t)D);
 }
 
 void backend_cpu_build(engine_backend *b, int threads) {

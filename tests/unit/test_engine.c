@@ -33,16 +33,23 @@ static void prefill_rows(decode_target *t, const int *tokens, int n, float *logi
     t->seq_close(t, seq);
 }
 
-/* The engine's prefill against the reference's on the checkpoint in dir,
- * within `tol` (relative to the largest value of each output). */
-static void compare_prefill(const char *dir, int f32, double tol) {
+/* How far the engine's outputs are from the reference's: the largest
+ * relative error of the prefill's logits, its hidden states and the MTP
+ * module's logits (chained from the reference's hidden states). */
+typedef struct {
+    double logits, hidden, mtp;
+} prefill_gap;
+
+/* The reference on ref_dir against the engine on engine_dir (f32: the
+ * engine widens its matrices to float32). */
+static prefill_gap measure_prefill(const char *ref_dir, const char *engine_dir, int f32) {
     model m;
     engine e;
     sp_error err;
-    ck_assert_msg(model_load(&m, dir, &err) == 0, "%s", err.msg);
+    ck_assert_msg(model_load(&m, ref_dir, &err) == 0, "%s", err.msg);
     engine_options o = engine_defaults();
     o.f32_weights = f32;
-    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
+    ck_assert_msg(engine_open(&e, engine_dir, &o, &err) == 0, "%s", err.msg);
     decode_target rt, et;
     reference_target_build(&rt, &m);
     engine_target_build(&et, &e);
@@ -53,17 +60,14 @@ static void compare_prefill(const char *dir, int f32, double tol) {
     float *rh = calloc((size_t)n * D, sizeof(float)), *eh = calloc((size_t)n * D, sizeof(float));
     prefill_rows(&rt, tokens, n, rl, rh);
     prefill_rows(&et, tokens, n, el, eh);
-    const double lerr = rel_error(el, rl, (size_t)n * V), herr = rel_error(eh, rh, (size_t)n * D);
-    ck_assert_msg(lerr <= tol && herr <= tol, "%s (%s weights): logits off by %.3g, hidden states by %.3g (at most %g)",
-                  dir, f32 ? "f32" : "bf16", lerr, herr, tol);
-    /* the MTP module, chained from the trunk's hidden states */
+    prefill_gap g = {rel_error(el, rl, (size_t)n * V), rel_error(eh, rh, (size_t)n * D), 0};
     if (m.w.has_mtp) {
         stepper rs, es;
         ck_assert(reference_mtp_stepper_build(&rs, &m, &err) == 0 && engine_mtp_stepper_build(&es, &e, &err) == 0);
         for (int i = 0; i + 1 < 8; i++) {
             ck_assert(rs.step(&rs, &tokens[i + 1], rh + (size_t)i * D, 1, rl, NULL, &err) == 0);
             ck_assert(es.step(&es, &tokens[i + 1], rh + (size_t)i * D, 1, el, NULL, &err) == 0);
-            ck_assert_msg(rel_error(el, rl, (size_t)V) <= tol, "MTP step %d off by %.3g", i, rel_error(el, rl, V));
+            g.mtp = fmax(g.mtp, rel_error(el, rl, (size_t)V));
         }
         rs.release(&rs);
         es.release(&es);
@@ -73,40 +77,63 @@ static void compare_prefill(const char *dir, int f32, double tol) {
     rt.release(&rt);
     engine_close(&e);
     model_free(&m);
+    return g;
 }
 
-/* Why the bounds: both sides read the same weight values (bf16 weights are
- * widened to float32 exactly on both sides) and run the same float32 ops in
- * the same order except inside the products, whose accumulation order an
- * optimised backend may change: each dot product of k terms then moves by at
- * most about k·2⁻²⁴ of Σ|w·x|, a few 1e-6 for the widths here, which the
- * layers carry but do not amplify by more than a small factor. */
-#define TOL_F32 1e-5
-#define TOL_BF16 1e-4
+/* Why the bound: both sides read the same weight values (bf16 weights are
+ * widened to float32 exactly on both sides, and --dtype f32 widens them the
+ * same way) and run the same float32 ops in the same order except inside
+ * the products, where the engine's kernels add in lanes (cpu/gemm.h): each
+ * dot product of k terms moves by up to about k·2⁻²⁴ of Σ|w·x|, and the
+ * layers carry that along. Measured (2026-11-30, AVX-512 kernel): at most
+ * 3.4e-5 of the largest value on the random micro and small checkpoints
+ * (uniform weights amplify it), 3.3e-6 on the trained embedded model; the
+ * bound leaves three times the worst. The control below shows what it
+ * still tells apart: the same checkpoint with its weights rounded to bf16
+ * (measured: logits off by 0.12 of the largest value). */
+#define TOL_ORDER 1e-4
 
-START_TEST(test_prefill_matches_reference) {
-    fixture_model f;
-    fixture_model_open(&f, "micro", 71, NULL); /* f32 on disk, with an MTP module */
-    compare_prefill(f.dir, 1, TOL_F32);
-    fixture_model_close(&f);
-    /* a bf16 checkpoint read as bf16 by the engine and widened by the reference */
-    char dir[512];
-    harness_tmpdir(dir, sizeof dir);
+static void compare_prefill(const char *dir, int f32) {
+    const prefill_gap g = measure_prefill(dir, dir, f32);
+    ck_assert_msg(g.logits <= TOL_ORDER && g.hidden <= TOL_ORDER && g.mtp <= TOL_ORDER,
+                  "%s (%s weights): logits off by %.3g, hidden states by %.3g, MTP logits by %.3g (at most %g)", dir,
+                  f32 ? "f32" : "bf16", g.logits, g.hidden, g.mtp, TOL_ORDER);
+}
+
+/* Writes preset `preset` with `seed` in dtype into a fresh directory. */
+static void write_checkpoint(char *dir, size_t size, const char *preset, uint64_t seed, dtype_t dtype) {
     model_config c;
     sp_error err;
     randmodel_opts o;
     randmodel_default_opts(&o);
-    o.seed = 72;
-    o.dtype = DTYPE_BF16;
-    ck_assert(randmodel_preset("small", &c, &err) == 0);
+    o.seed = seed;
+    o.dtype = dtype;
+    harness_tmpdir(dir, size);
+    ck_assert(randmodel_preset(preset, &c, &err) == 0);
     ck_assert_msg(randmodel_write(dir, &c, &o, NULL, &err) == 0, "%s", err.msg);
-    compare_prefill(dir, 0, TOL_BF16);
-    compare_prefill(dir, 1, TOL_F32);
-    harness_rmtree(dir);
+}
+
+START_TEST(test_prefill_matches_reference) {
+    char f32_dir[512], bf16_dir[512];
+    write_checkpoint(f32_dir, sizeof f32_dir, "micro", 71, DTYPE_F32); /* with an MTP module */
+    compare_prefill(f32_dir, 1);
+    /* a bf16 checkpoint read as bf16 by the engine and widened by the reference */
+    write_checkpoint(bf16_dir, sizeof bf16_dir, "small", 72, DTYPE_BF16);
+    compare_prefill(bf16_dir, 0);
+    compare_prefill(bf16_dir, 1);
+    harness_rmtree(bf16_dir);
+    /* the control: the engine on the same weights rounded to bf16 must be told apart */
+    write_checkpoint(bf16_dir, sizeof bf16_dir, "micro", 71, DTYPE_BF16);
+    const prefill_gap g = measure_prefill(f32_dir, bf16_dir, 0);
+    ck_assert_msg(g.logits > TOL_ORDER && g.hidden > TOL_ORDER,
+                  "control: weights rounded to bf16 give logits off by %.3g, hidden states by %.3g: within %g",
+                  g.logits, g.hidden, TOL_ORDER);
+    harness_rmtree(bf16_dir);
+    harness_rmtree(f32_dir);
 }
 END_TEST
 
-START_TEST(test_embedded_model_matches_reference) { compare_prefill(fixture_embedded_model(), 0, TOL_BF16); }
+START_TEST(test_embedded_model_matches_reference) { compare_prefill(fixture_embedded_model(), 0); }
 END_TEST
 
 /* ---- every method through the engine ------------------------------------------------ */

@@ -1,0 +1,188 @@
+/* gemm.c — cpu_gemm's dispatch (the CPU's instruction sets, checked at run time with __builtin_cpu_supports),
+ * the split of W's rows across OpenMP threads, and the portable kernel in plain C. Compiled with -fopenmp and
+ * no -m flags: the per-ISA kernels live in their own files, and only this file calls them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "gemm_kernels.h"
+
+/* Each thread gets a contiguous range of whole groups of this many W rows (a multiple of every kernel's tile). */
+#define GEMM_ROW_GROUP 16
+/* The portable kernel's lanes: a fixed 16-way split of k (its sums do not depend on what the compiler vectorizes),
+ * in blocks the compiler turns into vector code without being told the target: 4 SSE registers on x86-64. */
+#define PORTABLE_LANES 16
+
+static void gemm_die(const char *what) {
+    fprintf(stderr, "cpu_gemm: %s\n", what);
+    abort();
+}
+
+/* ---- the portable kernel ------------------------------------------------------------------------------------ */
+
+/* Σ w[t]·x[t] over k terms: 16 lanes (lane l takes t ≡ l mod 16 while 16 terms remain), a fixed tree over the
+ * lanes (l + l+8, l + l+4, l + l+2, 0 + 1), then the last k mod 16 terms in order. Multiply and add stay separate under
+ * GCC's ISO C mode (-std=c11: no contraction); a compiler that fused them would be more exact, and still the same
+ * for every output. */
+static float dot_portable(const float *w, const float *x, int k) {
+    float lane[PORTABLE_LANES] = {0};
+    int t = 0;
+    for (; t + PORTABLE_LANES <= k; t += PORTABLE_LANES)
+        for (int l = 0; l < PORTABLE_LANES; l++) lane[l] += w[t + l] * x[t + l];
+    for (int half = PORTABLE_LANES / 2; half > 0; half /= 2)
+        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
+    float sum = lane[0];
+    for (; t < k; t++) sum += w[t] * x[t];
+    return sum;
+}
+
+/* One W row as fp32: bf16 is the top half of an fp32 (the shift of dtype.h's bf16_to_f32, in blocks of 16). */
+static void row_to_f32(float *dst, const unsigned char *src, dtype_t wdtype, int k) {
+    if (wdtype == DTYPE_F32) {
+        memcpy(dst, src, (size_t)k * sizeof(float));
+        return;
+    }
+    int t = 0;
+    for (; t + PORTABLE_LANES <= k; t += PORTABLE_LANES) {
+        uint16_t h[PORTABLE_LANES];
+        uint32_t u[PORTABLE_LANES];
+        memcpy(h, src + 2 * (size_t)t, sizeof h);
+        for (int l = 0; l < PORTABLE_LANES; l++) u[l] = (uint32_t)h[l] << 16;
+        memcpy(dst + t, u, sizeof u);
+    }
+    for (; t < k; t++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * (size_t)t, 2);
+        dst[t] = bf16_to_f32(h);
+    }
+}
+
+/* One W row at a time: converted to fp32 once into a scratch row (it stays in L1/L2), then dotted with every
+ * row of x in the block. */
+void gemm_rows_portable(const gemm_problem *p, int row_begin, int row_end) {
+    float *w_row = malloc((size_t)(p->k > 0 ? p->k : 1) * sizeof *w_row);
+    if (!w_row) gemm_die("out of memory for the portable kernel's scratch row");
+    size_t row_bytes = (size_t)p->k * (size_t)dtype_size(p->wdtype);
+    for (int i_block = 0; i_block < p->m; i_block += GEMM_M_BLOCK) {
+        int i_end = p->m < i_block + GEMM_M_BLOCK ? p->m : i_block + GEMM_M_BLOCK;
+        for (int j = row_begin; j < row_end; j++) {
+            row_to_f32(w_row, p->W + (size_t)j * row_bytes, p->wdtype, p->k);
+            for (int i = i_block; i < i_end; i++)
+                p->y[(size_t)i * p->n + j] = dot_portable(w_row, p->x + (size_t)i * p->k, p->k);
+        }
+    }
+    free(w_row);
+}
+
+/* ---- run-time dispatch -------------------------------------------------------------------------------------- */
+
+typedef void gemm_rows_fn(const gemm_problem *p, int row_begin, int row_end);
+
+#if defined(__x86_64__) || defined(__i386__)
+#define GEMM_X86 1
+#else
+#define GEMM_X86 0
+#endif
+
+int cpu_gemm_isa_available(cpu_gemm_isa isa) {
+    if (isa == CPU_GEMM_PORTABLE) return 1;
+#if GEMM_X86
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    int avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                 __builtin_cpu_supports("avx512vl");
+    switch (isa) {
+    case CPU_GEMM_AVX2: return avx2;
+    case CPU_GEMM_AVX512: return avx512;
+    case CPU_GEMM_AVX512_BF16: return avx512 && __builtin_cpu_supports("avx512bf16");
+    default: return 0;
+    }
+#else
+    return 0;
+#endif
+}
+
+cpu_gemm_isa cpu_gemm_default_isa(void) {
+    if (cpu_gemm_isa_available(CPU_GEMM_AVX512)) return CPU_GEMM_AVX512;
+    if (cpu_gemm_isa_available(CPU_GEMM_AVX2)) return CPU_GEMM_AVX2;
+    return CPU_GEMM_PORTABLE;
+}
+
+int cpu_gemm_has_openmp(void) {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+const char *cpu_gemm_isa_name(cpu_gemm_isa isa) {
+    switch (isa) {
+    case CPU_GEMM_PORTABLE: return "portable";
+    case CPU_GEMM_AVX2: return "avx2";
+    case CPU_GEMM_AVX512: return "avx512";
+    case CPU_GEMM_AVX512_BF16: return "avx512-bf16";
+    default: return "?";
+    }
+}
+
+static gemm_rows_fn *rows_kernel(cpu_gemm_isa isa, dtype_t wdtype) {
+#if GEMM_X86
+    switch (isa) {
+    case CPU_GEMM_AVX2: return gemm_rows_avx2;
+    case CPU_GEMM_AVX512: return gemm_rows_avx512;
+    case CPU_GEMM_AVX512_BF16: return wdtype == DTYPE_BF16 ? gemm_rows_avx512bf16 : gemm_rows_avx512;
+    default: break;
+    }
+#endif
+    return gemm_rows_portable;
+}
+
+/* x rounded to bf16 (round to nearest even, as dtype.h), each row zero padded to a multiple of 32 elements. */
+static uint16_t *x_to_bf16(const float *x, int m, int k, int stride) {
+    uint16_t *xb = calloc((size_t)m * (size_t)stride, sizeof *xb);
+    if (!xb) gemm_die("out of memory for x in bf16");
+    for (int i = 0; i < m; i++)
+        for (int t = 0; t < k; t++) xb[(size_t)i * stride + t] = f32_to_bf16(x[(size_t)i * k + t]);
+    return xb;
+}
+
+/* Rows of W in n_threads contiguous ranges of whole row groups. With one thread (or one group) no OpenMP region
+ * is entered: single-threaded use never starts the OpenMP runtime's threads. */
+static void run_rows(gemm_rows_fn *rows, const gemm_problem *p, int n_threads) {
+    int groups = (p->n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
+    int threads = n_threads < groups ? n_threads : groups;
+    if (threads <= 1) {
+        rows(p, 0, p->n);
+        return;
+    }
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+    for (int t = 0; t < threads; t++) {
+        int first = (int)((long)groups * t / threads), last = (int)((long)groups * (t + 1) / threads);
+        int row_end = last * GEMM_ROW_GROUP < p->n ? last * GEMM_ROW_GROUP : p->n;
+        rows(p, first * GEMM_ROW_GROUP, row_end);
+    }
+}
+
+void cpu_gemm_with(cpu_gemm_isa isa, float *y, const void *W, dtype_t wdtype, const float *x, int m, int n, int k,
+                   int n_threads) {
+    if (wdtype != DTYPE_F32 && wdtype != DTYPE_BF16)
+        gemm_die("W must be F32 or BF16 (the engine converts F16 weights to F32 at load)");
+    if (m < 0 || n < 0 || k < 0 || n_threads < 1) gemm_die("m, n, k must be >= 0 and n_threads >= 1");
+    if ((unsigned)isa >= CPU_GEMM_ISA_COUNT || !cpu_gemm_isa_available(isa))
+        gemm_die("the requested instruction set is not available on this CPU (check cpu_gemm_isa_available)");
+    if (m == 0 || n == 0) return;
+    gemm_problem p = {.y = y, .W = W, .wdtype = wdtype, .x = x, .m = m, .n = n, .k = k};
+    uint16_t *x_bf16 = NULL;
+    if (isa == CPU_GEMM_AVX512_BF16 && wdtype == DTYPE_BF16) {
+        p.x_bf16_stride = k > 0 ? (k + GEMM_BF16_K_PAD - 1) / GEMM_BF16_K_PAD * GEMM_BF16_K_PAD : GEMM_BF16_K_PAD;
+        p.x_bf16 = x_bf16 = x_to_bf16(x, m, k, p.x_bf16_stride);
+    }
+    run_rows(rows_kernel(isa, wdtype), &p, n_threads);
+    free(x_bf16);
+}
+
+void cpu_gemm(float *y, const void *W, dtype_t wdtype, const float *x, int m, int n, int k, int n_threads) {
+    cpu_gemm_with(cpu_gemm_default_isa(), y, W, wdtype, x, m, n, k, n_threads);
+}
