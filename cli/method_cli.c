@@ -81,7 +81,7 @@ void model_flags_usage(FILE *f) {
         "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n"
         "  --backend NAME       reference (the plain-C float32 reference) | cpu (the engine)\n"
         "  --threads N          cpu: threads of the engine (default 1)\n"
-        "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the exact cross-check with the reference)\n",
+        "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n",
         default_model_dir());
 }
 

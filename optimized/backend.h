@@ -12,6 +12,7 @@ typedef struct engine_backend engine_backend;
 struct engine_backend {
     const char *name; /* "cpu" */
     int threads;      /* ≥ 1 */
+    int in_order;     /* 1: every product adds in the reference's order (the exact cross-test mode) */
     /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i
      * of y does not depend on m (a verify pass and a decode step agree). */
     void (*matmul)(const engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k);
@@ -19,6 +20,6 @@ struct engine_backend {
     void (*embed)(const engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D);
 };
 
-void backend_cpu_build(engine_backend *b, int threads);
+void backend_cpu_build(engine_backend *b, int threads, int in_order);
 
 #endif

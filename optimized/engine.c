@@ -67,7 +67,7 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
     e->slot_floats = (size_t)e->Ll * ((size_t)config_conv_dim(c) * (c->conv_kernel - 1) +
                                       (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim);
     if (e->slot_floats == 0) e->slot_floats = 1; /* a model without DeltaNet layers still gets addressable slots */
-    backend_cpu_build(&e->be, e->opt.threads);
+    backend_cpu_build(&e->be, e->opt.threads, e->opt.f32_weights);
     model_footprint fp;
     footprint_compute(c, 0, engine_weights_storage_bytes(&e->w), 4.0, &fp);
     e->weight_bytes_per_pass = fp.weight_bytes_per_step;

@@ -16,7 +16,8 @@
 
 typedef struct {
     int threads;     /* ≥ 1 */
-    int f32_weights; /* 1: matrices in float32 (exact cross-tests); 0: bf16 */
+    int f32_weights; /* 1: the exact cross-test mode: matrices in float32, products added in the reference's
+                      * order (the reference's floats, bit for bit; slower); 0: bf16, products in lanes */
 } engine_options;
 
 engine_options engine_defaults(void); /* 1 thread, bf16 */

@@ -1,6 +1,6 @@
 /* gemm.c — cpu_gemm's dispatch (the CPU's instruction sets, checked at run time with __builtin_cpu_supports),
- * the split of W's rows across OpenMP threads, and the portable kernel in plain C. Compiled with -fopenmp and
- * no -m flags: the per-ISA kernels live in their own files, and only this file calls them. */
+ * the split of W's rows across OpenMP threads, and the portable and in-order kernels in plain C. Compiled with -fopenmp
+ * and no -m flags: the per-ISA kernels live in their own files, and only this file calls them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +75,25 @@ void gemm_rows_portable(const gemm_problem *p, int row_begin, int row_end) {
     free(w_row);
 }
 
+/* ---- the in-order kernel ------------------------------------------------------------------------------------ */
+
+/* op_matvec's sum: acc += w[t]·x[t] for t = 0 … k − 1, one W row converted once and dotted with every x row. */
+static void gemm_rows_in_order(const gemm_problem *p, int row_begin, int row_end) {
+    float *w_row = malloc((size_t)(p->k > 0 ? p->k : 1) * sizeof *w_row);
+    if (!w_row) gemm_die("out of memory for the in-order kernel's scratch row");
+    size_t row_bytes = (size_t)p->k * (size_t)dtype_size(p->wdtype);
+    for (int j = row_begin; j < row_end; j++) {
+        row_to_f32(w_row, p->W + (size_t)j * row_bytes, p->wdtype, p->k);
+        for (int i = 0; i < p->m; i++) {
+            const float *xi = p->x + (size_t)i * p->k;
+            float acc = 0.0f;
+            for (int t = 0; t < p->k; t++) acc += w_row[t] * xi[t];
+            p->y[(size_t)i * p->n + j] = acc;
+        }
+    }
+    free(w_row);
+}
+
 /* ---- run-time dispatch -------------------------------------------------------------------------------------- */
 
 typedef void gemm_rows_fn(const gemm_problem *p, int row_begin, int row_end);
@@ -86,7 +105,7 @@ typedef void gemm_rows_fn(const gemm_problem *p, int row_begin, int row_end);
 #endif
 
 int cpu_gemm_isa_available(cpu_gemm_isa isa) {
-    if (isa == CPU_GEMM_PORTABLE) return 1;
+    if (isa == CPU_GEMM_PORTABLE || isa == CPU_GEMM_IN_ORDER) return 1;
 #if GEMM_X86
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -123,11 +142,13 @@ const char *cpu_gemm_isa_name(cpu_gemm_isa isa) {
     case CPU_GEMM_AVX2: return "avx2";
     case CPU_GEMM_AVX512: return "avx512";
     case CPU_GEMM_AVX512_BF16: return "avx512-bf16";
+    case CPU_GEMM_IN_ORDER: return "in-order";
     default: return "?";
     }
 }
 
 static gemm_rows_fn *rows_kernel(cpu_gemm_isa isa, dtype_t wdtype) {
+    if (isa == CPU_GEMM_IN_ORDER) return gemm_rows_in_order;
 #if GEMM_X86
     switch (isa) {
     case CPU_GEMM_AVX2: return gemm_rows_avx2;

@@ -6,7 +6,7 @@
 
 #include "dtype.h"
 
-/* The kernels, in the order the default dispatch prefers them (the last one excepted). Every kernel computes
+/* The kernels, in the order the default dispatch prefers them (the last two excepted). Every kernel computes
  * each output y[i, j] by the same sequence of fp32 operations whatever m, the other rows and the thread count
  * are, so a row of a verify pass is bit-for-bit the row of a decode step; two kernels differ from each other
  * in the last bits (their lane counts differ). */
@@ -18,6 +18,10 @@ typedef enum {
      * default: only on request. Each product w·bf16(x) is off from w·x by at most 2⁻⁸|w·x|, so
      * |y − exact| ≤ 2⁻⁸·Σ|w·x| + the fp32 accumulation error. f32 weights take the AVX512 kernel. */
     CPU_GEMM_AVX512_BF16,
+    /* One sum per output, its terms added in index order with multiply and add apart — op_matvec's order, so
+     * with f32 weights the reference's floats bit for bit: the engine's exact cross-test mode (--dtype f32).
+     * Plain C, any CPU, never the default: it cannot vectorise a sum. */
+    CPU_GEMM_IN_ORDER,
     CPU_GEMM_ISA_COUNT
 } cpu_gemm_isa;
 
@@ -42,7 +46,7 @@ cpu_gemm_isa cpu_gemm_default_isa(void);
  * runs on the calling thread. */
 int cpu_gemm_has_openmp(void);
 
-/* "portable", "avx2", "avx512", "avx512-bf16"; "?" for a value outside the enum. */
+/* "portable", "avx2", "avx512", "avx512-bf16", "in-order"; "?" for a value outside the enum. */
 const char *cpu_gemm_isa_name(cpu_gemm_isa isa);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "cpu/gemm.h"
 #include "harness.h"
+#include "ops.h"
 #include "philox.h"
 
 static const int M_VALUES[] = {1, 2, 3, 5, 8, 17, 64, 70}; /* 70: past one block of 64 x rows per pass over W */
@@ -100,6 +101,7 @@ static float *output_make(int m, int n, float **alloc) {
  * controls below show what it still rejects. */
 static int roundings(cpu_gemm_isa isa, dtype_t wdtype, int k) {
     if (isa == CPU_GEMM_PORTABLE) return 1 + k / 16 + 4 + 15; /* product; 16 lanes; tree; tail of k mod 16 */
+    if (isa == CPU_GEMM_IN_ORDER) return k;                   /* the first product, then k − 1 additions */
     if (isa == CPU_GEMM_AVX2) return k / 8 + 3 + 7;           /* 8 FMA lanes; tree; FMA tail of k mod 8 */
     if (isa == CPU_GEMM_AVX512_BF16 && wdtype == DTYPE_BF16)
         return 2 * ((k + 31) / 32) + 4; /* vdpbf16ps: 2 adds per lane and step of 32 (exact products); tree */
@@ -195,8 +197,8 @@ START_TEST(test_rows_independent_of_m_and_threads) {
 END_TEST
 
 /* The control of the bitwise test: a change of accumulation order does show in the bits. Every two kernels with
- * different lane counts (or separate multiply and add) differ somewhere on 8 × 37 sums of 1000 terms, as a kernel
- * that took another path for m = 1 than inside a tile would differ from itself. */
+ * different lane counts (or separate multiply and add; in order or in lanes) differ somewhere on 8 × 37 sums of 1000
+ * terms, as a kernel that took another path for m = 1 than inside a tile would differ from itself. */
 START_TEST(test_accumulation_order_shows_in_bits) {
     int m = 8, n = 37, k = 1000, compared = 0;
     problem pb = problem_make(m, n, k, DTYPE_BF16, 77);
@@ -216,11 +218,39 @@ START_TEST(test_accumulation_order_shows_in_bits) {
 }
 END_TEST
 
+/* The in-order kernel is op_matvec bit for bit, with f32 weights and with bf16 weights widened (the reference's
+ * float32 copy of a bf16 checkpoint), for every row of x, at 1 and 2 threads: the engine's --dtype f32 mode rests
+ * on it. The control is the test above: every other kernel differs from it in some bits. */
+START_TEST(test_in_order_is_op_matvec) {
+    for (int c = 0; c < N_OF(K_VALUES); c++) {
+        const int m = 5, n = 37, k = K_VALUES[c];
+        for (int d = 0; d < 2; d++) {
+            const dtype_t wdtype = d ? DTYPE_BF16 : DTYPE_F32;
+            problem pb = problem_make(m, n, k, wdtype, 900u + (uint64_t)k);
+            float *y_alloc, *y = output_make(m, n, &y_alloc), *want = malloc((size_t)n * sizeof *want);
+            for (int threads = 1; threads <= 2; threads++) {
+                cpu_gemm_with(CPU_GEMM_IN_ORDER, y, pb.W, wdtype, pb.x, m, n, k, threads);
+                for (int i = 0; i < m; i++) {
+                    op_matvec(want, pb.Wf, pb.x + (size_t)i * k, n, k);
+                    ck_assert_msg(memcmp(want, y + (size_t)i * n, (size_t)n * sizeof(float)) == 0,
+                                  "%s k=%d row %d, %d thread(s): not op_matvec's bits", dtype_name(wdtype), k, i,
+                                  threads);
+                }
+            }
+            free(want), free(y_alloc);
+            problem_free(&pb);
+        }
+    }
+}
+END_TEST
+
 /* The default is the widest kernel with fp32 activations, and cpu_gemm is exactly that kernel. */
 START_TEST(test_default_dispatch) {
     cpu_gemm_isa isa = cpu_gemm_default_isa();
     ck_assert(cpu_gemm_isa_available(isa));
     ck_assert_int_ne(isa, CPU_GEMM_AVX512_BF16);
+    ck_assert_int_ne(isa, CPU_GEMM_IN_ORDER);
+    ck_assert_str_eq(cpu_gemm_isa_name(CPU_GEMM_IN_ORDER), "in-order");
     ck_assert(cpu_gemm_isa_available(CPU_GEMM_PORTABLE));
     if (cpu_gemm_isa_available(CPU_GEMM_AVX512)) ck_assert_int_eq(isa, CPU_GEMM_AVX512);
     ck_assert_str_eq(cpu_gemm_isa_name(CPU_GEMM_AVX512_BF16), "avx512-bf16");
@@ -380,10 +410,8 @@ Suite *cpu_gemm_suite(void) {
         }
     }
     tcase_add_test(tc, test_default_dispatch);
-    if (cpu_gemm_isa_available(CPU_GEMM_AVX2))
-        tcase_add_test(tc, test_accumulation_order_shows_in_bits);
-    else
-        harness_skip("cpu_gemm", "accumulation_order_shows_in_bits", "the portable kernel is the only one here");
+    tcase_add_test(tc, test_accumulation_order_shows_in_bits); /* portable and in-order at least */
+    tcase_add_test(tc, test_in_order_is_op_matvec);
     tcase_add_test(tc, test_degenerate_shapes);
     if (process_threads() >= 1)
         tcase_add_test(tc, test_one_thread_starts_no_openmp);
