@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/deltanet.h"
 #include "engine.h"
 #include "ops.h"
 
@@ -114,15 +115,13 @@ static void deltanet_layer(engine *e, const epass *p, int layer, int li) {
     matmul(e, a->ab, layer, ROLE_IN_PROJ_A, a->xn, m, Hv, D);
     const float *conv_w = f32(e, layer, ROLE_CONV1D), *A_log = f32(e, layer, ROLE_A_LOG);
     const float *dt_bias = f32(e, layer, ROLE_DT_BIAS), *norm_w = f32(e, layer, ROLE_LIN_NORM);
-    const size_t conv_n = (size_t)C * (K - 1), rec_n = (size_t)Hv * Dk * Dv;
-    float qh[512], kh[512];       /* one head's query and key: op_gated_delta_step normalises them in place */
+    const size_t conv_n = (size_t)C * (K - 1);
+    float qh[512], kh[512];       /* one head's query and key: cpu_delta_step normalises them in place */
     for (int i = 0; i < m; i++) { /* parents first: index order is topological */
         const int dst = node_slot(p, i), src = parent_slot(p, i);
         float *conv = engine_slot_conv(e, dst, li), *S = engine_slot_recurrent(e, dst, li);
-        if (dst != src) {
-            memcpy(conv, engine_slot_conv(e, src, li), conv_n * sizeof(float));
-            memcpy(S, engine_slot_recurrent(e, src, li), rec_n * sizeof(float));
-        }
+        const float *S_from = engine_slot_recurrent(e, src, li); /* the step reads it and writes S: no copy */
+        if (dst != src) memcpy(conv, engine_slot_conv(e, src, li), conv_n * sizeof(float));
         float *mixed = a->mixed + (size_t)i * C;
         op_conv_step(mixed, conv, a->q + (size_t)i * C, conv_w, C, K);
         const float *q = mixed, *k = mixed + Hk * Dk, *v = mixed + 2 * Hk * Dk;
@@ -133,7 +132,8 @@ static void deltanet_layer(engine *e, const epass *p, int layer, int li) {
             memcpy(kh, k + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
             const float beta = op_deltanet_beta(bv[h]), g = op_deltanet_decay(av[h], A_log[h], dt_bias[h]);
             float *oh = a->att + (size_t)i * Hv * Dv + (size_t)h * Dv;
-            op_gated_delta_step(oh, S + (size_t)h * Dk * Dv, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv);
+            cpu_delta_step(oh, S + (size_t)h * Dk * Dv, S_from + (size_t)h * Dk * Dv, qh, kh, v + (size_t)h * Dv, g,
+                           beta, Dk, Dv);
             op_rmsnorm_gated(oh, oh, norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
         }
     }

@@ -1,0 +1,21 @@
+/* deltanet.h — the engine's gated delta-rule step: op_gated_delta_step's
+ * arithmetic (core/ops.h), every element computed by the same float32
+ * operations in the same order, so the state and output are the
+ * reference's bit for bit — but the state is walked row by row (contiguous
+ * in Dv, which the compiler vectorises for the CPU it runs on) instead of
+ * column by column, and it is read from the parent's slot and written to
+ * the node's in the same pass, so a tree node's state costs no copy. */
+#ifndef SPECULA_CPU_DELTANET_H
+#define SPECULA_CPU_DELTANET_H
+
+/* The widest value head the step's scratch holds (the 27B's is 128). */
+#define CPU_DELTA_MAX_DV 1024
+
+/* One step of one head: S_out[Dk, Dv] = the state after token (q, k, v)
+ * from S_in (S_out may be S_in: in place), out[Dv] the read-out. q and k
+ * are L2-normalised in place as op_gated_delta_step does; g is the
+ * log-decay, beta the write strength. Dv ≤ CPU_DELTA_MAX_DV. */
+void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float *k, const float *v, float g,
+                    float beta, int Dk, int Dv);
+
+#endif
