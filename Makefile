@@ -7,6 +7,7 @@
 #   make plots      tokens per pass against α and the cost plots: PNG, SVG, .dat and .gp
 #                   in build/plots/ (gnuplot; PLOT_ARGS="--no-measure" skips the generations)
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
+#   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
 #   make gpu-check  validate and time the CUDA kernels on a GPU
 #   make format     clang-format every C/CUDA file
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
@@ -114,8 +115,8 @@ ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
 LIB_OBJ_engine := $(call obj,$(ENGINE_SRC))
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run deps peer gpu-check format clean cuda info-tools plots notebooks notebooks-update exercise \
-        gemm-bench
+.PHONY: all demo test test-run deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
+        notebooks-update exercise gemm-bench
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -286,6 +287,21 @@ gpu-check:
 
 peer: all
 	@tools/peer/run.sh $(BUILD) $(PYTHON)
+
+# The peer benchmark (never part of `make test`): the reference (and, once it
+# exists, the CPU engine) beside llama.cpp and transformers on the same
+# checkpoints, with the machine's read bandwidth measured in the same run.
+# Everything it installs, builds and writes stays under $(BUILD)/peers.
+# BENCH_PEERS_ARGS passes options to tools/peer/bench_peers.py (--help).
+# readbw is built for the machine it measures (-O3 -march=native, as llama.cpp's
+# GGML_NATIVE build is): at -O2 without wide vectors its sum, not memory, was the limit.
+$(BUILD)/readbw: tools/cpubench/readbw.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -O3 -march=native -pthread -o $@ $<
+
+BENCH_PEERS_ARGS ?=
+bench-peers: all $(BUILD)/readbw
+	@tools/peer/bench_peers.sh $(BUILD) $(PYTHON) $(BENCH_PEERS_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')

@@ -40,7 +40,7 @@ for flag in --preset --list-presets --draft --seed --dtype --shards --layout --t
     check "--help lists $flag" grep -q -- "$flag" "$tmp/help"
 done
 "$gen" --list-presets >"$tmp/presets"
-for p in micro micro-draft micro-tied micro-deep small small-draft; do
+for p in micro micro-draft micro-tied micro-deep small small-draft bench; do
     check "--list-presets shows $p" grep -q "^$p " "$tmp/presets"
 done
 

@@ -74,6 +74,13 @@ check "bench --method mtp: plain decoding and MTP only" test "$(grep -cE '^(gree
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
 expect_error "bench --method sample" 2 "bench compares spec, mtp or medusa" bench "$m" --method sample
+# bench --plain --json (what make bench-peers reads): the plain row alone, prefill and decode rates apart
+"$specula" bench "$m" --runs 1 --tokens 8 --prompt-tokens 6 --plain --json >"$tmp/bench3" 2>&1
+check "bench --plain --json exits 0" test $? -eq 0
+check "bench --plain --json: one greedy row with both rates" grep -qE \
+    '"prompt_tokens": 6, .*"rows": \[\{"method": "greedy", .*"prefill_tokens_per_s": [0-9.e+]+, "decode_tokens_per_s": [0-9.e+]+, [^{]*\}\]\}$' \
+    "$tmp/bench3"
+expect_error "bench --plain with --method" 2 "give --plain or --method, not both" bench "$m" --plain --method mtp
 
 # plot: the measured MTP points name their draft mode, as generate resolves it
 "$specula" plot --model "$m" --out "$tmp/plots" --term none --prompts 1 --tokens 6 --temperatures 0,0.9 \

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "footprint.h"
 #include "genmodel/randmodel.h"
 #include "harness.h"
 #include "safetensors.h"
@@ -138,6 +139,7 @@ START_TEST(test_every_preset_loads_back) {
         sp_error err;
         ck_assert_msg(randmodel_preset(p->name, &c, &err) == 0, "%s", err.msg);
         ck_assert_msg(c.vocab_size >= 16, "%s: vocab %d", p->name, c.vocab_size);
+        if (p->large) continue; /* hundreds of MB: its numbers are checked in test_bench_preset */
         for (int layout = 0; layout < 2; layout++) {
             randmodel_opts o;
             randmodel_default_opts(&o);
@@ -175,6 +177,42 @@ START_TEST(test_presets_differ_where_needed) {
 }
 END_TEST
 
+/* The benchmark preset (never written by the tests): the 27B's layout at
+ * 150-300M parameters, bf16 by default, a decode step reading weights well
+ * beyond a few MB of cache, and the config.json it would write reads back. */
+START_TEST(test_bench_preset) {
+    model_config c;
+    sp_error err;
+    const randmodel_preset_info *info = NULL;
+    for (const randmodel_preset_info *p = randmodel_presets(); p->name; p++)
+        if (!strcmp(p->name, "bench")) info = p;
+    ck_assert_msg(info && info->large, "no large preset named bench");
+    ck_assert(randmodel_preset("bench", &c, &err) == 0);
+    long long mtp, params = count_params(&c, &mtp);
+    ck_assert_msg(params >= 150000000 && params <= 300000000, "bench has %lld parameters", params);
+    ck_assert_int_eq(c.vocab_size, 32768);
+    ck_assert_int_eq(c.hidden_size, 1024);
+    ck_assert_int_eq(c.num_layers, 12);
+    ck_assert_int_eq(config_num_full(&c), 3); /* 3 Gated DeltaNet : 1 attention */
+    for (int l = 0; l < c.num_layers; l++)
+        ck_assert_int_eq(c.layer_types[l], (l + 1) % 4 ? LAYER_LINEAR_ATTENTION : LAYER_FULL_ATTENTION);
+    ck_assert(c.mtp_num_layers == 1 && mtp > 0 && !c.tie_word_embeddings);
+    ck_assert_int_eq(c.head_dim, 256);
+    ck_assert_int_eq(c.rotary_dim * 4, c.head_dim);
+    ck_assert_int_eq(c.lin_v_heads, 3 * c.lin_k_heads);
+    model_footprint fp;
+    footprint_compute(&c, 1, 2.0, 2.0, &fp);
+    ck_assert_msg(fp.weight_bytes_per_step > 4.0e8 && fp.weight_bytes_per_step < 5.0e8, "%.0f bytes per step",
+                  fp.weight_bytes_per_step);
+    randmodel_opts o;
+    randmodel_default_opts(&o);
+    ck_assert_int_eq(o.dtype, DTYPE_BF16);
+    char *json = NULL;
+    ck_assert_msg(randmodel_config_json(&c, &o, &json, &err) == 0, "%s", err.msg);
+    free(json);
+}
+END_TEST
+
 /* A draft for every preset: same vocabulary and eos, fewer parameters, no
  * MTP, and it writes and loads back like any model. */
 START_TEST(test_draft_for_any_config) {
@@ -191,6 +229,7 @@ START_TEST(test_draft_for_any_config) {
         ck_assert_int_eq(d.mtp_num_layers, 0);
         long long mt, md;
         ck_assert_msg(count_params(&d, &md) < count_params(&t, &mt), "draft of %s is not smaller", p->name);
+        if (p->large) continue; /* its draft is tens of MB: not written here */
         randmodel_opts o;
         randmodel_default_opts(&o);
         snprintf(sub, sizeof sub, "%s/%s", dir, p->name);
@@ -453,6 +492,7 @@ Suite *genmodel_suite(void) {
     TCase *tc = harness_tcase("core", 60);
     tcase_add_test(tc, test_every_preset_loads_back);
     tcase_add_test(tc, test_presets_differ_where_needed);
+    tcase_add_test(tc, test_bench_preset);
     tcase_add_test(tc, test_draft_for_any_config);
     tcase_add_test(tc, test_same_seed_same_bytes);
     tcase_add_test(tc, test_value_ranges);

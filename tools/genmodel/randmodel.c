@@ -27,34 +27,49 @@ typedef struct {
     double theta;
     int Hk, Hv, Dk, Dv, K;
     int tied, mtp, max_pos;
+    int large; /* hundreds of MB: written by `make bench-peers` only (randmodel.h) */
 } preset_def;
 
 /* The micro models share vocabulary 32, so any of them can draft for any
  * other; they differ in head dims, layer pattern, rotary fraction and tying
- * so that one bug cannot hide behind one shape. */
+ * so that one bug cannot hide behind one shape.
+ *
+ * `bench` is the CPU benchmark model of `make bench-peers` (tools/peer/):
+ * the 27B's layout scaled down — 3 Gated DeltaNet layers to 1 gated
+ * attention layer, head_dim 256 with a quarter rotary, 3 value heads per key
+ * head of 128, untied lm_head, one MTP layer — at about 274M parameters.
+ * Its vocabulary is 32768 (a real tokenizer size, Mistral's) rather than the
+ * 27B's 248320: at D = 1024 the real one would put 508M parameters in the
+ * embedding and lm_head alone and turn decoding into an lm_head benchmark;
+ * at 32768 the lm_head is 15 % of the 221M parameters a decode step reads
+ * (the 27B: 5 %). A step reads 442 MB of bf16 weights; how that compares
+ * with the L3 of the machine it runs on is printed by the benchmark. */
 /* one preset per two lines, in preset_def's field order */
 /* clang-format off */
 static const preset_def presets[] = {
     {"micro", "vocab 32, D 32, 4 layers LLLF, H 4 / Hkv 2 / Dh 16, rotary 1/4, untied, MTP", 32, 32, 64, 4, "LLLF",
-     4, 2, 16, 4, 1e4, 2, 4, 8, 8, 4, 0, 1, 1024},
+     4, 2, 16, 4, 1e4, 2, 4, 8, 8, 4, 0, 1, 1024, 0},
     {"micro-draft", "the draft for micro: vocab 32, D 16, 2 layers LF, rotary 1/2, no MTP", 32, 16, 32, 2, "LF", 2, 1,
-     8, 4, 1e4, 1, 2, 8, 8, 4, 0, 0, 1024},
+     8, 4, 1e4, 1, 2, 8, 8, 4, 0, 0, 1024, 0},
     {"micro-tied", "vocab 32, D 24, 4 layers LFLF, Dh 32 fully rotary, Dk 16 != Dv 8, Hv 3 per Hk, tied, MTP", 32,
-     24, 48, 4, "LF", 2, 1, 32, 32, 1e6, 1, 3, 16, 8, 4, 1, 1, 1024},
+     24, 48, 4, "LF", 2, 1, 32, 32, 1e6, 1, 3, 16, 8, 4, 1, 1, 1024, 0},
     {"micro-deep", "vocab 32, D 40, 6 layers LLF LLF, H 5 / Hkv 1 / Dh 8, rotary 1/2, conv 3, untied, MTP", 32, 40,
-     80, 6, "LLF", 5, 1, 8, 4, 1e5, 2, 4, 4, 12, 3, 0, 1, 1024},
+     80, 6, "LLF", 5, 1, 8, 4, 1e5, 2, 4, 4, 12, 3, 0, 1, 1024, 0},
     {"small", "about 8M parameters for benchmarks: vocab 2048, D 256, 8 layers LLLF, Dh 64, MTP", 2048, 256, 768, 8,
-     "LLLF", 4, 1, 64, 16, 1e7, 2, 6, 64, 64, 4, 0, 1, 4096},
+     "LLLF", 4, 1, 64, 16, 1e7, 2, 6, 64, 64, 4, 0, 1, 4096, 0},
     {"small-draft", "the draft for small: vocab 2048, D 128, 4 layers LLLF, no MTP", 2048, 128, 384, 4, "LLLF", 2, 1,
-     64, 16, 1e7, 1, 2, 64, 64, 4, 0, 0, 4096},
+     64, 16, 1e7, 1, 2, 64, 64, 4, 0, 0, 4096, 0},
+    {"bench", "about 274M parameters for make bench-peers: vocab 32768, D 1024, 12 layers LLLF, Dh 256, MTP",
+     32768, 1024, 3072, 12, "LLLF", 8, 2, 256, 64, 1e7, 4, 12, 128, 128, 4, 0, 1, 4096, 1},
 };
 /* clang-format on */
 #define N_PRESETS ((int)(sizeof presets / sizeof presets[0]))
 
 const randmodel_preset_info *randmodel_presets(void) {
     static randmodel_preset_info info[N_PRESETS + 1];
-    for (int i = 0; i < N_PRESETS; i++) info[i] = (randmodel_preset_info){presets[i].name, presets[i].summary};
-    info[N_PRESETS] = (randmodel_preset_info){NULL, NULL};
+    for (int i = 0; i < N_PRESETS; i++)
+        info[i] = (randmodel_preset_info){presets[i].name, presets[i].summary, presets[i].large};
+    info[N_PRESETS] = (randmodel_preset_info){NULL, NULL, 0};
     return info;
 }
 

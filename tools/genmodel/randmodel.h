@@ -43,6 +43,7 @@ typedef struct {
 typedef struct {
     const char *name;
     const char *summary;
+    int large; /* 1: hundreds of MB (the `bench` preset): the tests check its config but never write it */
 } randmodel_preset_info;
 
 /* A draft model for `target`: the same vocabulary, eos ids, RoPE and norm
