@@ -101,7 +101,7 @@ def row(ck, impl, dtype, threads, held_bytes, decode=None, prefill=None, rss_kb=
 def bench_reference(a, ck):
     """specula's plain-C reference: single-threaded by design."""
     cmd = [a.specula, "bench", ck["dir"], "--plain", "--json", "--prompt-tokens", str(a.prompt),
-           "--tokens", str(a.tokens), "--runs", str(a.runs)]
+           "--tokens", str(a.tokens), "--runs", str(a.runs), "--backend", "reference"]
     rc, out, rss, _ = run(cmd, a.logs, "%s-reference" % ck["name"])
     j = last_json(out) if rc == 0 else None
     rows = []
@@ -117,7 +117,7 @@ def bench_reference(a, ck):
 
 
 def bench_engine(a, ck):
-    """The CPU engine: the reference's command plus `--backend cpu --threads T`,
+    """The CPU engine: the reference's command with `--backend cpu --threads T`,
     bf16 weights (2 bytes per parameter), one process per thread count."""
     rows = []
     for t in a.threads:
