@@ -1,6 +1,7 @@
 /* engine_weights.c — the engine's weights (see engine_weights.h). */
 #include "engine_weights.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,16 @@ static int place(engine_weights *ew, int i, char *dst, float *scratch, sp_error 
     if (checkpoint_read_f32(&ew->ck, i, f, err)) return -1;
     if (bf16) {
         uint16_t *h = (uint16_t *)dst;
-        for (size_t k = 0; k < n; k++) h[k] = f32_to_bf16(f[k]);
+        for (size_t k = 0; k < n; k++) {
+            h[k] = f32_to_bf16(f[k]);
+            /* bf16 has float32's range, but a finite value within half a bf16 step of FLT_MAX rounds up to
+             * infinity: refused, never computed with. */
+            if (isinf(bf16_to_f32(h[k])))
+                return sp_fail(err,
+                               "tensor %s: element %zu (%g) rounds to infinity in bf16; open the checkpoint with "
+                               "--dtype f32",
+                               s->name, k, (double)f[k]);
+        }
     }
     w->data = dst;
     w->dtype = bf16 ? DTYPE_BF16 : DTYPE_F32;

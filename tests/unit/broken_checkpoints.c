@@ -15,7 +15,7 @@
 #include "harness.h"
 #include "safetensors.h"
 
-#define Q_PROJ "model.language_model.layers.3.self_attn.q_proj.weight"
+#define Q_PROJ BROKEN_VALUE_TENSOR
 #define EMBED "model.language_model.embed_tokens.weight"
 
 void broken_write_valid(const char *dir, const char *preset, dtype_t dtype) {
@@ -217,6 +217,11 @@ static void infinite_f16_norm(const char *dir) {
     broken_write_valid(dir, "micro", DTYPE_F16);
     rewrite(dir, &(tensor_edit){
                      .poison = "model.language_model.layers.0.linear_attn.norm.weight", .index = 0, .value = INFINITY});
+}
+
+void broken_write_with_value(const char *dir, dtype_t dtype, float value) {
+    broken_write_valid(dir, "micro", dtype);
+    rewrite(dir, &(tensor_edit){.poison = Q_PROJ, .index = 5, .value = value});
 }
 
 /* A bf16 matrix is one a backend may use as mapped (the engine does), so it

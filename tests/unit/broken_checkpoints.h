@@ -28,6 +28,11 @@ extern const int n_broken_checkpoints;
  * dtype, seed 1, written into dir. Fails the test on error. */
 void broken_write_valid(const char *dir, const char *preset, dtype_t dtype);
 
+/* A valid micro checkpoint in dtype with element 5 of BROKEN_VALUE_TENSOR set
+ * to value (a valid checkpoint or not, depending on the value). */
+#define BROKEN_VALUE_TENSOR "model.language_model.layers.3.self_attn.q_proj.weight"
+void broken_write_with_value(const char *dir, dtype_t dtype, float value);
+
 /* needle with BROKEN_AT_DIR / BROKEN_AT_FILE resolved against dir, into out[size]. */
 const char *broken_needle(const char *needle, const char *dir, char *out, size_t size);
 

@@ -7,6 +7,7 @@
  * the greedy oracle, beam search's hypotheses against the reference's. The
  * interface contract itself is in test_target.c. */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,6 +397,40 @@ START_TEST(test_broken_checkpoints_are_refused_alike) {
 }
 END_TEST
 
+/* A float32 weight within half a bf16 step of FLT_MAX is valid (the
+ * reference and the engine's f32 mode take it) but rounds to infinity in
+ * bf16: the engine's bf16 mode refuses it rather than compute with an
+ * infinity. The control: the largest value that stays finite is taken. */
+START_TEST(test_weight_that_bf16_cannot_hold) {
+    const float values[2] = {FLT_MAX, 3.0e38f}; /* bf16's largest finite value is about 3.39e38 */
+    for (int v = 0; v < 2; v++) {
+        char dir[256];
+        harness_tmpdir(dir, sizeof dir);
+        broken_write_with_value(dir, DTYPE_F32, values[v]);
+        model m;
+        sp_error err;
+        ck_assert_msg(model_load(&m, dir, &err) == 0, "%s", err.msg);
+        model_free(&m);
+        for (int f32 = 1; f32 >= 0; f32--) {
+            engine e;
+            engine_options o = engine_defaults();
+            o.f32_weights = f32;
+            const int refused = engine_open(&e, dir, &o, &err) != 0;
+            if (!refused) engine_close(&e);
+            if (f32 || v == 1) {
+                ck_assert_msg(!refused, "%g in %s mode: %s", values[v], f32 ? "f32" : "bf16", err.msg);
+            } else {
+                ck_assert_msg(refused, "FLT_MAX taken in the bf16 mode");
+                ck_assert_ptr_nonnull(strstr(err.msg, BROKEN_VALUE_TENSOR));
+                ck_assert_ptr_nonnull(strstr(err.msg, "rounds to infinity in bf16"));
+                ck_assert_ptr_nonnull(strstr(err.msg, "--dtype f32"));
+            }
+        }
+        harness_rmtree(dir);
+    }
+}
+END_TEST
+
 START_TEST(test_missing_directory_and_bad_options) {
     fixture_model f;
     fixture_model_open(&f, "micro", 76, NULL);
@@ -427,6 +462,7 @@ Suite *engine_suite(void) {
     tcase_add_loop_test(tc, test_methods_match_the_greedy_oracle, 0, 2);
     tcase_add_loop_test(tc, test_beam_matches_reference, 0, 2);
     tcase_add_loop_test(tc, test_broken_checkpoints_are_refused_alike, 0, n_broken_checkpoints);
+    tcase_add_test(tc, test_weight_that_bf16_cannot_hold);
     tcase_add_test(tc, test_missing_directory_and_bad_options);
     suite_add_tcase(s, tc);
     return s;
