@@ -1,6 +1,6 @@
 /* gemm_avx2.c — the AVX2 + FMA kernel of cpu_gemm: bf16 → fp32 by a 16-bit shift, 8 fp32 lanes per output,
- * register tiles of 2 rows of x × 4 rows of W. Compiled with -mavx2 -mfma; only gemm.c calls it, after checking
- * the CPU. W may sit at any byte address (unaligned loads only). */
+ * register tiles of 2 rows of x × 4 rows of W, W prefetched one tile ahead. Compiled with -mavx2 -mfma; only gemm.c
+ * calls it, after checking the CPU. W may sit at any byte address (unaligned loads only). */
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -12,6 +12,9 @@
 #define LANES 8
 #define TILE_M 2 /* rows of x per register tile */
 #define TILE_N 4 /* rows of W per register tile: 8 accumulators + 4 W vectors + 1 x vector of 16 registers */
+/* How far ahead each W row is prefetched: the same offset TILE_N rows on, the next tile's row. Rows of a few KB end
+ * before the hardware prefetcher has ramped up on them (see gemm_avx512.c for the measurement). */
+#define PREFETCH_ROWS TILE_N
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -59,11 +62,15 @@ ALWAYS_INLINE void tile(const gemm_problem *p, int i0, int tm, int j0, int tn, d
 #pragma GCC unroll 4
         for (int r = 0; r < tn; r++) acc[i][r] = _mm256_setzero_ps();
     }
+    const size_t ahead = PREFETCH_ROWS * row_bytes;
     int t = 0;
     for (; t + LANES <= p->k; t += LANES) {
         __m256 w[TILE_N];
 #pragma GCC unroll 4
-        for (int r = 0; r < tn; r++) w[r] = load_w8(w_row[r], t, wdtype);
+        for (int r = 0; r < tn; r++) {
+            _mm_prefetch((const char *)w_row[r] + (wdtype == DTYPE_BF16 ? 2 : 4) * (size_t)t + ahead, _MM_HINT_T0);
+            w[r] = load_w8(w_row[r], t, wdtype);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < tm; i++) {
             __m256 xv = _mm256_loadu_ps(x_row[i] + t);
