@@ -1,7 +1,8 @@
 /* bench.h — what the files of `specula bench` share: a row of the table,
  * where a row's time went (bench_split.c: the target and the proposer timed
- * inside the real runs), and the costs measured apart from the runs with the
- * speed-up the cost model predicts from them (bench_cost.c). */
+ * inside the real runs), the costs measured apart from the runs
+ * (bench_cost.c) and the speed-up the cost model predicts from them
+ * (bench_model.c). */
 #ifndef SPECULA_CLI_BENCH_H
 #define SPECULA_CLI_BENCH_H
 
@@ -33,7 +34,7 @@ typedef struct {
                                   * position in float32 */
     run_accounting pooled;       /* the runs' counters summed: α̂ and tokens per pass over every round */
     bench_per_token ms;          /* where the runs' time went */
-    double predicted; /* the cost model's speed-up over plain decoding (bench_cost.h); NAN when not modelled */
+    double predicted; /* the cost model's speed-up over plain decoding (bench_model.c); NAN when not modelled */
 } bench_row;
 
 /* One generation of s as method_generate runs it, with the target and the
@@ -41,7 +42,7 @@ typedef struct {
 int bench_generate(const method_spec *s, const method_parts *parts, const int *prompt, int n_prompt, decode_output *out,
                    bench_split *split, sp_error *err);
 
-/* ---- the costs apart and the model (bench_cost.c) ------------------------------------------- */
+/* ---- the costs apart (bench_cost.c) and the model (bench_model.c) --------------------------- */
 
 #define BENCH_COST_MAX_SIZES 12
 
@@ -52,7 +53,7 @@ typedef struct {
     int n_sizes;                            /* verify sizes measured, ascending; m[0] = 1 */
     int m[BENCH_COST_MAX_SIZES];            /* nodes of the verified chain */
     double pass_ms[BENCH_COST_MAX_SIZES];   /* one pass: verify an m-node chain, commit its root */
-    double draft_step_ms, mtp_step_ms;      /* one step of one position (NAN: no such model) */
+    double draft_step_ms, mtp_step_ms;      /* one step of one position, the mean of k in a row (NAN: no model) */
     double medusa_round_ms, medusa_pass_ms; /* the heads' proposal of one round; a pass over that tree */
     int medusa_nodes;                       /* nodes of that tree, the root included (0: no heads) */
 } bench_costs;

@@ -50,7 +50,7 @@ int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out
 void bench_costs_print(const bench_costs *c, const char *backend) {
     if (c->n_sizes < 1) return;
     const double t1 = c->pass_ms[0];
-    printf("\npass cost, %s backend (median of %d interleaved reps): verify an m-node chain, commit its root\n",
+    printf("\npass cost, %s backend (median of %d reps between the runs): verify an m-node chain, commit its root\n",
            backend, c->reps);
     printf("%8s %10s %8s\n", "m", "ms/pass", "/ m=1");
     for (int i = 0; i < c->n_sizes; i++)
@@ -68,11 +68,8 @@ void bench_costs_print(const bench_costs *c, const char *backend) {
 }
 
 /* "%.3f", or "-" where there is no figure (α of plain decoding and of a tree). */
-static const char *fmt(char *buf, size_t size, const char *f, double x) {
-    if (isfinite(x))
-        snprintf(buf, size, f, x);
-    else
-        snprintf(buf, size, "-");
+static const char *fmt3(char *buf, size_t size, double x) {
+    snprintf(buf, size, isfinite(x) ? "%.3f" : "-", x);
     return buf;
 }
 
@@ -126,7 +123,7 @@ void bench_model_print(const bench_costs *c, const bench_row *rows, const int *o
         flagged += flag;
         char alpha[16];
         printf("%-8s %7s %7.3f %5d %10.3f %8.3f %9.2fx %8.2fx %+6.0f%%%s\n", method_kind_name(rows[i].spec.kind),
-               fmt(alpha, sizeof alpha, "%.3f", m[i].alpha), m[i].tokens, m[i].m, m[i].pass_ms / m[i].t1_ms,
+               fmt3(alpha, sizeof alpha, m[i].alpha), m[i].tokens, m[i].m, m[i].pass_ms / m[i].t1_ms,
                m[i].prop_ms / m[i].t1_ms, m[i].speedup, measured, 100 * gap[i], flag ? " *" : "");
     }
     printf("\nms per committed token, the model's and the runs' (medians over the runs; other: acceptance, trees, "

@@ -25,10 +25,10 @@ static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NU
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] [options]\n"
-            "Times decoding MODEL (default %s) on the CPU engine (or --backend reference): plain\n"
-            "decoding, MTP when the\n"
-            "model has an MTP module, draft-model speculation when a draft is given or sits beside\n"
-            "the model as MODEL-draft, Medusa when heads are given or sit beside it as\n"
+            "Times decoding MODEL (default %s)\n"
+            "on the CPU engine (or --backend reference): plain decoding, MTP when the model has an MTP\n"
+            "module, draft-model speculation when a draft is given or sits beside the model as\n"
+            "MODEL-draft, Medusa when heads are given or sit beside it as\n"
             "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
             "the weight bytes read per token and the implied bandwidth: the engine reads its weights\n"
             "once per pass; the reference evaluates every position on its own over float32 copies, so\n"
