@@ -150,10 +150,13 @@ static void row_finish(bench_row *row, row_samples *x, int runs) {
     row->ms = ms;
 }
 
-/* The rows' runs and the costs' reps, interleaved: pass r of the loop runs every row's run r and the costs'
- * rep r, so that on a shared machine whose load comes and goes every figure samples the same load. Rows
- * that fail are left out (ok[i] = 0); costs that fail leave c empty (no predictions). 0, or 1 when
- * something failed (printed). */
+/* How many of n events spread evenly over `loops` steps fall in step i (0 or 1 when n ≤ loops). */
+static int spread(int i, int n, int loops) { return (i + 1) * n / loops - i * n / loops; }
+
+/* The rows' runs and the costs' reps, interleaved and spread evenly over one loop (each step runs every row
+ * once, or one rep of the costs, or both), so that on a shared machine whose speed comes and goes every
+ * figure samples the same stretch of time. Rows that fail are left out (ok[i] = 0); costs that fail leave c
+ * empty (no predictions). 0, or 1 when something failed (printed). */
 static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *rows, int *ok, int n, bench_costs *c) {
     const int V = models_config(lm)->vocab_size;
     int *prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *prompt, "bench prompt");
@@ -175,15 +178,18 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
         cr = NULL, status = 1;
     }
     const int loops = a->runs > a->cost_reps ? a->runs : a->cost_reps;
-    for (int r = 0; r < loops; r++) {
-        for (int i = 0; i < n && r < a->runs; i++)
-            if (ok[i] && bench_run_once(lm, a, prompt, r, &rows[i], &x[i])) ok[i] = 0, status = 1;
-        if (cr && r < a->cost_reps && bench_costs_rep(cr, r, &err)) {
+    for (int step = 0, run = 0, rep = 0; step < loops; step++) {
+        if (spread(step, a->runs, loops)) {
+            for (int i = 0; i < n; i++)
+                if (ok[i] && bench_run_once(lm, a, prompt, run, &rows[i], &x[i])) ok[i] = 0, status = 1;
+            run++;
+        }
+        if (spread(step, a->cost_reps, loops) && cr && bench_costs_rep(cr, rep++, &err)) {
             fprintf(stderr, "specula bench: pass costs: %s\n", err.msg);
             bench_costs_end(cr, 0);
             cr = NULL, status = 1;
         }
-        if (isatty(2)) fprintf(stderr, "\rrun %d/%d   ", r + 1, loops);
+        if (isatty(2)) fprintf(stderr, "\rrun %d/%d, cost rep %d/%d   ", run, a->runs, rep, a->cost_reps);
     }
     if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
     if (cr) bench_costs_end(cr, 1);
