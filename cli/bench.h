@@ -55,7 +55,11 @@ typedef struct {
     double pass_ms[BENCH_COST_MAX_SIZES];   /* one pass: verify an m-node chain, commit its root */
     double draft_step_ms, mtp_step_ms;      /* one step of one position, the mean of k in a row (NAN: no model) */
     double medusa_round_ms, medusa_pass_ms; /* the heads' proposal of one round; a pass over that tree */
-    int medusa_nodes;                       /* nodes of that tree, the root included (0: no heads) */
+    /* The same over that rep's own t(1), the median of the reps: paired within a rep, these ratios (what the
+     * model needs) do not move with the machine's speed from one rep to the next as the times do. */
+    double pass_ratio[BENCH_COST_MAX_SIZES];
+    double draft_ratio, mtp_ratio, medusa_round_ratio, medusa_pass_ratio;
+    int medusa_nodes; /* nodes of that tree, the root included (0: no heads) */
 } bench_costs;
 
 /* The measurement, rep by rep: bench_costs_begin prepares it (a sequence of
@@ -80,9 +84,10 @@ typedef struct {
     double alpha;   /* α̂ (NAN for Medusa and plain decoding) */
     int m;          /* nodes one round verifies */
     double pass_ms; /* t(m): a pass over them */
-    double prop_ms; /* the proposer per round: k steps, or the heads once */
+    double prop_ms; /* P: the proposer per round, k steps or the heads once */
     double t1_ms;   /* t(1) */
-    double speedup; /* E / (t(m)/t(1) + prop/t(1)) */
+    double r, c;    /* t(m)/t(1) and P/t(1), from the paired ratios */
+    double speedup; /* E / (r + c) */
 } bench_model;
 
 /* 0 and *out filled, or −1 when the costs it needs were not measured. */

@@ -23,9 +23,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double median_ms(double *s, int n) {
+static double median(double *s, int n) {
     qsort(s, (size_t)n, sizeof s[0], cmp_double);
-    return 1e3 * (n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]));
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
 }
 
 /* The verified sizes: powers of two to 64 and k + 1, at most the target's largest tree, ascending. */
@@ -115,6 +115,7 @@ bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *ba
     c->k = base->k;
     c->position = position;
     c->draft_step_ms = c->mtp_step_ms = c->medusa_round_ms = c->medusa_pass_ms = NAN;
+    c->draft_ratio = c->mtp_ratio = c->medusa_round_ratio = c->medusa_pass_ratio = NAN;
     bench_cost_run *r = sp_xcalloc(1, sizeof *r, "bench cost run");
     decode_target *t = r->t = lm->parts.target;
     const int V = t->cfg->vocab_size, D = t->cfg->hidden_size, n = position > 1 ? position : 1;
@@ -189,16 +190,27 @@ int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err) {
     return 0;
 }
 
+/* Figure f: the median of its times (ms) and of its ratios to the same rep's one-node pass. */
+static void figure(const bench_cost_run *r, int f, double *ms, double *ratio) {
+    const int reps = r->c->reps;
+    const double *x = r->samples + (size_t)f * reps, *t1 = r->samples;
+    double *s = sp_xcalloc((size_t)reps, sizeof *s, "bench cost figure");
+    memcpy(s, x, (size_t)reps * sizeof *s);
+    *ms = 1e3 * median(s, reps);
+    for (int i = 0; i < reps; i++) s[i] = x[i] / t1[i];
+    *ratio = median(s, reps);
+    free(s);
+}
+
 void bench_costs_end(bench_cost_run *r, int ok) {
     bench_costs *c = r->c;
-    const int reps = c->reps;
     if (ok) {
-        for (int i = 0; i < c->n_sizes; i++) c->pass_ms[i] = median_ms(r->samples + (size_t)i * reps, reps);
-        if (r->lm->parts.draft) c->draft_step_ms = median_ms(r->samples + (size_t)F_DRAFT * reps, reps);
-        if (r->lm->parts.mtp) c->mtp_step_ms = median_ms(r->samples + (size_t)F_MTP * reps, reps);
+        for (int i = 0; i < c->n_sizes; i++) figure(r, i, &c->pass_ms[i], &c->pass_ratio[i]);
+        if (r->lm->parts.draft) figure(r, F_DRAFT, &c->draft_step_ms, &c->draft_ratio);
+        if (r->lm->parts.mtp) figure(r, F_MTP, &c->mtp_step_ms, &c->mtp_ratio);
         if (r->have_medusa) {
-            c->medusa_round_ms = median_ms(r->samples + (size_t)F_ROUND * reps, reps);
-            c->medusa_pass_ms = median_ms(r->samples + (size_t)F_TREE * reps, reps);
+            figure(r, F_ROUND, &c->medusa_round_ms, &c->medusa_round_ratio);
+            figure(r, F_TREE, &c->medusa_pass_ms, &c->medusa_pass_ratio);
         }
     } else {
         memset(c, 0, sizeof *c); /* nothing measured: no predictions */

@@ -15,10 +15,11 @@
 
 #include "bench.h"
 
-static double pass_ms_at(const bench_costs *c, int m) {
+/* The index of size m among the measured ones, or −1. */
+static int size_at(const bench_costs *c, int m) {
     for (int i = 0; i < c->n_sizes; i++)
-        if (c->m[i] == m) return c->pass_ms[i];
-    return NAN;
+        if (c->m[i] == m) return i;
+    return -1;
 }
 
 int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out) {
@@ -31,40 +32,43 @@ int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out
         const int k = row->spec.k;
         out->alpha = accounting_alpha(&row->pooled);
         out->tokens = expected_tokens_per_pass(out->alpha, k);
+        const int i = size_at(c, k + 1);
         out->m = k + 1;
-        out->pass_ms = pass_ms_at(c, k + 1);
+        out->pass_ms = i < 0 ? NAN : c->pass_ms[i];
+        out->r = i < 0 ? NAN : c->pass_ratio[i];
         out->prop_ms = k * (kind == METHOD_SPEC ? c->draft_step_ms : c->mtp_step_ms);
+        out->c = k * (kind == METHOD_SPEC ? c->draft_ratio : c->mtp_ratio);
     } else if (kind == METHOD_MEDUSA) {
         out->m = c->medusa_nodes;
-        out->pass_ms = c->medusa_pass_ms;
-        out->prop_ms = c->medusa_round_ms;
+        out->pass_ms = c->medusa_pass_ms, out->r = c->medusa_pass_ratio;
+        out->prop_ms = c->medusa_round_ms, out->c = c->medusa_round_ratio;
     } else { /* plain decoding: one position per pass, nothing proposed */
         out->m = 1;
-        out->pass_ms = out->t1_ms;
-        out->prop_ms = 0;
+        out->pass_ms = out->t1_ms, out->r = 1;
+        out->prop_ms = 0, out->c = 0;
     }
-    out->speedup = out->tokens / (out->pass_ms / out->t1_ms + out->prop_ms / out->t1_ms);
+    out->speedup = out->tokens / (out->r + out->c);
     return isfinite(out->speedup) ? 0 : -1;
 }
 
 void bench_costs_print(const bench_costs *c, const char *backend) {
     if (c->n_sizes < 1) return;
-    const double t1 = c->pass_ms[0];
     printf("\npass cost, %s backend (median of %d reps between the runs): verify an m-node chain, commit its root\n",
            backend, c->reps);
-    printf("%8s %10s %8s\n", "m", "ms/pass", "/ m=1");
+    printf("%8s %10s %8s   (/ m=1: the median of each rep's own ratio)\n", "m", "ms/pass", "/ m=1");
     for (int i = 0; i < c->n_sizes; i++)
-        printf("%8d %10.4f %8.2f%s\n", c->m[i], c->pass_ms[i], c->pass_ms[i] / t1,
+        printf("%8d %10.4f %8.2f%s\n", c->m[i], c->pass_ms[i], c->pass_ratio[i],
                c->m[i] == c->k + 1 ? "   <- k + 1: one round of spec or MTP" : "");
     if (c->medusa_nodes)
         printf("%8d %10.4f %8.2f   <- the Medusa heads' tree (not a chain)\n", c->medusa_nodes, c->medusa_pass_ms,
-               c->medusa_pass_ms / t1);
+               c->medusa_pass_ratio);
     const char *names[3] = {"draft model step, 1 position", "MTP module step, 1 position",
                             "Medusa heads, 1 round's proposal"};
     const double ms[3] = {c->draft_step_ms, c->mtp_step_ms, c->medusa_round_ms};
+    const double ratio[3] = {c->draft_ratio, c->mtp_ratio, c->medusa_round_ratio};
     printf("%-34s %10s %8s\n", "proposer", "ms", "/ m=1");
     for (int i = 0; i < 3; i++)
-        if (isfinite(ms[i])) printf("%-34s %10.4f %8.3f\n", names[i], ms[i], ms[i] / t1);
+        if (isfinite(ms[i])) printf("%-34s %10.4f %8.3f\n", names[i], ms[i], ratio[i]);
 }
 
 /* "%.3f", or "-" where there is no figure (α of plain decoding and of a tree). */
@@ -123,8 +127,8 @@ void bench_model_print(const bench_costs *c, const bench_row *rows, const int *o
         flagged += flag;
         char alpha[16];
         printf("%-8s %7s %7.3f %5d %10.3f %8.3f %9.2fx %8.2fx %+6.0f%%%s\n", method_kind_name(rows[i].spec.kind),
-               fmt3(alpha, sizeof alpha, m[i].alpha), m[i].tokens, m[i].m, m[i].pass_ms / m[i].t1_ms,
-               m[i].prop_ms / m[i].t1_ms, m[i].speedup, measured, 100 * gap[i], flag ? " *" : "");
+               fmt3(alpha, sizeof alpha, m[i].alpha), m[i].tokens, m[i].m, m[i].r, m[i].c, m[i].speedup, measured,
+               100 * gap[i], flag ? " *" : "");
     }
     printf("\nms per committed token, the model's and the runs' (medians over the runs; other: acceptance, trees, "
            "build)\n");
@@ -153,8 +157,7 @@ static void json_number(const char *key, double x) { printf(isfinite(x) ? "\"%s\
 void bench_costs_json(const bench_costs *c) {
     printf("\"pass_costs\": {\"reps\": %d, \"k\": %d, \"passes\": [", c->reps, c->k);
     for (int i = 0; i < c->n_sizes; i++)
-        printf("%s{\"m\": %d, \"ms\": %.6g, \"ratio\": %.6g}", i ? ", " : "", c->m[i], c->pass_ms[i],
-               c->pass_ms[i] / c->pass_ms[0]);
+        printf("%s{\"m\": %d, \"ms\": %.6g, \"ratio\": %.6g}", i ? ", " : "", c->m[i], c->pass_ms[i], c->pass_ratio[i]);
     printf("], ");
     json_number("draft_step_ms", c->draft_step_ms);
     printf(", ");
@@ -163,6 +166,9 @@ void bench_costs_json(const bench_costs *c) {
     json_number("medusa_round_ms", c->medusa_round_ms);
     printf(", \"medusa_tree_nodes\": %d, ", c->medusa_nodes);
     json_number("medusa_pass_ms", c->medusa_pass_ms);
+    const char *keys[4] = {"draft_step_ratio", "mtp_step_ratio", "medusa_round_ratio", "medusa_pass_ratio"};
+    const double v[4] = {c->draft_ratio, c->mtp_ratio, c->medusa_round_ratio, c->medusa_pass_ratio};
+    for (int i = 0; i < 4; i++) printf(", "), json_number(keys[i], v[i]);
     printf("}, ");
 }
 
