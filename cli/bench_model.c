@@ -169,7 +169,7 @@ void bench_costs_json(const bench_costs *c) {
     const char *keys[4] = {"draft_step_ratio", "mtp_step_ratio", "medusa_round_ratio", "medusa_pass_ratio"};
     const double v[4] = {c->draft_ratio, c->mtp_ratio, c->medusa_round_ratio, c->medusa_pass_ratio};
     for (int i = 0; i < 4; i++) printf(", "), json_number(keys[i], v[i]);
-    printf("}, ");
+    printf(", \"position\": %d}, ", c->position);
 }
 
 void bench_row_json(const bench_costs *c, const bench_row *row, const bench_row *plain) {
