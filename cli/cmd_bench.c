@@ -1,10 +1,12 @@
-/* cmd_bench.c — `specula bench MODEL`: decode speed of the reference, as a
+/* cmd_bench.c — `specula bench MODEL`: decode speed on either backend, as a
  * table — median tokens/s over several runs, the weight bytes those tokens
  * read and the bandwidth that implies, for plain decoding and for each
  * speculative method the model supports, with ratios to plain decoding
- * measured in the same run. A benchmark, not a test: it asserts nothing.
- * --json prints the same rows as one JSON object, with the prefill and decode
- * rates of each row apart (what tools/peer/bench_peers.py reads). */
+ * measured in the same run and, beside them, the speed-up the cost model
+ * predicts from pass costs measured apart (bench_cost.c, bench_model.c).
+ * A benchmark, not a test: it asserts nothing. --json prints the same rows
+ * as one JSON object, with the prefill and decode rates of each row apart
+ * (what tools/peer/bench_peers.py reads). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +16,8 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench.h"
 #include "commands.h"
-#include "method_cli.h"
 
 /* Method flags bench sets itself. */
 static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NULL};
@@ -23,10 +25,10 @@ static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NU
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] [options]\n"
-            "Times decoding MODEL (default %s) on the CPU engine (or --backend reference): plain\n"
-            "decoding, MTP when the\n"
-            "model has an MTP module, draft-model speculation when a draft is given or sits beside\n"
-            "the model as MODEL-draft, Medusa when heads are given or sit beside it as\n"
+            "Times decoding MODEL (default %s)\n"
+            "on the CPU engine (or --backend reference): plain decoding, MTP when the model has an MTP\n"
+            "module, draft-model speculation when a draft is given or sits beside the model as\n"
+            "MODEL-draft, Medusa when heads are given or sit beside it as\n"
             "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
             "the weight bytes read per token and the implied bandwidth: the engine reads its weights\n"
             "once per pass; the reference evaluates every position on its own over float32 copies, so\n"
@@ -34,13 +36,21 @@ static void usage(FILE *f) {
             "method flags as `specula generate` (and `plot`), so its defaults are generate's: MTP\n"
             "drafts argmax at temperature 0 and sampled above; Medusa greedy at temperature 0, exact\n"
             "without replacement above. The last column says what each row ran.\n"
+            "Then the cost model: one target pass (verify an m-node chain, commit its root) timed apart for\n"
+            "m = 1, 2, 4, 8, 16, 32, 64 and k + 1, one draft and one MTP step, the Medusa heads' round and the\n"
+            "pass over their tree (medians of interleaved reps at the runs' middle position); from them and\n"
+            "the runs' alpha each row's predicted speed-up, E / (t(m)/t(1) + P/t(1)) (E = E(alpha, k) for a\n"
+            "chain, the measured tokens per pass for Medusa; P the proposer per round), beside the measured\n"
+            "one, the time per token each part of the runs took, and for rows more than 15 %% off, why.\n"
             "  --runs N             runs per row (default 5); run r uses seed S + r (S: --seed, default 1)\n"
             "  --tokens N           tokens per run (default 64)\n"
             "  --prompt-tokens N    prompt length: ids 1, 2, ..., N (modulo the vocabulary; default 4)\n"
-            "  --plain              only the plain decoding row\n"
+            "  --plain              only the plain decoding row (no cost model unless --cost-reps is given)\n"
+            "  --cost-reps N        reps of each pass cost (default 9; 0: no cost model)\n"
             "  --json               one JSON object instead of the table: per row the median tokens/s, and\n"
             "                       apart the prefill rate (prompt tokens / time to the first token) and the\n"
-            "                       decode rate (tokens after the first / the time they took); max RSS\n"
+            "                       decode rate (tokens after the first / the time they took); max RSS; the\n"
+            "                       pass costs, and per row the predicted and measured speed-up and its split\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
             "  --backend NAME       cpu (default) | reference; --threads N, --dtype bf16|f32 for cpu\n"
@@ -61,18 +71,11 @@ static int cmp_double(const void *a, const void *b) {
 }
 
 typedef struct {
-    method_spec spec; /* what the row runs */
-    double median_tps, tokens_per_pass;
-    double median_prefill_tps, median_decode_tps; /* prompt tokens / TTFT; tokens after the first / their time */
-    double engine_bytes_per_token;                /* one weight read per pass, at the stored dtype */
-    double read_bytes_per_token; /* what this backend reads: the engine once per pass, the reference once per
-                                  * position in float32 */
-} bench_row;
-
-typedef struct {
     method_spec base;
     model_flags models;
     int runs, tokens, prompt_tokens;
+    int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
+    int cost_reps_given;
     int only_given, plain_only, json;
     method_kind only;
 } bench_args;
@@ -82,48 +85,122 @@ static double median(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-/* Runs `runs` generations of one row; returns 0 and fills it, or -1 with a message. */
-static int bench_run(const loaded_models *lm, const bench_args *a, bench_row *row) {
+/* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
+static void pool_add(run_accounting *sum, const run_accounting *a) {
+    sum->k = a->k;
+    sum->target_passes += a->target_passes;
+    sum->target_positions += a->target_positions;
+    sum->committed += a->committed;
+    sum->accepted_total += a->accepted_total;
+    sum->rejected_rounds += a->rejected_rounds;
+    sum->proposer_steps += a->proposer_steps;
+    for (int d = 0; d <= ACC_MAX_DEPTH; d++) sum->proposed[d] += a->proposed[d], sum->accepted[d] += a->accepted[d];
+    for (int j = 0; j <= ACC_MAX_DEPTH + 1; j++) sum->length_hist[j] += a->length_hist[j];
+}
+
+/* What a row's runs measured, run by run. */
+typedef struct {
     double tps[64], prefill[64], decode[64];
-    const int V = models_config(lm)->vocab_size;
-    int *prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *prompt, "bench prompt");
-    for (int i = 0; i < a->prompt_tokens; i++) prompt[i] = (i + 1) % V;
+    double part[6][64]; /* ms per token: passes, proposer, prefill, passes at their median, other, total */
+} row_samples;
+
+/* Run r of one row; 0, or -1 with a message. */
+static int bench_run_once(const loaded_models *lm, const bench_args *a, const int *prompt, int r, bench_row *row,
+                          row_samples *x) {
     method_spec s = row->spec;
     s.max_tokens = a->tokens;
     s.stop_at_eos = 0;
-    const char *name = method_kind_name(s.kind);
+    s.seed = a->base.seed + (uint64_t)r;
+    decode_output out;
+    bench_split split = {0, 0, 0, 0, 0};
     sp_error err;
-    for (int r = 0; r < a->runs; r++) {
-        s.seed = a->base.seed + (uint64_t)r;
-        decode_output out;
-        const double t0 = now_s();
-        if (method_generate(&s, &lm->parts, prompt, a->prompt_tokens, &out, &err)) {
-            fprintf(stderr, "specula bench: %s: %s\n", name, err.msg);
-            free(prompt);
-            return -1;
-        }
-        tps[r] = out.n / (now_s() - t0);
-        prefill[r] = out.acc.ttft_s > 0 ? a->prompt_tokens / out.acc.ttft_s : NAN;
-        decode[r] = out.n > 1 && out.acc.decode_s > 0 ? (out.n - 1) / out.acc.decode_s : NAN;
-        row->tokens_per_pass = accounting_tokens_per_pass(&out.acc);
-        row->engine_bytes_per_token = accounting_bytes_per_token(&out.acc);
-        if (lm->backend == BACKEND_REFERENCE) { /* every position on its own, over float32 copies */
-            const double f32 = 4.0 / lm->parts.target->storage_bytes;
-            row->read_bytes_per_token = (out.acc.target_positions * out.acc.target_bytes_per_pass +
-                                         out.acc.proposer_steps * out.acc.proposer_bytes_per_step) *
-                                        f32 / out.n;
-        } else { /* one weight read per pass, as the accounting counts it */
-            row->read_bytes_per_token = row->engine_bytes_per_token;
-        }
-        decode_output_free(&out);
-        if (isatty(2)) fprintf(stderr, "\r%-8s run %d/%d: %.1f tokens/s   ", name, r + 1, a->runs, tps[r]);
+    const double t0 = now_s();
+    if (bench_generate(&s, &lm->parts, prompt, a->prompt_tokens, &out, &split, &err)) {
+        fprintf(stderr, "specula bench: %s: %s\n", method_kind_name(s.kind), err.msg);
+        return -1;
     }
-    if (isatty(2)) fprintf(stderr, "\r%60s\r", "");
-    free(prompt);
-    row->median_tps = median(tps, a->runs);
-    row->median_prefill_tps = median(prefill, a->runs);
-    row->median_decode_tps = median(decode, a->runs);
+    const double wall = now_s() - t0, ms = 1e3 / out.n;
+    x->part[0][r] = split.pass_s * ms, x->part[1][r] = split.proposer_s * ms, x->part[2][r] = split.prefill_s * ms;
+    x->part[3][r] = split.pass_median_s * split.passes * ms;
+    x->part[4][r] = (wall - split.pass_s - split.proposer_s - split.prefill_s) * ms, x->part[5][r] = wall * ms;
+    pool_add(&row->pooled, &out.acc);
+    x->tps[r] = out.n / wall;
+    x->prefill[r] = out.acc.ttft_s > 0 ? a->prompt_tokens / out.acc.ttft_s : NAN;
+    x->decode[r] = out.n > 1 && out.acc.decode_s > 0 ? (out.n - 1) / out.acc.decode_s : NAN;
+    row->tokens_per_pass = accounting_tokens_per_pass(&out.acc);
+    row->engine_bytes_per_token = accounting_bytes_per_token(&out.acc);
+    if (lm->backend == BACKEND_REFERENCE) { /* every position on its own, over float32 copies */
+        const double f32 = 4.0 / lm->parts.target->storage_bytes;
+        row->read_bytes_per_token = (out.acc.target_positions * out.acc.target_bytes_per_pass +
+                                     out.acc.proposer_steps * out.acc.proposer_bytes_per_step) *
+                                    f32 / out.n;
+    } else { /* one weight read per pass, as the accounting counts it */
+        row->read_bytes_per_token = row->engine_bytes_per_token;
+    }
+    decode_output_free(&out);
     return 0;
+}
+
+static void row_finish(bench_row *row, row_samples *x, int runs) {
+    row->median_tps = median(x->tps, runs);
+    row->median_prefill_tps = median(x->prefill, runs);
+    row->median_decode_tps = median(x->decode, runs);
+    const bench_per_token ms = {median(x->part[0], runs), median(x->part[1], runs), median(x->part[2], runs),
+                                median(x->part[3], runs), median(x->part[4], runs), median(x->part[5], runs)};
+    row->ms = ms;
+}
+
+/* How many of n events spread evenly over `loops` steps fall in step i (0 or 1 when n ≤ loops). */
+static int spread(int i, int n, int loops) { return (i + 1) * n / loops - i * n / loops; }
+
+/* The rows' runs and the costs' reps, interleaved and spread evenly over one loop (each step runs every row
+ * once, or one rep of the costs, or both), so that on a shared machine whose speed comes and goes every
+ * figure samples the same stretch of time. Rows that fail are left out (ok[i] = 0); costs that fail leave c
+ * empty (no predictions). 0, or 1 when something failed (printed). */
+static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *rows, int *ok, int n, bench_costs *c) {
+    const int V = models_config(lm)->vocab_size;
+    int *prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *prompt, "bench prompt");
+    for (int i = 0; i < a->prompt_tokens; i++) prompt[i] = (i + 1) % V;
+    row_samples *x = sp_xcalloc((size_t)n, sizeof *x, "bench samples");
+    const method_spec *medusa = NULL;
+    for (int i = 0; i < n; i++) {
+        ok[i] = 1;
+        if (rows[i].spec.kind == METHOD_MEDUSA) medusa = &rows[i].spec;
+    }
+    sp_error err;
+    int status = 0;
+    bench_cost_run *cr = NULL;
+    if (a->cost_reps > 0 &&
+        (!(cr = bench_costs_begin(lm, &a->base, medusa, a->prompt_tokens + a->tokens / 2, a->cost_reps, c, &err)) ||
+         bench_costs_rep(cr, -1, &err))) { /* rep −1 warms the caches up */
+        fprintf(stderr, "specula bench: pass costs: %s\n", err.msg);
+        if (cr) bench_costs_end(cr, 0);
+        cr = NULL, status = 1;
+    }
+    const int loops = a->runs > a->cost_reps ? a->runs : a->cost_reps;
+    for (int step = 0, run = 0, rep = 0; step < loops; step++) {
+        if (spread(step, a->runs, loops)) {
+            for (int i = 0; i < n; i++)
+                if (ok[i] && bench_run_once(lm, a, prompt, run, &rows[i], &x[i])) ok[i] = 0, status = 1;
+            run++;
+        }
+        if (spread(step, a->cost_reps, loops) && cr && bench_costs_rep(cr, rep++, &err)) {
+            fprintf(stderr, "specula bench: pass costs: %s\n", err.msg);
+            bench_costs_end(cr, 0);
+            cr = NULL, status = 1;
+        }
+        if (isatty(2)) fprintf(stderr, "\rrun %d/%d, cost rep %d/%d   ", run, a->runs, rep, a->cost_reps);
+    }
+    if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
+    if (cr) bench_costs_end(cr, 1);
+    for (int i = 0; i < n; i++) {
+        bench_model m;
+        if (ok[i]) row_finish(&rows[i], &x[i], a->runs);
+        rows[i].predicted = ok[i] && bench_model_row(c, &rows[i], &m) == 0 ? m.speedup : NAN;
+    }
+    free(x);
+    free(prompt);
+    return status;
 }
 
 /* A bench-only flag or the model directory: 1 consumed, 0 not one, -1 bad (printed). */
@@ -134,6 +211,10 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->tokens) ? 1 : -1;
     if (!strcmp(f, "--prompt-tokens"))
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->prompt_tokens) ? 1 : -1;
+    if (!strcmp(f, "--cost-reps")) {
+        a->cost_reps_given = 1;
+        return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 0, 1000, &a->cost_reps) ? 1 : -1;
+    }
     if (!strcmp(f, "--plain")) return a->plain_only = 1;
     if (!strcmp(f, "--json")) return a->json = 1;
     if (f[0] != '-' && !a->models.model_dir) {
@@ -151,6 +232,7 @@ static int parse(int argc, char **argv, bench_args *a) {
     a->runs = 5;
     a->tokens = 64;
     a->prompt_tokens = 4;
+    a->cost_reps = 9;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
@@ -170,6 +252,7 @@ static int parse(int argc, char **argv, bench_args *a) {
         method_cli_refuse(&a->base, refused + 1, "bench runs --tokens tokens with EOS off", "bench") ||
         method_cli_refuse(&a->base, beam_flags, "bench has no beam search row", "bench"))
         return 2;
+    if (a->plain_only && !a->cost_reps_given) a->cost_reps = 0; /* the plain rate alone, as make bench-peers asks */
     if (a->plain_only && method_spec_given(&a->base, "--method")) {
         fprintf(stderr, "specula bench: give --plain or --method, not both\n");
         return 2;
@@ -216,19 +299,26 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
     double plain_tps = ok[0] ? rows[0].median_tps : NAN; /* ratios only against a time measured in this run */
     printf("%s decode, %s: %d runs x %d tokens, temperature %g\n", backend_name(a->models.backend), dir, a->runs,
            a->tokens, a->base.sampling.temperature);
-    printf("%-8s %10s %9s %16s %16s %9s %10s  %s\n", "method", "tokens/s", "tok/pass", "engine B/token", "read B/token",
-           "GB/s", "vs plain", "what it ran");
+    printf("%-8s %10s %9s %16s %16s %9s %10s %10s  %s\n", "method", "tokens/s", "tok/pass", "engine B/token",
+           "read B/token", "GB/s", "vs plain", "predicted", "what it ran");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
-        char what[160];
+        char what[160], predicted[32] = "-";
         method_spec_label(&rows[i].spec, what, sizeof what);
-        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx  %s\n", method_kind_name(rows[i].spec.kind),
+        const double measured = rows[i].median_tps / plain_tps;
+        if (isfinite(rows[i].predicted))
+            snprintf(predicted, sizeof predicted, "%.2fx%s", rows[i].predicted,
+                     fabs(measured / rows[i].predicted - 1) > BENCH_GAP_FLAG ? "*" : " ");
+        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_kind_name(rows[i].spec.kind),
                rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token,
-               rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9,
-               rows[i].median_tps / plain_tps, what);
+               rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured,
+               predicted, what);
     }
     printf("engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
-           "read B/token: what this backend reads (the reference: every position on its own, float32).\n");
+           "read B/token: what this backend reads (the reference: every position on its own, float32);\n"
+           "predicted: the cost model's speed-up from the pass costs measured apart (below); *: measured more than\n"
+           "%.0f %% off it.\n",
+           100 * BENCH_GAP_FLAG);
 }
 
 /* A JSON string of plain text (paths, labels): quotes, backslashes and control characters escaped. */
@@ -246,8 +336,8 @@ static void print_json_text(const char *t) {
 }
 
 /* The rows as one JSON object; rates that could not be measured are null. */
-static void print_json(const bench_args *a, const char *dir, const loaded_models *lm, const bench_row *rows,
-                       const int *ok, int n) {
+static void print_json(const bench_args *a, const char *dir, const loaded_models *lm, const bench_costs *c,
+                       const bench_row *rows, const int *ok, int n) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const decode_target *t = lm->parts.target;
@@ -259,9 +349,11 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
     print_json_text(dir);
     printf(", \"runs\": %d, \"prompt_tokens\": %d, \"tokens\": %d, \"temperature\": %g, "
            "\"weight_bytes_per_step_stored\": %.0f, \"stored_bytes_per_param\": %d, \"held_bytes_per_param\": %d, "
-           "\"max_rss_kb\": %ld, \"rows\": [",
+           "\"max_rss_kb\": %ld, ",
            a->runs, a->prompt_tokens, a->tokens, a->base.sampling.temperature, t->weight_bytes_per_pass,
            t->storage_bytes, held, ru.ru_maxrss);
+    if (c->n_sizes) bench_costs_json(c);
+    printf("\"rows\": [");
     for (int i = 0, first = 1; i < n; i++) {
         if (!ok[i]) continue;
         char what[160];
@@ -272,8 +364,10 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
         print_json_text(what);
         for (int k = 0; k < 3; k++)
             printf(isfinite(rates[k]) ? ", \"%s\": %.6g" : ", \"%s\": null", names[k], rates[k]);
-        printf(", \"tokens_per_pass\": %.6g, \"engine_bytes_per_token\": %.6g, \"read_bytes_per_token\": %.6g}",
+        printf(", \"tokens_per_pass\": %.6g, \"engine_bytes_per_token\": %.6g, \"read_bytes_per_token\": %.6g",
                rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].read_bytes_per_token);
+        bench_row_json(c, &rows[i], ok[0] ? &rows[0] : NULL);
+        putchar('}');
         first = 0;
     }
     printf("]}\n");
@@ -289,17 +383,23 @@ int cmd_bench(int argc, char **argv) {
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
     if (models_load(&lm, &a.models, companions, companions, "bench")) return 1;
     bench_row rows[4];
+    memset(rows, 0, sizeof rows);
+    for (int i = 0; i < 4; i++) rows[i].predicted = NAN;
     int n = 0, ok[4] = {0}, status = 0;
     if (plan_rows(&a, &lm, rows, &n)) {
         models_release(&lm);
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        if (!(ok[i] = bench_run(&lm, &a, &rows[i]) == 0)) status = 1;
+    bench_costs costs;
+    memset(&costs, 0, sizeof costs);
+    status = bench_all(&a, &lm, rows, ok, n, &costs);
     if (a.json)
-        print_json(&a, dir, &lm, rows, ok, n);
-    else
+        print_json(&a, dir, &lm, &costs, rows, ok, n);
+    else {
         print_table(&a, dir, rows, ok, n);
+        bench_costs_print(&costs, backend_name(a.models.backend));
+        bench_model_print(&costs, rows, ok, n);
+    }
     models_release(&lm);
     return status;
 }

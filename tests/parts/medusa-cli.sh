@@ -89,6 +89,11 @@ check "trained heads and their suggested tree decode greedily" cmp -s <(head -1 
 "$specula" bench "$m" --runs 1 --tokens 8 >"$tmp/bench" 2>&1
 check "bench exits 0 with heads beside the model" test $? -eq 0
 check "bench prints a medusa row beside greedy" grep -qE "^medusa +[0-9.]+ +[0-9.]+ " "$tmp/bench"
+num='[0-9]+\.[0-9]+'
+check "bench: the pass over the heads' tree" grep -qE "^ +[0-9]+ +$num +$num +<- the Medusa heads' tree" "$tmp/bench"
+check "bench: the heads' round" grep -qE "^Medusa heads, 1 round's proposal +$num +$num$" "$tmp/bench"
+check "bench: medusa measured and predicted" grep -qE "^medusa( +[0-9.e+]+){5} +${num}x +${num}x\*? +medusa" "$tmp/bench"
+check "bench: medusa in the cost model, no alpha" grep -qE "^medusa +- +$num +[0-9]+ +$num +$num +${num}x" "$tmp/bench"
 expect_error "bench refuses heads of another base" 1 "do not belong to this model" \
     bench "$tmp/other" --runs 1 --tokens 8 --medusa "$m-medusa/medusa_heads.safetensors"
 expect_error "medusa-train needs a prompt source" 2 "exactly one prompt source" medusa-train --model "$m" --out "$tmp/x"

@@ -70,7 +70,8 @@ check "bench's plain row at temperature 0.9 is sampling" grep -qE "^sample " "$t
 check "bench's draft row" grep -qE "^spec .*spec k=4, exact rule$" "$tmp/bench"
 "$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --mtp-argmax --k 2 --method mtp >"$tmp/bench2" 2>&1
 check "bench --method mtp --mtp-argmax --k 2" grep -qE "^mtp .*mtp k=2, argmax drafts, exact rule$" "$tmp/bench2"
-check "bench --method mtp: plain decoding and MTP only" test "$(grep -cE '^(greedy|sample|mtp|spec|medusa) ' "$tmp/bench2")" -eq 2
+check "bench --method mtp: plain decoding and MTP only" \
+    test "$(sed '/^engine B\/token/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
 expect_error "bench --method sample" 2 "bench compares spec, mtp or medusa" bench "$m" --method sample
@@ -81,6 +82,47 @@ check "bench --plain --json: one greedy row with both rates" grep -qE \
     '"prompt_tokens": 6, .*"rows": \[\{"method": "greedy", .*"prefill_tokens_per_s": [0-9.e+]+, "decode_tokens_per_s": [0-9.e+]+, [^{]*\}\]\}$' \
     "$tmp/bench3"
 expect_error "bench --plain with --method" 2 "give --plain or --method, not both" bench "$m" --plain --method mtp
+check "bench --plain: no cost model unless asked" bash -c "! grep -q pass_costs '$tmp/bench3'"
+# bench's cost model: the pass costs (one node, k + 1, up to 64), the proposer steps, a finite prediction beside
+# the measured speed-up of every speculative row, the time per token part by part, every flagged row explained;
+# on both backends. Finite: printed as digits ("nan", "inf" and "-" do not match). No timing is asserted.
+num='[0-9]+\.[0-9]+'
+jnum='[0-9.]+(e[-+][0-9]+)?'
+for backend in cpu reference; do
+    out=$tmp/bench-cost-$backend
+    "$specula" bench "$m" --backend $backend --runs 1 --tokens 8 --cost-reps 2 >"$out" 2>&1
+    check "bench --backend $backend --cost-reps 2 exits 0" test $? -eq 0
+    check "bench ($backend): pass cost of one node, ratio 1" grep -qE "^ +1 +$num +1\.00$" "$out"
+    check "bench ($backend): pass cost of k + 1 = 5 nodes" grep -qE "^ +5 +$num +$num +<- k \+ 1" "$out"
+    check "bench ($backend): pass cost of 64 nodes" grep -qE "^ +64 +$num +$num$" "$out"
+    check "bench ($backend): the draft's step" grep -qE "^draft model step, 1 position +$num +$num$" "$out"
+    check "bench ($backend): the MTP's step" grep -qE "^MTP module step, 1 position +$num +$num$" "$out"
+    for r in mtp spec; do
+        check "bench ($backend): $r measured and predicted" \
+            grep -qE "^$r( +[0-9.e+]+){5} +${num}x +${num}x\*? +$r k=4" "$out"
+        check "bench ($backend): $r in the cost model" \
+            grep -qE "^$r +$num +$num +5 +$num +$num +${num}x +${num}x +[-+][0-9]+%( \*)?$" "$out"
+        check "bench ($backend): $r time per token" grep -qE "^$r( +$num){9}$" "$out"
+    done
+    check "bench ($backend): every flagged row explained" test "$(grep -cE '^(mtp|spec) .*%( \*)$' "$out")" -eq \
+        "$(grep -cE '^  (mtp|spec) [-+][0-9]+ %: plain decoding .* Most: ' "$out")"
+done
+"$specula" bench "$m" --runs 1 --tokens 8 --cost-reps 2 --json >"$tmp/bench5" 2>&1
+check "bench --json with costs exits 0" test $? -eq 0
+check "bench --json: the pass costs" grep -qE \
+    "\"pass_costs\": \{\"reps\": 2, \"k\": 4, \"passes\": \[\{\"m\": 1, \"ms\": $jnum, \"ratio\": 1\}, .*\{\"m\": 5, \"ms\": $jnum, \"ratio\": $jnum\}" \
+    "$tmp/bench5"
+check "bench --json: the steps" grep -qE "\"draft_step_ms\": $jnum, \"mtp_step_ms\": $jnum, \"medusa_round_ms\": null" \
+    "$tmp/bench5"
+for r in mtp spec; do
+    check "bench --json: $r predicted and measured" grep -qE \
+        "\{\"method\": \"$r\", [^}]*\"predicted_speedup\": $jnum, \"measured_speedup\": $jnum, \"alpha\": $jnum, \"verify_nodes\": 5, \"pass_ms_per_token\": $jnum, \"pass_at_median_ms_per_token\": $jnum, \"proposer_ms_per_token\": $jnum, \"prefill_ms_per_token\": $jnum, \"other_ms_per_token\": -?$jnum\}" \
+        "$tmp/bench5"
+done
+"$specula" bench "$m" --runs 1 --tokens 8 --cost-reps 0 --method spec >"$tmp/bench6" 2>&1
+check "bench --cost-reps 0: no prediction" grep -qE "^spec .*x +- +spec k=4" "$tmp/bench6"
+check "bench --cost-reps 0: no pass costs" bash -c "! grep -q '^pass cost' '$tmp/bench6'"
+expect_error "bench --cost-reps -1" 2 "cost-reps" bench "$m" --cost-reps -1
 
 # plot: the measured MTP points name their draft mode, as generate resolves it
 "$specula" plot --model "$m" --out "$tmp/plots" --term none --prompts 1 --tokens 6 --temperatures 0,0.9 \
