@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/attention.h"
 #include "cpu/deltanet.h"
 #include "engine.h"
 #include "ops.h"
@@ -91,7 +92,10 @@ static void attention_layer(engine *e, const epass *p, int layer, int la) {
             for (int t = 0; t < n; t++) kh[t] = a->keys[t] + (size_t)g * Dh, vh[t] = a->values[t] + (size_t)g * Dh;
             const float *qh = a->q + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
             float *oh = a->att + (size_t)i * H * Dh + (size_t)h * Dh;
-            op_attention_head(oh, qh, kh, vh, n, Dh, scale, a->scores);
+            if (e->be.in_order) /* the exact cross-test mode: the reference's sums */
+                op_attention_head(oh, qh, kh, vh, n, Dh, scale, a->scores);
+            else
+                cpu_attention_head(oh, qh, kh, vh, n, Dh, scale, a->scores);
             op_output_gate(oh, qh + Dh, Dh);
         }
     }
@@ -117,23 +121,29 @@ static void deltanet_layer(engine *e, const epass *p, int layer, int li) {
     const float *dt_bias = f32(e, layer, ROLE_DT_BIAS), *norm_w = f32(e, layer, ROLE_LIN_NORM);
     const size_t conv_n = (size_t)C * (K - 1);
     float qh[512], kh[512];       /* one head's query and key: cpu_delta_step normalises them in place */
-    for (int i = 0; i < m; i++) { /* parents first: index order is topological */
+    for (int i = 0; i < m; i++) { /* the convolution, node by node: parents first (index order is topological) */
         const int dst = node_slot(p, i), src = parent_slot(p, i);
-        float *conv = engine_slot_conv(e, dst, li), *S = engine_slot_recurrent(e, dst, li);
-        const float *S_from = engine_slot_recurrent(e, src, li); /* the step reads it and writes S: no copy */
+        float *conv = engine_slot_conv(e, dst, li);
         if (dst != src) memcpy(conv, engine_slot_conv(e, src, li), conv_n * sizeof(float));
-        float *mixed = a->mixed + (size_t)i * C;
-        op_conv_step(mixed, conv, a->q + (size_t)i * C, conv_w, C, K);
-        const float *q = mixed, *k = mixed + Hk * Dk, *v = mixed + 2 * Hk * Dk;
-        const float *av = a->ab + (size_t)i * Hv, *bv = a->ab + (size_t)(m + i) * Hv;
-        for (int h = 0; h < Hv; h++) {
-            const int kv_head = h / (Hv / Hk);
+        op_conv_step(a->mixed + (size_t)i * C, conv, a->q + (size_t)i * C, conv_w, C, K);
+    }
+    /* The recurrent step head by head, and within a head node by node: a node's state is read right after its
+     * parent wrote it (one head's states, (m + 1) × Dk × Dv floats, stay in L2; a whole layer's for m nodes do
+     * not). Each step reads the parent's slot and writes the node's: no copy. */
+    for (int h = 0; h < Hv; h++) {
+        const int kv_head = h / (Hv / Hk);
+        const size_t state_at = (size_t)h * Dk * Dv;
+        for (int i = 0; i < m; i++) {
+            const float *mixed = a->mixed + (size_t)i * C;
+            const float *q = mixed, *k = mixed + Hk * Dk, *v = mixed + 2 * Hk * Dk;
+            const float *av = a->ab + (size_t)i * Hv, *bv = a->ab + (size_t)(m + i) * Hv;
+            float *S = engine_slot_recurrent(e, node_slot(p, i), li) + state_at;
+            const float *S_from = engine_slot_recurrent(e, parent_slot(p, i), li) + state_at;
             memcpy(qh, q + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
             memcpy(kh, k + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
             const float beta = op_deltanet_beta(bv[h]), g = op_deltanet_decay(av[h], A_log[h], dt_bias[h]);
             float *oh = a->att + (size_t)i * Hv * Dv + (size_t)h * Dv;
-            cpu_delta_step(oh, S + (size_t)h * Dk * Dv, S_from + (size_t)h * Dk * Dv, qh, kh, v + (size_t)h * Dv, g,
-                           beta, Dk, Dv);
+            cpu_delta_step(oh, S, S_from, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv);
             op_rmsnorm_gated(oh, oh, norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
         }
     }
