@@ -4,6 +4,9 @@
  * node seeing the committed positions and its own ancestors only, so a pass
  * computes exactly what the reference computes one position at a time. */
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,44 +111,83 @@ static int parent_slot(const epass *p, int i) {
     return i < p->n_in_place || p->parent[i] < p->n_in_place ? p->slot : p->node_slot[p->parent[i]];
 }
 
+/* Channels c_begin .. c_end of a DeltaNet layer's causal convolution over the pass's nodes, node by node in each
+ * channel: channels share nothing, so ranges of them may run on different threads. */
+static void conv_channels(engine *e, const epass *p, int li, int c_begin, int c_end, const float *conv_w) {
+    const model_config *c = &e->cfg;
+    eact *a = &e->act;
+    const int C = config_conv_dim(c), K = c->conv_kernel, n = c_end - c_begin;
+    if (n <= 0) return;
+    for (int i = 0; i < p->m; i++) { /* a node's state starts as its parent's after the parent's step */
+        const size_t at = (size_t)c_begin * (K - 1);
+        float *state = engine_slot_conv(e, node_slot(p, i), li) + at;
+        if (node_slot(p, i) != parent_slot(p, i))
+            memcpy(state, engine_slot_conv(e, parent_slot(p, i), li) + at, (size_t)n * (K - 1) * sizeof(float));
+        op_conv_step(a->mixed + (size_t)i * C + c_begin, state, a->q + (size_t)i * C + c_begin,
+                     conv_w + (size_t)c_begin * K, n, K);
+    }
+}
+
+/* Head h of a DeltaNet layer's recurrent step over the pass's m nodes, node by node: a node's state is read right
+ * after its parent wrote it (one head's states, (m + 1) × Dk × Dv floats, stay in L2; a whole layer's for m nodes
+ * do not). Each step reads the parent's slot and writes the node's: no copy. Heads share nothing but their inputs,
+ * so they may run on different threads. */
+static void recurrent_head(engine *e, const epass *p, int layer, int li, int h) {
+    const model_config *c = &e->cfg;
+    const eact *a = &e->act;
+    const int C = config_conv_dim(c), m = p->m;
+    const int Hk = c->lin_k_heads, Hv = c->lin_v_heads, Dk = c->lin_k_dim, Dv = c->lin_v_dim;
+    const float *A_log = f32(e, layer, ROLE_A_LOG), *dt_bias = f32(e, layer, ROLE_DT_BIAS);
+    const float *norm_w = f32(e, layer, ROLE_LIN_NORM);
+    const int kv_head = h / (Hv / Hk);
+    const size_t state_at = (size_t)h * Dk * Dv;
+    float qh[512], kh[512]; /* the head's query and key: cpu_delta_step normalises them in place */
+    for (int i = 0; i < m; i++) {
+        const float *mixed = a->mixed + (size_t)i * C;
+        const float *q = mixed, *k = mixed + Hk * Dk, *v = mixed + 2 * Hk * Dk;
+        const float *av = a->ab + (size_t)i * Hv, *bv = a->ab + (size_t)(m + i) * Hv;
+        float *S = engine_slot_recurrent(e, node_slot(p, i), li) + state_at;
+        const float *S_from = engine_slot_recurrent(e, parent_slot(p, i), li) + state_at;
+        memcpy(qh, q + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
+        memcpy(kh, k + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
+        const float beta = op_deltanet_beta(bv[h]), g = op_deltanet_decay(av[h], A_log[h], dt_bias[h]);
+        float *oh = a->att + (size_t)i * Hv * Dv + (size_t)h * Dv;
+        cpu_delta_step(oh, S, S_from, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv);
+        op_rmsnorm_gated(oh, oh, norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
+    }
+}
+
 static void deltanet_layer(engine *e, const epass *p, int layer, int li) {
     const model_config *c = &e->cfg;
     eact *a = &e->act;
-    const int D = c->hidden_size, C = config_conv_dim(c), K = c->conv_kernel, m = p->m;
-    const int Hk = c->lin_k_heads, Hv = c->lin_v_heads, Dk = c->lin_k_dim, Dv = c->lin_v_dim;
+    const int D = c->hidden_size, C = config_conv_dim(c), m = p->m;
+    const int Hv = c->lin_v_heads, Dv = c->lin_v_dim;
     matmul(e, a->q, layer, ROLE_IN_PROJ_QKV, a->xn, m, C, D);
     matmul(e, a->z, layer, ROLE_IN_PROJ_Z, a->xn, m, Hv * Dv, D);
     matmul(e, a->ab + (size_t)m * Hv, layer, ROLE_IN_PROJ_B, a->xn, m, Hv, D);
     matmul(e, a->ab, layer, ROLE_IN_PROJ_A, a->xn, m, Hv, D);
-    const float *conv_w = f32(e, layer, ROLE_CONV1D), *A_log = f32(e, layer, ROLE_A_LOG);
-    const float *dt_bias = f32(e, layer, ROLE_DT_BIAS), *norm_w = f32(e, layer, ROLE_LIN_NORM);
-    const size_t conv_n = (size_t)C * (K - 1);
-    float qh[512], kh[512];       /* one head's query and key: cpu_delta_step normalises them in place */
-    for (int i = 0; i < m; i++) { /* the convolution, node by node: parents first (index order is topological) */
-        const int dst = node_slot(p, i), src = parent_slot(p, i);
-        float *conv = engine_slot_conv(e, dst, li);
-        if (dst != src) memcpy(conv, engine_slot_conv(e, src, li), conv_n * sizeof(float));
-        op_conv_step(a->mixed + (size_t)i * C, conv, a->q + (size_t)i * C, conv_w, C, K);
-    }
-    /* The recurrent step head by head, and within a head node by node: a node's state is read right after its
-     * parent wrote it (one head's states, (m + 1) × Dk × Dv floats, stay in L2; a whole layer's for m nodes do
-     * not). Each step reads the parent's slot and writes the node's: no copy. */
-    for (int h = 0; h < Hv; h++) {
-        const int kv_head = h / (Hv / Hk);
-        const size_t state_at = (size_t)h * Dk * Dv;
-        for (int i = 0; i < m; i++) {
-            const float *mixed = a->mixed + (size_t)i * C;
-            const float *q = mixed, *k = mixed + Hk * Dk, *v = mixed + 2 * Hk * Dk;
-            const float *av = a->ab + (size_t)i * Hv, *bv = a->ab + (size_t)(m + i) * Hv;
-            float *S = engine_slot_recurrent(e, node_slot(p, i), li) + state_at;
-            const float *S_from = engine_slot_recurrent(e, parent_slot(p, i), li) + state_at;
-            memcpy(qh, q + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
-            memcpy(kh, k + (size_t)kv_head * Dk, (size_t)Dk * sizeof(float));
-            const float beta = op_deltanet_beta(bv[h]), g = op_deltanet_decay(av[h], A_log[h], dt_bias[h]);
-            float *oh = a->att + (size_t)i * Hv * Dv + (size_t)h * Dv;
-            cpu_delta_step(oh, S, S_from, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv);
-            op_rmsnorm_gated(oh, oh, norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
+    const float *conv_w = f32(e, layer, ROLE_CONV1D);
+    /* The convolution by ranges of channels (each channel's nodes in index order: parents first), then the
+     * recurrent step by heads, on the products' threads: after the products these are most of a prefill. One
+     * thread enters no OpenMP region, as cpu_gemm. */
+    const int T = e->be.threads < Hv ? e->be.threads : Hv;
+    int done = 0;
+#ifdef _OPENMP
+    if (T > 1) {
+#pragma omp parallel num_threads(T)
+        {
+            const int t = omp_get_thread_num();
+            conv_channels(e, p, li, C * t / T, C * (t + 1) / T, conv_w);
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (int h = 0; h < Hv; h++) recurrent_head(e, p, layer, li, h);
         }
+        done = 1;
+    }
+#endif
+    if (!done) {
+        conv_channels(e, p, li, 0, C, conv_w);
+        for (int h = 0; h < Hv; h++) recurrent_head(e, p, layer, li, h);
     }
     matmul(e, a->out, layer, ROLE_OUT_PROJ, a->att, m, D, Hv * Dv);
 }

@@ -54,6 +54,20 @@ check "--mtp-argmax is another method" test "$(strip "$tmp/default")" != "$(stri
 gen --temperature 0 --json >"$tmp/cold"
 gen --temperature 0 --json --mtp-argmax >"$tmp/cold-argmax"
 check "MTP at temperature 0 drafts its argmax by default" cmp -s <(strip "$tmp/cold") <(strip "$tmp/cold-argmax")
+# the CPU engine's tokens do not depend on its thread count (its products and its DeltaNet heads split across
+# threads compute every output the same way)
+for method in sample spec mtp beam; do
+    sampling=(--temperature 0.9 --seed 7)
+    [ "$method" = beam ] && sampling=(--beams 3) # beam scores raw log-probabilities: no temperature
+    for t in 1 2 3; do
+        "$specula" generate --model "$m" --tokens 1,2,3 --method "$method" "${sampling[@]}" --max-tokens 24 --no-eos \
+            --ids --json --backend cpu --threads "$t" >"$tmp/threads-$t" 2>"$tmp/threads-$t.err"
+        check "generate --method $method --threads $t: tokens out" grep -q '"tokens"' "$tmp/threads-$t"
+    done
+    check "generate --method $method: the same tokens at 1 and 2 threads" \
+        cmp -s <(strip "$tmp/threads-1") <(strip "$tmp/threads-2")
+    check "generate --method $method: 3 threads as 1" cmp -s <(strip "$tmp/threads-1") <(strip "$tmp/threads-3")
+done
 expect_error "--mtp-argmax needs --method mtp" 2 "--mtp-argmax only applies to --method mtp" \
     generate --model "$m" --tokens 1,2 --method spec --mtp-argmax
 expect_error "--rule exact-norepl on a chain" 2 "applies to Medusa trees only" \

@@ -13,13 +13,13 @@
 #include "cpu/gemm.h"
 #include "dtype.h"
 
-#define K_COLUMNS 8192 /* elements per W row: a 27B model's hidden size is 5120, its MLP's 17408 */
+#define K_COLUMNS 8192 /* elements per W row by default: a 27B model's hidden size is 5120, its MLP's 17408 */
 #define STREAM_UNIT 64 /* floats: 8 streams × 8 */
 
 typedef struct {
     size_t w_mib, stream_mib;
-    int runs, threads_all;
-    const char *kernel; /* one kernel's name, or NULL for every available one */
+    int runs, threads_all, k; /* k: elements per W row */
+    const char *kernel;       /* one kernel's name, or NULL for every available one */
 } bench_options;
 
 static double now_s(void) {
@@ -112,21 +112,21 @@ static double stream_gbps(const stream_buffer *sb, int threads, int runs) {
 /* ---- the products -------------------------------------------------------------------------------------------- */
 
 typedef struct {
-    unsigned char *alloc, *W; /* [n, K_COLUMNS] of dtype, 8 bytes past a 64-byte boundary, as in a safetensors mmap */
-    float *x, *y;             /* [16, K_COLUMNS], [16, n] */
+    unsigned char *alloc, *W; /* [n, k] of dtype, 8 bytes past a 64-byte boundary, as in a safetensors mmap */
+    float *x, *y;             /* [16, k], [16, n] */
     dtype_t dtype;
-    int n;
+    int n, k;
     size_t w_bytes;
 } bench_problem;
 
 static bench_problem problem_make(const bench_options *o, dtype_t dtype) {
-    bench_problem b = {.dtype = dtype};
-    b.n = (int)((o->w_mib << 20) / ((size_t)K_COLUMNS * dtype_size(dtype)));
-    b.w_bytes = (size_t)b.n * K_COLUMNS * dtype_size(dtype);
+    bench_problem b = {.dtype = dtype, .k = o->k};
+    b.n = (int)((o->w_mib << 20) / ((size_t)b.k * dtype_size(dtype)));
+    b.w_bytes = (size_t)b.n * b.k * dtype_size(dtype);
     b.alloc = xmalloc(b.w_bytes + 64 + 8, "W");
     b.W = b.alloc + (64 - (uintptr_t)b.alloc % 64) % 64 + 8;
     uint32_t h = 0x9e3779b9u;
-    size_t count = (size_t)b.n * K_COLUMNS;
+    size_t count = (size_t)b.n * b.k;
     for (size_t e = 0; e < count; e++) {
         h = h * 1664525u + 1013904223u;
         float w = (float)(int32_t)h * 0x1p-35f; /* |w| < 1/16 */
@@ -137,9 +137,9 @@ static bench_problem problem_make(const bench_options *o, dtype_t dtype) {
             memcpy(b.W + 4 * e, &w, 4);
         }
     }
-    b.x = xmalloc((size_t)16 * K_COLUMNS * sizeof(float), "x");
+    b.x = xmalloc((size_t)16 * b.k * sizeof(float), "x");
     b.y = xmalloc((size_t)16 * b.n * sizeof(float), "y");
-    for (size_t e = 0; e < (size_t)16 * K_COLUMNS; e++) b.x[e] = (float)((e * 7919) % 2001) / 1000.0f - 1.0f;
+    for (size_t e = 0; e < (size_t)16 * b.k; e++) b.x[e] = (float)((e * 7919) % 2001) / 1000.0f - 1.0f;
     return b;
 }
 
@@ -150,11 +150,11 @@ static void problem_free(bench_problem *b) { free(b->alloc), free(b->x), free(b-
 static double time_gemm(const bench_problem *b, const stream_buffer *sb, cpu_gemm_isa isa, int m, int threads, int runs,
                         double *read_gbps) {
     double t[64], t_read[64];
-    cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, K_COLUMNS, threads);
+    cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, b->k, threads);
     for (int r = 0; r < runs; r++) {
         t_read[r] = stream_once(sb->buf, sb->count, threads);
         double t0 = now_s();
-        cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, K_COLUMNS, threads);
+        cpu_gemm_with(isa, b->y, b->W, b->dtype, b->x, m, b->n, b->k, threads);
         t[r] = now_s() - t0;
     }
     *read_gbps = (double)sb->bytes / median(t_read, runs) * 1e-9;
@@ -176,7 +176,7 @@ static void bench_dtype(const bench_options *o, const stream_buffer *sb, dtype_t
                 double gbps = (double)b.w_bytes / s * 1e-9;
                 printf("| %-4s | %-11s | %7d | %2d | %10.0f | %6.2f | %6.2f | %5.1f %% | %7.1f |\n", dtype_name(dtype),
                        cpu_gemm_isa_name((cpu_gemm_isa)isa), thread_counts[c], m_values[a], s * 1e6, gbps, read_gbps,
-                       100.0 * gbps / read_gbps, 2.0 * m_values[a] * b.n * (double)K_COLUMNS / s * 1e-9);
+                       100.0 * gbps / read_gbps, 2.0 * m_values[a] * b.n * (double)b.k / s * 1e-9);
                 fflush(stdout);
             }
     }
@@ -186,17 +186,19 @@ static void bench_dtype(const bench_options *o, const stream_buffer *sb, dtype_t
 /* ---- main ---------------------------------------------------------------------------------------------------- */
 
 static void usage(void) {
-    printf("usage: gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME]\n"
+    printf("usage: gemm-bench [--w-mib N] [--k N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME]\n"
            "Times cpu_gemm at m = 1, 4, 16 for every instruction set this CPU has, on bf16 and f32 weights of\n"
            "N MiB (default 1024: over 3x the L3 of the machine in docs/performance.md), at 1 thread and at\n"
            "--threads (default: every online core), against the read bandwidth of a sum over a buffer of\n"
            "--stream-mib MiB (default 1024). --runs samples per row (default 5, at most 63): each row is their\n"
-           "median. --kernel portable|avx2|avx512|avx512-bf16: that one kernel only.\n");
+           "median. --kernel portable|avx2|avx512|avx512-bf16: that one kernel only. --k N: elements per W\n"
+           "row (default 8192; 16 to 65536): short rows, as in a small model, are what prefetching is for.\n");
 }
 
 static int parse_options(int argc, char **argv, bench_options *o) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (bench_options){.w_mib = 1024, .stream_mib = 1024, .runs = 5, .threads_all = cores > 0 ? (int)cores : 1};
+    *o = (bench_options){
+        .w_mib = 1024, .k = K_COLUMNS, .stream_mib = 1024, .runs = 5, .threads_all = cores > 0 ? (int)cores : 1};
     for (int i = 1; i < argc; i++) {
         long v = i + 1 < argc ? strtol(argv[i + 1], NULL, 10) : 0;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -204,6 +206,8 @@ static int parse_options(int argc, char **argv, bench_options *o) {
             exit(0);
         } else if (!strcmp(argv[i], "--w-mib") && v >= 1 && v <= 65536) {
             o->w_mib = (size_t)v, i++;
+        } else if (!strcmp(argv[i], "--k") && v >= 16 && v <= 65536) {
+            o->k = (int)v, i++;
         } else if (!strcmp(argv[i], "--stream-mib") && v >= 1 && v <= 65536) {
             o->stream_mib = (size_t)v, i++;
         } else if (!strcmp(argv[i], "--runs") && v >= 1 && v <= 63) {
@@ -261,7 +265,7 @@ int main(int argc, char **argv) {
                thread_counts[c] > 1 ? "s" : "", stream_gbps(&sb, thread_counts[c], o.runs), o.stream_mib, o.runs);
     printf("W: %zu MiB, k = %d, at a 64-byte boundary + 8. \"read\": the same sum, timed between the row's samples\n"
            "at its thread count; %% = W GB/s of that.\n\n",
-           o.w_mib, K_COLUMNS);
+           o.w_mib, o.k);
     printf("| W    | kernel      | threads |  m |  median µs | W GB/s | read GB/s | %% read | GFLOP/s |\n");
     printf("|------|-------------|---------|----|------------|--------|-----------|---------|---------|\n");
     bench_dtype(&o, &sb, DTYPE_BF16, thread_counts, n_counts);
