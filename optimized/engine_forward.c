@@ -15,6 +15,9 @@
 #include "engine.h"
 #include "ops.h"
 
+/* Below this many elements an elementwise op stays on one thread: starting the others costs more. */
+#define SPLIT_MIN_ELEMENTS 16384
+
 static const float *f32(const engine *e, int layer, tensor_role r) {
     return (const float *)engine_weight(&e->w, layer, r)->data;
 }
@@ -197,7 +200,17 @@ static void mlp(engine *e, int layer, int m) {
     const int D = e->cfg.hidden_size, F = e->cfg.intermediate_size;
     matmul(e, a->g, layer, ROLE_GATE_PROJ, a->xn, m, F, D);
     matmul(e, a->u, layer, ROLE_UP_PROJ, a->xn, m, F, D);
-    for (int i = 0; i < m; i++) op_swiglu(a->g + (size_t)i * F, a->g + (size_t)i * F, a->u + (size_t)i * F, F);
+    const size_t n = (size_t)m * F; /* elementwise: split into one range per thread when there are several */
+    const int T = e->be.threads;
+    if (T > 1 && n >= SPLIT_MIN_ELEMENTS) {
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < T; t++) {
+            const size_t begin = n * t / T, end = n * (t + 1) / T;
+            op_swiglu(a->g + begin, a->g + begin, a->u + begin, (int)(end - begin));
+        }
+    } else {
+        op_swiglu(a->g, a->g, a->u, (int)n);
+    }
     matmul(e, a->out, layer, ROLE_DOWN_PROJ, a->g, m, D, F);
 }
 
