@@ -8,6 +8,11 @@
 
 #include "method_cli.h"
 
+/* The monotonic clock in seconds, and the median of x[n] (x is sorted in place): what every part of bench times
+ * and summarises with (bench_split.c). */
+double bench_now_s(void);
+double bench_median(double *x, int n);
+
 /* Seconds of one run, each part timed where decode_run calls it. */
 typedef struct {
     double pass_s;        /* target verify + commit: the passes of the rounds */

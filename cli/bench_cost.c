@@ -12,22 +12,6 @@
 
 #include "bench.h"
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *s, int n) {
-    qsort(s, (size_t)n, sizeof s[0], cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
-
 /* The verified sizes: powers of two to 64 and k + 1, at most the target's largest tree, ascending. */
 static int plan_sizes(int k, int max_nodes, int *m) {
     const int want[] = {1, 2, 4, 8, 16, 32, 64, k + 1};
@@ -71,9 +55,9 @@ enum { F_DRAFT = BENCH_COST_MAX_SIZES, F_MTP, F_ROUND, F_TREE, F_COUNT };
 static int timed_pass(bench_cost_run *r, const token_tree *tree, const sampler_params *sp, double *seconds,
                       sp_error *err) {
     const target_job job = {r->seq, tree, r->p, NULL};
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     if (r->t->verify(r->t, &job, 1, sp, err) || r->t->commit(r->t, r->seq, 0, err)) return -1;
-    *seconds = now_s() - t0;
+    *seconds = bench_now_s() - t0;
     return 0;
 }
 
@@ -164,23 +148,23 @@ int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err) {
     }
     /* k steps of one position in a row, as a round drafts them; a step is their mean */
     stepper *draft = r->lm->parts.draft, *mtp = r->lm->parts.mtp;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (int i = 0; draft && i < k; i++)
         if (draft->step(draft, &token, NULL, 1, r->logits, NULL, err)) return -1;
-    sec[F_DRAFT] = (now_s() - t0) / k;
+    sec[F_DRAFT] = (bench_now_s() - t0) / k;
     const float *h = r->hidden + (size_t)(r->n_prefix - 1) * D; /* the last prefix position's */
-    t0 = now_s();
+    t0 = bench_now_s();
     for (int i = 0; mtp && i < k; i++)
         if (mtp->step(mtp, &token, h, 1, r->logits, r->h_out, err)) return -1;
-    sec[F_MTP] = (now_s() - t0) / k;
+    sec[F_MTP] = (bench_now_s() - t0) / k;
     if (r->have_medusa) {
         proposer *p = r->medusa_built.proposer;
         tree_reset(&r->tree, token, p->kind);
         const propose_call call = {&r->medusa->sampling, r->medusa->seed, (uint64_t)(rep + 1), t->position(t, r->seq),
                                    1 << 20};
-        t0 = now_s();
+        t0 = bench_now_s();
         if (p->propose(p, &r->tree, &call, err)) return -1;
-        sec[F_ROUND] = now_s() - t0;
+        sec[F_ROUND] = bench_now_s() - t0;
         c->medusa_nodes = r->tree.n;
         if (timed_pass(r, &r->tree, &r->medusa->sampling, &sec[F_TREE], err)) return -1;
     }
@@ -196,9 +180,9 @@ static void figure(const bench_cost_run *r, int f, double *ms, double *ratio) {
     const double *x = r->samples + (size_t)f * reps, *t1 = r->samples;
     double *s = sp_xcalloc((size_t)reps, sizeof *s, "bench cost figure");
     memcpy(s, x, (size_t)reps * sizeof *s);
-    *ms = 1e3 * median(s, reps);
+    *ms = 1e3 * bench_median(s, reps);
     for (int i = 0; i < reps; i++) s[i] = x[i] / t1[i];
-    *ratio = median(s, reps);
+    *ratio = bench_median(s, reps);
     free(s);
 }
 

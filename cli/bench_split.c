@@ -12,10 +12,20 @@
 
 #include "bench.h"
 
-static double now_s(void) {
+double bench_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_median(double *x, int n) {
+    qsort(x, (size_t)n, sizeof x[0], cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
 /* The copy decode_run calls comes first, so a callback's t is the wrapper. */
@@ -41,17 +51,17 @@ static void tt_memory(const decode_target *t, const int *seqs, int n_seqs, targe
 
 static int tt_prefill(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden,
                       sp_error *err) {
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     int rc = inner_of(t)->prefill(inner_of(t), seq, tokens, n, logits, hidden, err);
-    ((timed_target *)t)->split->prefill_s += now_s() - t0;
+    ((timed_target *)t)->split->prefill_s += bench_now_s() - t0;
     return rc;
 }
 
 static int tt_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
     timed_target *w = (timed_target *)t;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     int rc = w->inner->verify(w->inner, jobs, n_jobs, sp, err);
-    const double dt = now_s() - t0;
+    const double dt = bench_now_s() - t0;
     w->split->pass_s += dt;
     if (w->n_pass == w->cap) {
         w->cap = w->cap ? 2 * w->cap : 256;
@@ -63,17 +73,12 @@ static int tt_verify(decode_target *t, const target_job *jobs, int n_jobs, const
 
 static int tt_commit(decode_target *t, int seq, int node, sp_error *err) {
     timed_target *w = (timed_target *)t;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     int rc = w->inner->commit(w->inner, seq, node, err);
-    const double dt = now_s() - t0;
+    const double dt = bench_now_s() - t0;
     w->split->pass_s += dt;
     w->pass[w->n_pass++] += dt;
     return rc;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static void timed_target_build(timed_target *w, decode_target *inner, bench_split *split) {
@@ -101,18 +106,18 @@ typedef struct {
 
 static int tp_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     timed_proposer *w = self->impl;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     int rc = w->inner->propose(w->inner, tree, call, err);
-    w->split->proposer_s += now_s() - t0;
+    w->split->proposer_s += bench_now_s() - t0;
     self->steps = w->inner->steps;
     return rc;
 }
 
 static int tp_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     timed_proposer *w = self->impl;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     int rc = w->inner->commit(w->inner, path, hidden, len, next_token, err);
-    w->split->proposer_s += now_s() - t0;
+    w->split->proposer_s += bench_now_s() - t0;
     self->steps = w->inner->steps;
     return rc;
 }
@@ -137,8 +142,7 @@ int bench_generate(const method_spec *s, const method_parts *parts, const int *p
     method_release(&b);
     split->passes = tt.n_pass;
     if (tt.n_pass) {
-        qsort(tt.pass, (size_t)tt.n_pass, sizeof(double), cmp_double);
-        split->pass_median_s = tt.pass[tt.n_pass / 2];
+        split->pass_median_s = bench_median(tt.pass, tt.n_pass);
     }
     free(tt.pass);
     return rc;

@@ -59,17 +59,6 @@ static void usage(FILE *f) {
     method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct {
     method_spec base;
     model_flags models;
@@ -79,11 +68,6 @@ typedef struct {
     int only_given, plain_only, json;
     method_kind only;
 } bench_args;
-
-static double median(double *x, int n) {
-    qsort(x, (size_t)n, sizeof x[0], cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
 static void pool_add(run_accounting *sum, const run_accounting *a) {
@@ -114,12 +98,12 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
     decode_output out;
     bench_split split = {0, 0, 0, 0, 0};
     sp_error err;
-    const double t0 = now_s();
+    const double t0 = bench_now_s();
     if (bench_generate(&s, &lm->parts, prompt, a->prompt_tokens, &out, &split, &err)) {
         fprintf(stderr, "specula bench: %s: %s\n", method_kind_name(s.kind), err.msg);
         return -1;
     }
-    const double wall = now_s() - t0, ms = 1e3 / out.n;
+    const double wall = bench_now_s() - t0, ms = 1e3 / out.n;
     x->part[0][r] = split.pass_s * ms, x->part[1][r] = split.proposer_s * ms, x->part[2][r] = split.prefill_s * ms;
     x->part[3][r] = split.pass_median_s * split.passes * ms;
     x->part[4][r] = (wall - split.pass_s - split.proposer_s - split.prefill_s) * ms, x->part[5][r] = wall * ms;
@@ -142,11 +126,12 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
 }
 
 static void row_finish(bench_row *row, row_samples *x, int runs) {
-    row->median_tps = median(x->tps, runs);
-    row->median_prefill_tps = median(x->prefill, runs);
-    row->median_decode_tps = median(x->decode, runs);
-    const bench_per_token ms = {median(x->part[0], runs), median(x->part[1], runs), median(x->part[2], runs),
-                                median(x->part[3], runs), median(x->part[4], runs), median(x->part[5], runs)};
+    row->median_tps = bench_median(x->tps, runs);
+    row->median_prefill_tps = bench_median(x->prefill, runs);
+    row->median_decode_tps = bench_median(x->decode, runs);
+    const bench_per_token ms = {bench_median(x->part[0], runs), bench_median(x->part[1], runs),
+                                bench_median(x->part[2], runs), bench_median(x->part[3], runs),
+                                bench_median(x->part[4], runs), bench_median(x->part[5], runs)};
     row->ms = ms;
 }
 
