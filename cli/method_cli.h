@@ -65,6 +65,7 @@ typedef struct {
     model target, draft;    /* the reference's models (backend reference) */
     engine etarget, edraft; /* the engine's (backend cpu) */
     medusa_heads heads;
+    float *lm_head_f32; /* the engine's bf16 lm_head widened, for Medusa heads that share it; else NULL */
     int have_target, have_draft, have_heads;
     decode_target target_if, draft_if;
     stepper draft_stepper, mtp_stepper;

@@ -2,6 +2,7 @@
  * chosen backend and put behind the decoding layer's interfaces: the
  * reference (reference_target.h) or the CPU engine (engine_target.h), a
  * draft model beside the target, Medusa heads (see method_cli.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -31,7 +32,7 @@ static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, 
 
 /* What heads are checked and attached against: the target's directory, its
  * dimensions and, for heads that share it, its lm_head in float32 (the
- * engine holds one only with --dtype f32). */
+ * engine holds one only with --dtype f32; in bf16 load_heads widens it). */
 static medusa_base heads_base(const loaded_models *lm) {
     if (lm->backend == BACKEND_REFERENCE) return reference_medusa_base(&lm->target);
     const engine *e = &lm->etarget;
@@ -53,6 +54,13 @@ static int load_heads(loaded_models *lm, const model_flags *f, const char *dir, 
         const int leave_out = need == COMPANION_IF_FITS && !f->heads_path;
         fprintf(stderr, "specula %s: %s%s\n", cmd, leave_out ? "no Medusa points: " : "", err.msg);
         return leave_out ? 0 : -1;
+    }
+    if (!lm->heads.own_proj && !base.lm_head) { /* heads that share the engine's bf16 lm_head: a float32 copy */
+        const eweight *head = engine_weight(&lm->etarget.w, 0, ROLE_LM_HEAD);
+        const size_t n = (size_t)base.V * (size_t)base.D;
+        lm->lm_head_f32 = sp_xcalloc(n, sizeof(float), "the lm_head in float32 for the Medusa heads");
+        dtype_to_f32(lm->lm_head_f32, head->data, head->dtype, n);
+        medusa_share_lm_head(&lm->heads, lm->lm_head_f32);
     }
     return 1;
 }
@@ -127,6 +135,7 @@ void models_release(loaded_models *lm) {
     if (lm->parts.target) lm->target_if.release(&lm->target_if);
     if (lm->backend == BACKEND_CPU && lm->have_draft) lm->draft_if.release(&lm->draft_if);
     if (lm->have_heads) medusa_free(&lm->heads);
+    free(lm->lm_head_f32);
     if (lm->have_draft) lm->backend == BACKEND_CPU ? engine_close(&lm->edraft) : model_free(&lm->draft);
     if (lm->have_target) lm->backend == BACKEND_CPU ? engine_close(&lm->etarget) : model_free(&lm->target);
     memset(lm, 0, sizeof *lm);

@@ -85,6 +85,16 @@ check "medusa-train reports every head" grep -q "t+3" "$tmp/train"
 gen --method medusa --temperature 0 --medusa "$tmp/trained/heads.safetensors" --tree "$tmp/trained/tree.json" \
     >"$tmp/trained.out" 2>&1
 check "trained heads and their suggested tree decode greedily" cmp -s <(head -1 "$tmp/trained.out") "$tmp/greedy.tokens"
+# heads that project through the target's lm_head: on the engine's bf16 weights they get a float32 copy of it
+"$specula" medusa-train --model "$m" --random-prompts --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 4 \
+    --gen-len 16 --steps 5 --batch 8 --shared-lm-head --out "$tmp/shared/heads.safetensors" >"$tmp/train-shared" 2>&1
+check "medusa-train --shared-lm-head exits 0" test $? -eq 0
+for backend in cpu reference; do
+    gen --method medusa --temperature 0 --medusa "$tmp/shared/heads.safetensors" --backend "$backend" \
+        >"$tmp/shared.$backend" 2>&1
+    check "heads sharing the lm_head decode greedily on --backend $backend" \
+        cmp -s <(head -1 "$tmp/shared.$backend") <(gen --method greedy --backend "$backend" 2>&1 | head -1)
+done
 # bench: a Medusa row from the heads beside the model, and the same refusal of foreign heads
 "$specula" bench "$m" --runs 1 --tokens 8 >"$tmp/bench" 2>&1
 check "bench exits 0 with heads beside the model" test $? -eq 0
