@@ -1,6 +1,7 @@
 /* sampler.c — the processed sampling distribution and the replayable draw.
- * Readable reference: double-precision arithmetic, sorted copies where a
- * threshold needs an order statistic. The CUDA sampler implements the same
+ * Readable reference: double-precision arithmetic; where a threshold needs
+ * an order statistic, a selection (and a sort of the few largest entries for
+ * top-p), so a 248k vocabulary costs O(V), not a sort of V. The CUDA sampler implements the same
  * definitions (below), so both pick the same token from the same site.
  *
  * The definitions, in the order they apply. All cuts are thresholds on a
@@ -82,25 +83,66 @@ static int desc_double(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-/* κ of step 3: the k-th largest of z[V], duplicates counted (z has no NaN). */
-static double kth_largest(const double *z, int V, int k, double *scratch) {
+static void swap_double(double *a, double *b) {
+    const double t = *a;
+    *a = *b, *b = t;
+}
+
+/* Rearranges x[0..n) (no NaN) so that x[k] holds what a descending sort puts there, every entry before it ≥ it
+ * and every entry after it ≤ it: Hoare's quickselect, a median-of-three pivot, expected O(n). Ties split evenly,
+ * so long runs of equal values (the zero weights that cuts leave) cost no more than distinct ones. */
+static void select_desc(double *x, int n, int k) {
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (x[mid] > x[lo]) swap_double(&x[mid], &x[lo]);
+        if (x[hi] > x[lo]) swap_double(&x[hi], &x[lo]);
+        if (x[hi] > x[mid]) swap_double(&x[hi], &x[mid]); /* now x[lo] ≥ x[mid] ≥ x[hi] */
+        const double pivot = x[mid];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (x[i] > pivot) i++;
+            while (x[j] < pivot) j--;
+            if (i <= j) swap_double(&x[i++], &x[j--]);
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            return; /* j < k < i: x[k] equals the pivot, in place */
+    }
+}
+
+double sampler_kth_largest(const double *z, int V, int k, double *scratch) {
     for (int i = 0; i < V; i++) scratch[i] = z[i];
-    qsort(scratch, (size_t)V, sizeof *scratch, desc_double);
+    select_desc(scratch, V, k - 1);
     return scratch[k - 1];
 }
 
-/* τ of step 5 over the weights e[V] with total S. */
-static double top_p_threshold(const double *e, int V, double S, double top_p, double *scratch) {
-    for (int i = 0; i < V; i++) scratch[i] = e[i];
-    qsort(scratch, (size_t)V, sizeof *scratch, desc_double);
-    double target = top_p * S, cum = 0.0;
-    int i = 0;
-    while (i < V && scratch[i] > 0.0) {
-        double level = scratch[i];
-        while (i < V && scratch[i] == level) cum += scratch[i++]; /* a whole group of ties at once */
-        if (cum >= target) return level;
+/* Where the walk of step 5 starts: the largest weights first, more only when they do not reach top_p·S. */
+#define TOP_P_FIRST 1024
+
+double sampler_top_p_threshold(const double *e, int V, double S, double top_p, double *scratch) {
+    const double target = top_p * S;
+    /* The walk visits the weights in descending order and stops at the first group of ties that brings the
+     * cumulative sum to the target. Only the largest n are put in order (a selection, then a sort of n); their
+     * groups come first in a sort of all V, in the same order, so the additions are the same and τ is the same to
+     * the bit. The last group may go on past n: if its members within n already reach the target, all of them
+     * do, at the same level. When the n largest fall short, n grows eightfold, up to all V. */
+    for (int n = V < TOP_P_FIRST ? V : TOP_P_FIRST;; n = n > V / 8 ? V : 8 * n) {
+        for (int i = 0; i < V; i++) scratch[i] = e[i];
+        if (n < V) select_desc(scratch, V, n - 1);
+        qsort(scratch, (size_t)n, sizeof *scratch, desc_double);
+        double cum = 0.0;
+        int i = 0;
+        while (i < n && scratch[i] > 0.0) {
+            const double level = scratch[i];
+            while (i < n && scratch[i] == level) cum += scratch[i++]; /* a whole group of ties at once */
+            if (cum >= target) return level;
+        }
+        if (n == V || (i < n && !(scratch[i] > 0.0))) return 0.0; /* every positive weight walked */
     }
-    return 0.0;
 }
 
 static void zero_row(float *probs, int V) {
@@ -132,7 +174,7 @@ void sampler_probs(const sampler_params *sp, const float *logits, float *probs, 
         return;
     }
     double kappa = -INFINITY;
-    if (sp->top_k > 0 && sp->top_k < V) kappa = kth_largest(z, V, sp->top_k, scratch); /* step 3 */
+    if (sp->top_k > 0 && sp->top_k < V) kappa = sampler_kth_largest(z, V, sp->top_k, scratch); /* step 3 */
     double *e = z; /* step 4 overwrites z with the weights */
     double S = 0.0;
     for (int i = 0; i < V; i++) {
@@ -145,8 +187,8 @@ void sampler_probs(const sampler_params *sp, const float *logits, float *probs, 
         S += e[i];
     }
     double cut = 0.0;
-    if (sp->top_p < 1.0f) cut = top_p_threshold(e, V, S, (double)sp->top_p, scratch); /* step 5 */
-    if ((double)sp->min_p > cut) cut = (double)sp->min_p;                             /* step 6 */
+    if (sp->top_p < 1.0f) cut = sampler_top_p_threshold(e, V, S, (double)sp->top_p, scratch); /* step 5 */
+    if ((double)sp->min_p > cut) cut = (double)sp->min_p;                                     /* step 6 */
     double kept = 0.0;
     for (int i = 0; i < V; i++) { /* step 7 */
         if (e[i] < cut) e[i] = 0.0;

@@ -38,6 +38,15 @@ int sampler_validate(const sampler_params *sp, sp_error *err);
  * give all zeros. probs may alias logits. */
 void sampler_probs(const sampler_params *sp, const float *logits, float *probs, int V);
 
+/* The two order statistics sampler_probs needs (sampler.c, steps 3 and 5),
+ * apart so that a test can hold them to a full sort. scratch[V] is
+ * overwritten. The k-th largest of z[V] (no NaN; duplicates counted; 1 ≤ k
+ * ≤ V). τ of top-p over the weights e[V] ≥ 0 with total S: the largest
+ * weight at which the descending cumulative sum, a group of equal weights
+ * at a time, reaches top_p·S; 0 when none does. */
+double sampler_kth_largest(const double *z, int V, int k, double *scratch);
+double sampler_top_p_threshold(const double *e, int V, double S, double top_p, double *scratch);
+
 /* Lowest index of the maximum; −1 when no entry is above −inf (NaN entries
  * are never chosen). */
 int sampler_argmax(const float *x, int V);

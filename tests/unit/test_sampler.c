@@ -591,6 +591,69 @@ START_TEST(test_uniform_is_uniform) {
 }
 END_TEST
 
+/* ---- the order statistics against a full sort -------------------------------------- */
+
+static int desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x < y) - (x > y);
+}
+
+/* τ as the walk over all V weights sorted descending (sorted[V]) finds it: the definition the selection must
+ * reproduce to the bit. */
+static double top_p_by_sort(const double *sorted, int V, double S, double top_p) {
+    const double target = top_p * S;
+    double cum = 0.0;
+    for (int i = 0; i < V && sorted[i] > 0.0;) {
+        const double level = sorted[i];
+        while (i < V && sorted[i] == level) cum += sorted[i++];
+        if (cum >= target) return level;
+    }
+    return 0.0;
+}
+
+/* Rows of 5000 and 250000 weights, flat and peaked, with long runs of ties (the values on a grid) and zeros, at
+ * top_p values that end the walk inside the first 1024, past it, at a group straddling the first 1024, and never
+ * (top_p·S above every partial sum): the selection's τ and κ are the full sort's, bit for bit. */
+START_TEST(test_order_statistics_match_a_full_sort) {
+    static const int sizes[2] = {5000, 250000};
+    static const double top_ps[6] = {0.05, 0.5, 0.9, 0.99, 0.999999, 1.0 + 1e-12};
+    static const int grids[3] = {0, 64, 4}; /* 0: continuous values; else values on a grid of that many levels */
+    uint32_t w[4];
+    int past_first = 0;
+    for (int si = 0; si < 2; si++) {
+        const int V = sizes[si];
+        double *e = malloc((size_t)V * sizeof *e), *scratch = malloc((size_t)V * sizeof *scratch);
+        double *sorted = malloc((size_t)V * sizeof *sorted);
+        for (int g = 0; g < 3; g++)
+            for (int peaked = 0; peaked < 2; peaked++) {
+                double S = 0.0;
+                for (int i = 0; i < V; i++) {
+                    philox_words(777, (uint64_t)(si * 8 + g * 2 + peaked), (uint64_t)i, w);
+                    double u = (w[0] + 0.5) * 0x1p-32;
+                    if (grids[g]) u = floor(u * grids[g]) / grids[g];
+                    e[i] = w[1] % 10 == 0 ? 0.0 : peaked ? exp(-30.0 * u) : u;
+                    S += e[i];
+                }
+                memcpy(sorted, e, (size_t)V * sizeof *sorted);
+                qsort(sorted, (size_t)V, sizeof *sorted, desc);
+                for (int t = 0; t < 6; t++) {
+                    const double want = top_p_by_sort(sorted, V, S, top_ps[t]);
+                    const double got = sampler_top_p_threshold(e, V, S, top_ps[t], scratch);
+                    ck_assert_msg(got == want, "V %d grid %d peaked %d top_p %g: tau %.17g, a full sort gives %.17g", V,
+                                  grids[g], peaked, top_ps[t], got, want);
+                    int above = 0;
+                    for (int i = 0; i < V; i++) above += e[i] > want;
+                    past_first += above >= 1024;
+                }
+                for (int k = 1; k <= V; k = k < 16 ? k + 1 : k * 7)
+                    ck_assert_msg(sampler_kth_largest(e, V, k, scratch) == sorted[k - 1], "V %d k %d", V, k);
+            }
+        free(e), free(scratch), free(sorted);
+    }
+    ck_assert_int_ge(past_first, 6); /* walks that went past the first selection were exercised */
+}
+END_TEST
+
 Suite *sampler_suite(void) {
     Suite *s = suite_create("sampler");
     TCase *cuts = harness_tcase("cuts", 10);
@@ -605,6 +668,9 @@ Suite *sampler_suite(void) {
     tcase_add_test(cuts, test_matches_definitions_and_order_free);
     tcase_add_test(cuts, test_renormalised);
     suite_add_tcase(s, cuts);
+    TCase *large = harness_tcase("order statistics", 60);
+    tcase_add_test(large, test_order_statistics_match_a_full_sort);
+    suite_add_tcase(s, large);
     TCase *race = harness_tcase("race", 60);
     tcase_add_test(race, test_philox_mapping);
     tcase_add_test(race, test_sample_determinism);
