@@ -5,7 +5,8 @@
 # says its weights are assumed; `logits --out` whose write fails (a file-size
 # limit standing in for a full disk) exits 1 with a message and leaves the
 # previous file as it was; `medusa-train --out` killed at several moments
-# leaves the previous heads file intact and loadable.
+# leaves the previous heads file intact and loadable; notebook-runner.sh
+# reports the checks it skips without gnuplot.
 # Writes "passed failed skipped" to COUNTS.
 set -u
 build=${1:-build}
@@ -112,6 +113,22 @@ check "the new heads load" "$specula" info "$m" >/dev/null
 gen --method medusa --temperature 0 --medusa "$h/heads.safetensors" >"$tmp/new" 2>&1
 check "the new heads decode" test $? -eq 0
 check "a finished run leaves no temporary" no_temporaries "$h"
+
+# Honest skip counts: notebook-runner.sh on a PATH without gnuplot (every
+# other program linked into one folder) counts its figure checks as skipped
+# and says why, instead of dropping them.
+nogp=$tmp/bin-without-gnuplot && mkdir -p "$nogp"
+IFS=: read -r -a path_dirs <<<"$PATH"
+for d in "${path_dirs[@]}"; do
+    for x in "$d"/*; do
+        b=$(basename "$x")
+        [ -x "$x" ] && [ "$b" != gnuplot ] && [ ! -e "$nogp/$b" ] && ln -s "$x" "$nogp/$b"
+    done
+done
+PATH=$nogp tests/parts/notebook-runner.sh "$build" "$tmp/nb-counts" >"$tmp/nb" 2>&1
+check "notebook-runner without gnuplot passes" test $? -eq 0
+check "notebook-runner without gnuplot counts 4 skipped" test "$(cut -d' ' -f3 "$tmp/nb-counts")" = 4
+check "notebook-runner without gnuplot says why it skips" says "$tmp/nb" "SKIP notebook-runner: 4 checks: no gnuplot"
 
 echo "reliability-cli: $pass passed, $fail failed, $skip skipped"
 echo "$pass $fail $skip" >"$counts"
