@@ -4,9 +4,10 @@
 # truncated checkpoint fails naming the file while a config-only folder still
 # says its weights are assumed; `logits --out` whose write fails (a file-size
 # limit standing in for a full disk) exits 1 with a message and leaves the
-# previous file as it was; `medusa-train --out` killed at several moments
-# leaves the previous heads file intact and loadable; notebook-runner.sh
-# reports the checks it skips without gnuplot.
+# previous file as it was; `medusa-train` killed at several moments over a
+# good heads file, tree and MANIFEST leaves each one either as it was or
+# replaced whole, the heads loadable; notebook-runner.sh reports the checks
+# it skips without gnuplot.
 # Writes "passed failed skipped" to COUNTS.
 set -u
 build=${1:-build}
