@@ -214,7 +214,7 @@ CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
 NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
-GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c) $(KERNEL_C_SRC)
+GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c atomic_file.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
 cuda:

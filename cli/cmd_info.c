@@ -3,6 +3,7 @@
  * a directory that holds only a config.json (e.g. models/qwen3.8-27b). */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "commands.h"
@@ -29,19 +30,31 @@ static const char *human(double bytes, char *buf, size_t n) {
     return buf;
 }
 
-/* The dtype of the checkpoint's weights (that of its first tensor), or
- * BF16 with *assumed set when the directory has no safetensors. */
-static dtype_t weight_dtype(const char *dir, int *assumed, int *has_mtp) {
+/* Does dir hold a checkpoint (a single file or an index of shards)? */
+static int has_safetensors(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (access(path, F_OK) == 0) return 1;
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    return access(path, F_OK) == 0;
+}
+
+/* The dtype of the checkpoint's weights (that of its first tensor) in *dt,
+ * or BF16 with *assumed set when the directory has no safetensors. A
+ * checkpoint that is there but does not open (truncated, a shard missing)
+ * is an error, not an absent one: −1 with err naming the file. */
+static int weight_dtype(const char *dir, dtype_t *dt, int *assumed, int *has_mtp, sp_error *err) {
     st_set st;
-    sp_error err;
+    *dt = DTYPE_BF16;
     *assumed = 1;
     *has_mtp = 0;
-    if (st_open(&st, dir, &err)) return DTYPE_BF16;
-    dtype_t t = st.n_tensors ? st.tensors[0].dtype : DTYPE_BF16;
+    if (!has_safetensors(dir)) return 0;
+    if (st_open(&st, dir, err)) return -1;
+    if (st.n_tensors) *dt = st.tensors[0].dtype;
     *assumed = st.n_tensors == 0;
     *has_mtp = st_find(&st, "mtp.fc.weight") != NULL;
     st_close(&st);
-    return t;
+    return 0;
 }
 
 int cmd_info(int argc, char **argv) {
@@ -69,7 +82,11 @@ int cmd_info(int argc, char **argv) {
         return 1;
     }
     int assumed, file_mtp;
-    dtype_t dt = weight_dtype(dir, &assumed, &file_mtp);
+    dtype_t dt;
+    if (weight_dtype(dir, &dt, &assumed, &file_mtp, &err)) {
+        fprintf(stderr, "specula info: %s\n", err.msg);
+        return 1;
+    }
     int with_mtp = c.mtp_num_layers > 0 && (assumed || file_mtp);
     model_footprint fp;
     footprint_compute(&c, with_mtp, dtype_size(dt), 2.0, &fp);

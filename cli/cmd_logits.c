@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "args.h"
 #include "commands.h"
 #include "method_cli.h"
@@ -37,11 +38,17 @@ static unsigned long long hash_floats(const float *x, int n) {
     return h;
 }
 
+/* Written whole or not at all: a failed or killed run leaves an older file as it was. */
 static int write_rows(const char *path, const float *rows, size_t n_floats) {
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(rows, sizeof(float), n_floats, f) != n_floats || fclose(f) != 0) {
-        fprintf(stderr, "specula logits: cannot write %s\n", path);
-        if (f) fclose(f);
+    atomic_file a;
+    sp_error err;
+    if (atomic_open(&a, path, &err)) {
+        fprintf(stderr, "specula logits: %s\n", err.msg);
+        return -1;
+    }
+    fwrite(rows, sizeof(float), n_floats, a.f); /* a short write sets ferror, which the commit checks */
+    if (atomic_commit(&a, &err)) {
+        fprintf(stderr, "specula logits: %s\n", err.msg);
         return -1;
     }
     return 0;

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "args.h"
+#include "atomic_file.h"
 #include "commands.h"
 #include "medusa_train.h"
 #include "philox.h"
@@ -315,11 +316,13 @@ static int write_manifest(const train_args *a, const char *command, const char *
     struct stat st;
     long long bytes = stat(a->out, &st) == 0 ? (long long)st.st_size : -1;
     const char *name = strrchr(a->out, '/') ? strrchr(a->out, '/') + 1 : a->out;
-    FILE *f = fopen(a->manifest, "w");
-    if (!f) {
-        fprintf(stderr, "specula medusa-train: cannot write %s: %s\n", a->manifest, strerror(errno));
+    atomic_file out;
+    sp_error err;
+    if (atomic_open(&out, a->manifest, &err)) {
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         return -1;
     }
+    FILE *f = out.f; /* a failed fprintf sets ferror, which the commit checks */
     fprintf(f, "medusa.file %s sha256 %s bytes %lld\n", name, sha, bytes);
     size_t bl = strlen(base_dir);
     while (bl > 1 && base_dir[bl - 1] == '/') bl--;
@@ -365,7 +368,10 @@ static int write_manifest(const train_args *a, const char *command, const char *
             "\nmedusa.expected_accepted built-in tree %.3f, suggested tree %.3f (tokens per greedy round, "
             "held out)\n",
             gain_default, gain_suggested);
-    if (fclose(f) != 0) return -1;
+    if (atomic_commit(&out, &err)) {
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
+        return -1;
+    }
     printf("wrote %s\n", a->manifest);
     return 0;
 }
@@ -498,11 +504,10 @@ static int save(train_run *r, int argc, char **argv, sp_error *err) {
     if (a->tree_out) {
         char json[8192];
         medusa_tree_format(&r->suggested, json, sizeof json);
-        FILE *f = fopen(a->tree_out, "w");
-        if (!f || fprintf(f, "%s\n", json) < 0 || fclose(f) != 0) {
-            fprintf(stderr, "specula medusa-train: cannot write %s\n", a->tree_out);
-            return 1;
-        }
+        atomic_file out;
+        if (atomic_open(&out, a->tree_out, err)) return -1;
+        fprintf(out.f, "%s\n", json); /* a failure sets ferror, which the commit checks */
+        if (atomic_commit(&out, err)) return -1;
         printf("wrote the suggested tree to %s\n", a->tree_out);
     }
     if (a->manifest &&

@@ -3,8 +3,11 @@
 #include "bench.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "atomic_file.h"
 
 void gc_results_init(gc_results *r) {
     memset(r, 0, sizeof *r);
@@ -39,9 +42,24 @@ static void clean_field(char *s) {
         if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
 }
 
+/* Appended whole or not at all: the old contents and the new rows go to a
+ * temporary renamed over the file (core/atomic_file.h), so an interrupted
+ * run never leaves half a row for the report to misread. */
 int gc_results_append_file(const gc_results *r, const char *path, sp_error *err) {
-    FILE *f = fopen(path, "a");
-    if (!f) return sp_fail(err, "%s: cannot open the results file for appending", path);
+    atomic_file a;
+    if (atomic_open(&a, path, err)) return -1;
+    FILE *old = fopen(path, "rb");
+    if (old) {
+        char buf[65536];
+        for (size_t n; (n = fread(buf, 1, sizeof buf, old)) > 0;) fwrite(buf, 1, n, a.f);
+        const int bad = ferror(old);
+        fclose(old);
+        if (bad) {
+            atomic_abort(&a);
+            return sp_fail(err, "%s: cannot read the results file to append to it", path);
+        }
+    }
+    FILE *f = a.f; /* a failed write sets ferror, which the commit checks */
     if (r->device[0]) fprintf(f, "device\t%s\n", r->device);
     if (!isnan(r->copy_gbs)) fprintf(f, "copy\t%.6g\n", r->copy_gbs);
     for (int i = 0; i < r->n; i++) {
@@ -50,7 +68,7 @@ int gc_results_append_file(const gc_results *r, const char *path, sp_error *err)
         fprintf(f, "row\t%s\t%s\t%s\t%d\t%.6g\t%.6g\t%d\t%.6g\t%.6g\t%.6g\t%s\n", w.op, w.version, w.shape, w.m, w.err,
                 w.bound, w.status, w.us, w.bytes, w.flops, w.note);
     }
-    return fclose(f) == 0 ? 0 : sp_fail(err, "%s: writing the results file failed", path);
+    return atomic_commit(&a, err);
 }
 
 /* Splits line at tabs in place: up to max fields. */

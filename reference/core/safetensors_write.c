@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "atomic_file.h"
 #include "safetensors.h"
 
 #define CHUNK 16384 /* elements converted per write */
@@ -100,29 +101,6 @@ static int write_values(FILE *f, const st_out_tensor *t, float *buf, unsigned ch
     return 0;
 }
 
-/* Writes text to path through a temporary file and a rename. */
-typedef int (*body_fn)(FILE *f, const void *ctx);
-
-static int write_atomically(const char *path, body_fn body, const void *ctx, sp_error *err) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
-    errno = 0;
-    int e = body(f, ctx);
-    if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
-    if (e) {
-        unlink(tmp);
-        return sp_fail(err, "%s: write failed: %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        e = errno;
-        unlink(tmp);
-        return sp_fail(err, "%s: cannot rename the finished temporary file into place: %s", path, strerror(e));
-    }
-    return 0;
-}
-
 typedef struct {
     const char *header;
     size_t header_len, padded_len;
@@ -157,7 +135,7 @@ int st_write(const char *path, const st_out_tensor *tensors, int n, const char *
     if (!header) return sp_fail(err, "%s: cannot serialise the header", path);
     file_body b = {header, strlen(header), 0, tensors, n};
     b.padded_len = (b.header_len + 7) & ~(size_t)7;
-    int rc = write_atomically(path, write_file_body, &b, err);
+    int rc = atomic_write(path, write_file_body, &b, err);
     free(header);
     return rc;
 }
@@ -269,7 +247,7 @@ int st_write_sharded_meta(const char *dir, const st_out_tensor *tensors, int n, 
     char *text = json_dumps(index, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(index);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    rc = text ? write_atomically(path, write_text_body, text, err) : sp_fail(err, "%s: cannot serialise", path);
+    rc = text ? atomic_write(path, write_text_body, text, err) : sp_fail(err, "%s: cannot serialise", path);
     free(text);
 done:
     if (rc == 0) remove_stale(dir, n_shards);

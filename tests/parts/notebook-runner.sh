@@ -8,7 +8,7 @@
 set -u
 build=${1:-build}
 counts=${2:-/dev/null}
-pass=0 fail=0
+pass=0 fail=0 skip=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-nbrun-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 
@@ -28,6 +28,10 @@ check() { # check NAME CONDITION...
     fi
 }
 fails() { ! "$@"; }
+skipped() { # skipped N REASON: N checks not run, counted and said
+    skip=$((skip + $1))
+    echo "SKIP notebook-runner: $1 checks: $2"
+}
 says() { grep -q -- "$1" "$tmp/log"; }
 
 cell() { # cell CODE EXPECTED [INFO]: a notebook of one cell
@@ -136,6 +140,8 @@ if command -v gnuplot >/dev/null; then
     rm "$f/figures/sq.png"
     nb "$f/01-fig.md"
     check "a missing linked image fails" test $? -ne 0
+else
+    skipped 4 "no gnuplot on PATH (rendering figures, and checking rendered ones)"
 fi
 
 # A real notebook: one character changed in its first cell's code (a "!"
@@ -152,8 +158,10 @@ if [ -n "$real" ]; then
     nb "$mutated"
     rc=$?
     check "$(basename "$real") with one character changed fails" test $rc -ne 0
+else
+    skipped 2 "no notebooks-c/[0-9]*.md to mutate"
 fi
 
-echo "notebook-runner: $pass passed, $fail failed"
-echo "$pass $fail 0" >"$counts"
+echo "notebook-runner: $pass passed, $fail failed, $skip skipped"
+echo "$pass $fail $skip" >"$counts"
 [ "$fail" -eq 0 ]

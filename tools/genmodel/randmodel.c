@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "atomic_file.h"
 #include "medusa.h"
 #include "philox.h"
 #include "safetensors.h"
@@ -395,20 +396,13 @@ static int make_dirs(const char *dir, sp_error *err) {
     }
 }
 
-static int write_text(const char *path, const char *text, sp_error *err) {
-    char tmp[4300];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return sp_fail(err, "%s: cannot create: %s", tmp, strerror(errno));
+static int text_body(FILE *f, const void *text) {
     size_t n = strlen(text);
-    int ok = fwrite(text, 1, n, f) == n;
-    ok &= fclose(f) == 0;
-    if (!ok || rename(tmp, path) != 0) {
-        int e = errno;
-        remove(tmp);
-        return sp_fail(err, "%s: cannot write: %s", path, strerror(e));
-    }
-    return 0;
+    return fwrite(text, 1, n, f) == n ? 0 : (errno ? errno : EIO);
+}
+
+static int write_text(const char *path, const char *text, sp_error *err) {
+    return atomic_write(path, text_body, text, err);
 }
 
 int randmodel_write(const char *dir, const model_config *cfg, const randmodel_opts *opts, randmodel_report *rep,

@@ -56,6 +56,19 @@ fail() { # fail WHAT MESSAGE [FILE]: one failure, with FILE's first lines as det
     [ $# -lt 3 ] || sed -n '1,40s/^/    /p' "$3"
 }
 
+# replace_whole SRC DEST: DEST replaced by a copy of SRC made beside it,
+# synced and renamed over it, so an interrupted --update leaves the old
+# notebook or figure whole (docs/reliability.md). `sync FILE` is GNU; where
+# it is missing the rename still keeps DEST whole, without the fsync.
+replace_whole() {
+    tmpf="$2.tmp.$$"
+    if cp "$1" "$tmpf" && { sync "$tmpf" 2>/dev/null || :; } && mv -f "$tmpf" "$2"; then
+        return 0
+    fi
+    rm -f "$tmpf"
+    return 1
+}
+
 # same_output EXPECTED GOT TOL DIFF: 0 when they agree; the difference goes to DIFF.
 same_output() {
     if [ "$3" = "-" ]; then
@@ -74,7 +87,7 @@ check_figures() {
         base=$(basename "$f")
         committed=$3/figures/$base
         if [ $update = 1 ]; then
-            mkdir -p "$3/figures" && cp "$f" "$committed"
+            mkdir -p "$3/figures" && replace_whole "$f" "$committed"
             case $base in
             *.gp)
                 if command -v gnuplot >/dev/null 2>&1; then
@@ -160,7 +173,7 @@ for nb in "$@"; do
     done <"$work/cells"
     if [ $update = 1 ] && [ -s "$work/updated" ]; then
         awk -v dir="$work" -f "$here/rewrite.awk" "$work/cells" "$work/updated" "$nb" >"$work/new.md" &&
-            { cmp -s "$work/new.md" "$nb" || { cp "$work/new.md" "$nb" && echo "updated $nb"; }; }
+            { cmp -s "$work/new.md" "$nb" || { replace_whole "$work/new.md" "$nb" && echo "updated $nb"; }; }
     fi
     check_links "$nb" || true
 done

@@ -41,7 +41,8 @@ static const char *const draft_shades[N_BYTES_ALPHAS] = {"#f08080", "#d62728", "
 static const char *const mtp_shades[N_BYTES_ALPHAS] = {"#fdbe85", "#fd8d3c", "#a63603"};
 
 int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err) {
-    FILE *f = plot_open(dir, "bytes_per_token.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "bytes_per_token.dat", err);
     if (!f) return -1;
     const int c_draft = 2, c_mtp = 2 + N_BYTES_ALPHAS, c_big = 2 + 2 * N_BYTES_ALPHAS;
     fprintf(f,
@@ -66,11 +67,11 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
         bytes_columns(f, t->big_target_bytes, t->big_mtp_bytes, k);
         fputc('\n', f);
     }
-    if (plot_close(f, dir, "bytes_per_token.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
     const int have_pair = t->pair_target_bytes > 0 && (t->pair_draft_bytes > 0 || t->pair_mtp_bytes > 0);
     const int have_big = t->big_target_bytes > 0 && t->big_mtp_bytes > 0;
-    if (!(f = plot_open(dir, "bytes_per_token.gp", err))) return -1;
+    if (!(f = plot_open(&af, dir, "bytes_per_token.gp", err))) return -1;
     plot_gp_head(f, "bytes_per_token",
                  "(d) weight bytes read per committed token against k, batch 1: the embedded pair\n"
                  "# (MB) and the large model with its MTP layer (GB), for a few acceptance rates α.",
@@ -128,7 +129,7 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
     }
     if (have_pair && have_big) fprintf(f, "unset multiplot\n");
     if (!have_pair && !have_big) fprintf(f, "print 'bytes_per_token: no model figures were given'\n");
-    return plot_close(f, dir, "bytes_per_token.gp", err);
+    return plot_close(&af, err);
 }
 
 /* ---- (e) speed-up against batch size: a model ------------------------------------ */
@@ -139,7 +140,8 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
     const roofline_workload once = roofline_single_state_write(w);
     const int k_fit = batch_ks[N_BATCH_KS - 1];
     const int fit_plain = roofline_max_batch(d, w, 0), fit_spec = roofline_max_batch(d, w, k_fit);
-    FILE *f = plot_open(dir, "speedup_batch.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "speedup_batch.dat", err);
     if (!f) return -1;
     fprintf(f,
             "# speedup_batch.dat — A MODEL, NOT A MEASUREMENT: speed-up of MTP speculation over plain\n"
@@ -177,9 +179,9 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
             fprintf(f, " %.10g", roofline_speedup(d, &once, b, t->batch_alpha, batch_ks[j]));
         fputc('\n', f);
     }
-    if (plot_close(f, dir, "speedup_batch.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "speedup_batch.gp", err))) return -1;
+    if (!(f = plot_open(&af, dir, "speedup_batch.gp", err))) return -1;
     plot_gp_head(f, "speedup_batch",
                  "(e) a roofline MODEL (not a measurement) of the MTP speed-up against batch size;\n"
                  "# the device figures and α are assumptions, written in the data file's header.",
@@ -221,5 +223,5 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
                 "    'speedup_batch.dat' using 1:%d with lines lw 2 dt 2 lc %d title 'k = %d, final state written "
                 "once'%s\n",
                 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
-    return plot_close(f, dir, "speedup_batch.gp", err);
+    return plot_close(&af, err);
 }

@@ -39,7 +39,8 @@ static void gp_measured_points(FILE *f, const plot_measurements *m) {
 }
 
 int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err) {
-    FILE *f = plot_open(dir, "tokens_per_pass.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "tokens_per_pass.dat", err);
     if (!f) return -1;
     fprintf(f,
             "# tokens_per_pass.dat — expected tokens per target pass for a k-token chain:\n"
@@ -54,9 +55,9 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
         for (int k = 1; k <= E_K_MAX; k++) fprintf(f, " %.10g", expected_tokens_per_pass(alpha, k));
         fputc('\n', f);
     }
-    if (plot_close(f, dir, "tokens_per_pass.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "tokens_per_pass_mc.dat", err))) return -1;
+    if (!(f = plot_open(&af, dir, "tokens_per_pass_mc.dat", err))) return -1;
     fprintf(f,
             "# tokens_per_pass_mc.dat — Monte-Carlo beside the formula: rounds of a k-token chain, each\n"
             "# drafted token accepted when a Philox uniform (seed %llu + row) is below alpha.\n"
@@ -73,9 +74,9 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
             fprintf(f, "%.2f %d %ld %.10g %.10g %.10g\n", mc_alphas[ai], mc_ks[ki], r.rounds, r.mean, half,
                     expected_tokens_per_pass(mc_alphas[ai], mc_ks[ki]));
         }
-    if (plot_close(f, dir, "tokens_per_pass_mc.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "tokens_per_pass.gp", err))) return -1;
+    if (!(f = plot_open(&af, dir, "tokens_per_pass.gp", err))) return -1;
     plot_gp_head(f, "tokens_per_pass",
                  "(a) expected tokens per target pass against the acceptance rate α for k = 1…8, the\n"
                  "# Monte-Carlo check of the formula, and the measured runs (α̂, tokens per pass).",
@@ -104,7 +105,7 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
             E_K_MAX, E_K_MAX - 1, E_K_MAX, t->mc_rounds);
     gp_measured_points(f, m);
     fputc('\n', f);
-    return plot_close(f, dir, "tokens_per_pass.gp", err);
+    return plot_close(&af, err);
 }
 
 /* ---- (c) speed-up against k ----------------------------------------------------- */
@@ -141,7 +142,8 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
         break;
     }
 
-    FILE *f = plot_open(dir, "speedup_k.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "speedup_k.dat", err);
     if (!f) return -1;
     fprintf(f, "# speedup_k.dat — expected speed-up over plain decoding when a proposer step costs c target\n"
                "# passes: S(alpha,k,c) = (1 - alpha^(k+1)) / ((1 - alpha) (k c + 1)); S(alpha,0,c) = 1.\n"
@@ -153,9 +155,9 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
         for (int i = 0; i < n; i++) fprintf(f, " %.10g", spec_speedup(cases[i].alpha, k, cases[i].c));
         fputc('\n', f);
     }
-    if (plot_close(f, dir, "speedup_k.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "speedup_k_opt.dat", err))) return -1;
+    if (!(f = plot_open(&af, dir, "speedup_k_opt.dat", err))) return -1;
     fprintf(f,
             "# speedup_k_opt.dat — the k in [0, %d] that maximises S for each curve of speedup_k.dat\n"
             "# (ties, equal up to rounding, go to the smaller k; 0 = speculation never pays).\n"
@@ -166,9 +168,9 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
         int kb = spec_best_k(cases[i].alpha, cases[i].c, SPEEDUP_K_MAX, &best);
         fprintf(f, "%d %.10g %.10g %d %.10g\n", i + 2, cases[i].alpha, cases[i].c, kb, best);
     }
-    if (plot_close(f, dir, "speedup_k_opt.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "speedup_k.gp", err))) return -1;
+    if (!(f = plot_open(&af, dir, "speedup_k.gp", err))) return -1;
     plot_gp_head(f, "speedup_k",
                  "(c) expected speed-up against the draft depth k for a few (α, c), c = the cost of\n"
                  "# one proposer step in target passes; the best k of each curve marked.",
@@ -193,5 +195,5 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
         "    'speedup_k_opt.dat' using 4:5 with points pt 9 ps 2.2 lc rgb 'black' title 'best k of each curve', \\\n"
         "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels left offset char 0.2,1.2 font ',10' "
         "notitle\n");
-    return plot_close(f, dir, "speedup_k.gp", err);
+    return plot_close(&af, err);
 }

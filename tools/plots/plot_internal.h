@@ -6,12 +6,14 @@
 
 #include <stdio.h>
 
+#include "atomic_file.h"
 #include "plots.h"
 
-/* dir/file opened for writing, or NULL with a message. */
-FILE *plot_open(const char *dir, const char *file, sp_error *err);
-/* Closes f; −1 with a message naming dir/file when any write failed. */
-int plot_close(FILE *f, const char *dir, const char *file, sp_error *err);
+/* dir/file opened for writing through a (a temporary renamed into place by
+ * plot_close, so an interrupted run leaves the old file), or NULL with a message. */
+FILE *plot_open(atomic_file *a, const char *dir, const char *file, sp_error *err);
+/* Commits a; −1 with a message naming the file when any write failed. */
+int plot_close(atomic_file *a, sp_error *err);
 
 /* The first lines of NAME.gp: what it draws, the data it reads, how to run
  * it, and the terminal for fmt = png (default), svg or dumb. */

@@ -25,19 +25,13 @@ const char *plot_shade(plot_method method, int rank) {
     return shades[method][rank % 3];
 }
 
-FILE *plot_open(const char *dir, const char *file, sp_error *err) {
+FILE *plot_open(atomic_file *a, const char *dir, const char *file, sp_error *err) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "w");
-    if (!f) sp_fail(err, "cannot write %s: %s", path, strerror(errno));
-    return f;
+    return atomic_open(a, path, err) ? NULL : a->f;
 }
 
-int plot_close(FILE *f, const char *dir, const char *file, sp_error *err) {
-    int bad = ferror(f);
-    if (fclose(f) != 0) bad = 1;
-    return bad ? sp_fail(err, "writing %s/%s failed (disk full?)", dir, file) : 0;
-}
+int plot_close(atomic_file *a, sp_error *err) { return atomic_commit(a, err); }
 
 void plot_gp_head(FILE *f, const char *name, const char *what, const char *data_files, int width, int height) {
     fprintf(f,
@@ -70,7 +64,8 @@ static void point_label(const plot_point *p, char *buf, size_t size) {
 }
 
 int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *err) {
-    FILE *f = plot_open(dir, "measured.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "measured.dat", err);
     if (!f) return -1;
     fprintf(f, "# measured.dat — one row per (method, temperature): the accounting of its runs, added up\n"
                "# (measured_runs.dat has every run on its own). From the counters:\n"
@@ -107,9 +102,9 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
                     : spec_bytes_per_token(a->target_bytes_per_pass, a->proposer_bytes_per_step, alpha, p->k),
                 p->nodes, p->rule ? p->rule : "exact", p->drafts ? p->drafts : "-");
     }
-    if (plot_close(f, dir, "measured.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "measured_runs.dat", err))) return -1;
+    if (!(f = plot_open(&af, dir, "measured_runs.dat", err))) return -1;
     fprintf(f, "# measured_runs.dat — one row per generation, from its own accounting (same formulas as\n"
                "# measured.dat). point: the row of measured.dat (0-based) it is added into.\n"
                "# columns:\n"
@@ -126,7 +121,7 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
                 a->committed, acc_sum, a->rejected_rounds, accounting_alpha(a), accounting_tokens_per_pass(a),
                 accounting_bytes_per_token(a), a->proposer_steps);
     }
-    return plot_close(f, dir, "measured_runs.dat", err);
+    return plot_close(&af, err);
 }
 
 void plots_wilson(double p, long n, double *low, double *high) {
@@ -142,7 +137,8 @@ void plots_wilson(double p, long n, double *low, double *high) {
 }
 
 int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error *err) {
-    FILE *f = plot_open(dir, "acceptance.dat", err);
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "acceptance.dat", err);
     if (!f) return -1;
     fprintf(f, "# acceptance.dat — acceptance per draft position d, one block per row of measured.dat\n"
                "# (gnuplot: index i). From the run accounting's counters:\n"
@@ -170,9 +166,9 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
                     cond, trials, low, high);
         }
     }
-    if (plot_close(f, dir, "acceptance.dat", err)) return -1;
+    if (plot_close(&af, err)) return -1;
 
-    if (!(f = plot_open(dir, "acceptance.gp", err))) return -1;
+    if (!(f = plot_open(&af, dir, "acceptance.gp", err))) return -1;
     plot_gp_head(f, "acceptance", "(b) measured acceptance per draft position, per method and temperature.",
                  "acceptance.dat", 1000, 640);
     fprintf(
@@ -199,7 +195,7 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
                 i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
                 plot_shade(p->method, ti), label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
     }
-    return plot_close(f, dir, "acceptance.gp", err);
+    return plot_close(&af, err);
 }
 
 /* mkdir -p */
