@@ -237,6 +237,30 @@ START_TEST(test_bytes_file) {
     }
     ck_assert_int_eq((int)t.v[0][0], 1);
     ck_assert(t.v[0][5] > 1.0); /* at batch 1 speculation pays */
+    /* each depth's curves stop where its slots or plain decoding no longer fit in memory: that batch is a row of
+     * the data, and the script draws nothing beyond it */
+    char path[1024], script[16384];
+    snprintf(path, sizeof path, "%s/speedup_batch.gp", dir);
+    FILE *gp = fopen(path, "r");
+    ck_assert_ptr_nonnull(gp);
+    script[fread(script, 1, sizeof script - 1, gp)] = '\0';
+    fclose(gp);
+    const int fit_plain = roofline_max_batch(&th.device, &th.big_workload, 0);
+    static const int ks[3] = {1, 2, 4};
+    for (int j = 0; j < 3; j++) {
+        int fit = roofline_max_batch(&th.device, &th.big_workload, ks[j]);
+        if (fit > fit_plain) fit = fit_plain;
+        ck_assert_int_lt(fit, 512); /* inside the plotted range, or the check below proves nothing */
+        int row = 0;
+        for (int r = 0; r < t.n; r++) row |= (int)t.v[r][0] == fit;
+        ck_assert_msg(row, "k = %d: memory is full at b = %d, which is not a row of speedup_batch.dat", ks[j], fit);
+        char cut[64];
+        for (int col = 4 + j; col <= 7 + j; col += 3) { /* the slots curve and the final-state curve */
+            snprintf(cut, sizeof cut, "using 1:($1 <= %d ? $%d : 1/0)", fit, col);
+            ck_assert_msg(strstr(script, cut), "speedup_batch.gp: the curve in column %d is not cut at b = %d", col,
+                          fit);
+        }
+    }
     harness_rmtree(dir);
 }
 END_TEST

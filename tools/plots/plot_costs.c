@@ -140,6 +140,12 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
     const roofline_workload once = roofline_single_state_write(w);
     const int k_fit = batch_ks[N_BATCH_KS - 1];
     const int fit_plain = roofline_max_batch(d, w, 0), fit_spec = roofline_max_batch(d, w, k_fit);
+    /* the largest batch at which the curves of depth k hold: plain decoding and k's slots both fit */
+    int fit_k[N_BATCH_KS];
+    for (int j = 0; j < N_BATCH_KS; j++) {
+        const int fk = roofline_max_batch(d, w, batch_ks[j]);
+        fit_k[j] = fk < fit_plain ? fk : fit_plain;
+    }
     atomic_file af;
     FILE *f = plot_open(&af, dir, "speedup_batch.dat", err);
     if (!f) return -1;
@@ -158,6 +164,9 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
             "# slots: the engine's design, one state slot written per verified position (k+1 per round);\n"
             "# once: an engine that writes only the final state (bytes of a verify pass = a plain pass).\n"
             "# fits in memory (weights %.4g B, then KV %.4g B + states per sequence): plain b <= %d, k = %d b <= %d\n"
+            "# b runs over 2^(i/4), rounded, and the batches at which memory is full; the plot draws the\n"
+            "# curves of depth k only up to the last batch at which plain decoding and k's slots both fit\n"
+            "# (the rows beyond are the model's values for more memory than the device has).\n"
             "# columns: 1 b  2 t_plain_pass_s  3 plain_tokens_per_s (all sequences)",
             t->big_name ? t->big_name : "?", t->batch_alpha, w->context, d->name, d->bandwidth, d->peak_flops,
             d->memory, w->target.weight_bytes, w->target.flops_per_position, w->target.seq_bytes,
@@ -166,10 +175,19 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
     for (int i = 0; i < N_BATCH_KS; i++) fprintf(f, "  %d S_slots(k=%d)", 4 + i, batch_ks[i]);
     for (int i = 0; i < N_BATCH_KS; i++) fprintf(f, "  %d S_once(k=%d)", 4 + N_BATCH_KS + i, batch_ks[i]);
     fputc('\n', f);
+    int bs[4 * 10 + 1 + N_BATCH_KS + 1], n_b = 0; /* b = 2^(i/4), rounded, and the memory-full batches */
+    for (int i = 0; i <= 4 * 10; i++) bs[n_b++] = (int)lround(pow(2.0, i / 4.0));
+    for (int j = 0; j < N_BATCH_KS; j++) bs[n_b++] = fit_k[j];
+    bs[n_b++] = fit_plain;
+    for (int i = 1; i < n_b; i++) /* insertion sort: a few dozen values */
+        for (int j = i; j > 0 && bs[j - 1] > bs[j]; j--) {
+            const int tmp = bs[j];
+            bs[j] = bs[j - 1], bs[j - 1] = tmp;
+        }
     int last = 0;
-    for (int i = 0; i <= 4 * 10; i++) { /* b = 2^(i/4), rounded, each once */
-        int b = (int)lround(pow(2.0, i / 4.0));
-        if (b == last || b > BATCH_MAX) continue;
+    for (int i = 0; i < n_b; i++) { /* each once */
+        const int b = bs[i];
+        if (b < 1 || b == last || b > BATCH_MAX) continue;
         last = b;
         double tp = roofline_pass_time(d, &w->target, b, 1);
         fprintf(f, "%d %.10g %.10g", b, tp, b / tp);
@@ -206,22 +224,25 @@ int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err) {
                 "set label 'plain: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
                 "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
                 fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
-    if (fit_spec >= 1 && fit_spec <= BATCH_MAX)
-        fprintf(f,
-                "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'k = %d, %d slots: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
-                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
-                fit_spec, fit_spec, k_fit, k_fit + 1, d->memory / 1e9, fit_spec, fit_spec);
-    fprintf(f, "plot \\\n");
+    for (int j = 0; j < N_BATCH_KS; j++) /* one line per depth, in its curves' colour */
+        if (fit_k[j] >= 1 && fit_k[j] <= BATCH_MAX && fit_k[j] < fit_plain)
+            fprintf(f,
+                    "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc %d\n"
+                    "set label 'k = %d, %d slots: full at b = %d' at %d, graph 0.98 right rotate by 90 "
+                    "offset char -1.2,0 font ',9' tc lt %d\n",
+                    fit_k[j], fit_k[j], j + 1, batch_ks[j], batch_ks[j] + 1, fit_k[j], fit_k[j], j + 1);
+    fprintf(f, "# every curve stops where memory is full for it (beyond, the model assumes memory the device lacks)\n"
+               "plot \\\n");
     for (int j = 0; j < N_BATCH_KS; j++)
         fprintf(f,
-                "    'speedup_batch.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.5 lc %d "
+                "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with linespoints lw 2 pt 7 ps 0.5 lc %d "
                 "title 'k = %d, a state slot written per verified position', \\\n",
-                4 + j, j + 1, batch_ks[j]);
+                fit_k[j], 4 + j, j + 1, batch_ks[j]);
     for (int j = 0; j < N_BATCH_KS; j++)
-        fprintf(f,
-                "    'speedup_batch.dat' using 1:%d with lines lw 2 dt 2 lc %d title 'k = %d, final state written "
-                "once'%s\n",
-                4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
+        fprintf(
+            f,
+            "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with lines lw 2 dt 2 lc %d title 'k = %d, final "
+            "state written once'%s\n",
+            fit_k[j], 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
     return plot_close(&af, err);
 }

@@ -136,8 +136,9 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
         if (p->method != PLOT_DRAFT || isnan(a) || p->acc.target_bytes_per_pass <= 0) continue;
         cases[n].alpha = a;
         cases[n].c = p->acc.proposer_bytes_per_step / p->acc.target_bytes_per_pass;
-        snprintf(cases[n].label, sizeof cases[n].label, "measured draft pair (T=%g): α̂ = %.3f, c = %.3f",
-                 p->temperature, cases[n].alpha, cases[n].c);
+        snprintf(cases[n].label, sizeof cases[n].label,
+                 "formula at the measured α̂ = %.3f of the draft pair (T=%g), c = %.3f", cases[n].alpha, p->temperature,
+                 cases[n].c);
         n++;
         break;
     }

@@ -171,17 +171,17 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
     if (!(f = plot_open(&af, dir, "acceptance.gp", err))) return -1;
     plot_gp_head(f, "acceptance", "(b) measured acceptance per draft position, per method and temperature.",
                  "acceptance.dat", 1000, 640);
-    fprintf(
-        f,
-        "set title \"Acceptance per draft position, measured (bars: 95 %% intervals; the i.i.d. model: flat at α)\"\n"
-        "set xlabel \"draft position d (1 = the first proposed token)\"\n"
-        "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
-        "set xrange [0.7:%g]\n"
-        "set xtics 1\n"
-        "set yrange [0:1.05]\n"
-        "set key outside right top box\n"
-        "plot \\\n",
-        k_max + 0.3);
+    fprintf(f,
+            "set title \"Acceptance per draft position, measured\\n{/*0.85 bars: 95 %% intervals; dotted: the i.i.d. "
+            "model, flat at each run's α̂}\"\n"
+            "set xlabel \"draft position d (1 = the first proposed token)\"\n"
+            "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
+            "set xrange [0.7:%g]\n"
+            "set xtics 1\n"
+            "set yrange [0:1.05]\n"
+            "set key outside right top box\n"
+            "plot \\\n",
+            k_max + 0.3);
     static const int dash[] = {1, 2, 4, 5, 3};
     for (int i = 0; i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
@@ -189,12 +189,18 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
         point_label(p, label, sizeof label);
         int ti = 0; /* the temperature's rank within its method gives the dash pattern */
         for (int j = 0; j < i; j++) ti += m->points[j].method == p->method;
+        const double a = accounting_alpha(&p->acc);
         fprintf(f,
                 "    'acceptance.dat' index %d using ($1%+.3f):5:7:8 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
-                "lc rgb '%s' title '%s (α̂ = %.2f)'%s\n",
+                "lc rgb '%s' title '%s (α̂ = %.2f)', \\\n",
                 i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
-                plot_shade(p->method, ti), label, accounting_alpha(&p->acc), i + 1 < m->n_points ? ", \\" : "");
+                plot_shade(p->method, ti), label, a);
+        if (!isnan(a)) /* the i.i.d. model's prediction for this run: α̂ at every position it drafted */
+            fprintf(f, "    'acceptance.dat' index %d using 1:(%.6f) with lines lw 1.5 dt 3 lc rgb '%s' notitle, \\\n",
+                    i, a, plot_shade(p->method, ti));
     }
+    fprintf(f,
+            "    NaN with lines lw 1.5 dt 3 lc rgb '#555555' title 'i.i.d. model: flat at α̂ (dotted, one per run)'\n");
     return plot_close(&af, err);
 }
 

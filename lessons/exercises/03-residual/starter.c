@@ -1,4 +1,4 @@
-/* Exercise 3 — the residual distribution (lessons/03-acceptance-rule.md).
+/* Exercise 3 — the residual distribution (lessons/03-speculative-decoding.md).
  * Write accept_residual as reference/core/accept.h specifies it. The checker
  * (make exercise EX=3 FILE=this-file) runs the project's acceptance tests and
  * a distribution test of accept_exact, which calls your function at every

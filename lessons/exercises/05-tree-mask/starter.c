@@ -1,5 +1,5 @@
 /* Exercise 5 — the tree attention mask and the node positions
- * (lessons/05-medusa-trees.md). A verification pass evaluates every node of
+ * (lessons/05-medusa.md). A verification pass evaluates every node of
  * a token tree at once; each node must see exactly the path from the root
  * to itself, at the position it would have in a plain sequence. The checker
  * (make exercise EX=5 FILE=this-file) runs the project's tree tests and
