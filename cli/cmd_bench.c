@@ -367,6 +367,10 @@ int cmd_bench(int argc, char **argv) {
     /* --plain runs the target alone: no companion is loaded (nor counted in max RSS) */
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
     if (models_load(&lm, &a.models, companions, companions, "bench")) return 1;
+    if (context_check(models_config(&lm), "--prompt-tokens", a.prompt_tokens, "--tokens", a.tokens, "bench")) {
+        models_release(&lm);
+        return 2;
+    }
     bench_row rows[4];
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < 4; i++) rows[i].predicted = NAN;

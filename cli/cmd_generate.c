@@ -285,11 +285,15 @@ int cmd_generate(int argc, char **argv) {
         return 1;
     }
     printer pr = {have_tok && !a.print_ids ? &tok : NULL};
-    int *prompt, n_prompt, status;
-    if ((status = prompt_ids(&a, have_tok ? &tok : NULL, models_config(&lm)->vocab_size, dir, &prompt, &n_prompt)) ==
-        0) {
-        status = a.spec.kind == METHOD_BEAM ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
-                                            : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
+    const model_config *c = models_config(&lm);
+    int *prompt, n_prompt;
+    int status = prompt_ids(&a, have_tok ? &tok : NULL, c->vocab_size, dir, &prompt, &n_prompt);
+    if (status == 0) {
+        status = context_check(c, NULL, n_prompt, "--max-tokens", a.spec.max_tokens, "generate");
+        if (status == 0)
+            status = a.spec.kind == METHOD_BEAM
+                         ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
+                         : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
         free(prompt);
     }
     if (have_tok) tokenizer_free(&tok);

@@ -118,16 +118,18 @@ int cmd_logits(int argc, char **argv) {
         } else if ((rc = backend_flags_read(&mf, argc, argv, &i)) != 0) {
             if (rc < 0) return 2;
         } else if (a[0] == '-' || mf.model_dir) {
-            fprintf(stderr, "specula logits: unexpected argument '%s'\n", a);
-            usage(stderr);
+            fprintf(stderr, "specula logits: unexpected argument '%s' (`specula logits --help` for the options)\n", a);
             return 2;
         } else {
             mf.model_dir = a;
         }
     }
     if (!tokens_text) {
-        fprintf(stderr, "specula logits: --tokens is required\n");
-        usage(stderr);
+        fprintf(stderr, "specula logits: --tokens is required (`specula logits --help` for the options)\n");
+        return 2;
+    }
+    if (chain_from >= 0 && !mtp_out) {
+        fprintf(stderr, "specula logits: --mtp-chain-from only applies with --mtp-out\n");
         return 2;
     }
     if (model_flags_backend_check(&mf, "logits")) return 2;
@@ -137,6 +139,11 @@ int cmd_logits(int argc, char **argv) {
     const model_config *c = models_config(&lm);
     int *ids, T;
     if (arg_tokens("--tokens", tokens_text, c->vocab_size, &ids, &T)) {
+        models_release(&lm);
+        return 2;
+    }
+    if (context_check(c, "--tokens:", T, NULL, 0, "logits")) {
+        free(ids);
         models_release(&lm);
         return 2;
     }

@@ -15,6 +15,7 @@
 #include "atomic_file.h"
 #include "commands.h"
 #include "medusa_train.h"
+#include "method_cli.h"
 #include "philox.h"
 #include "reference_target.h"
 #include "tokenizer.h"
@@ -540,6 +541,11 @@ int cmd_medusa_train(int argc, char **argv) {
     if (model_load(&r.target, r.dir, &err)) {
         fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         return 1;
+    }
+    if (context_check(&r.target.cfg, "--prompt-len", r.a.data.prompt_len, "--gen-len", r.a.data.gen_len,
+                      "medusa-train")) {
+        model_free(&r.target);
+        return 2;
     }
     reference_target_build(&r.target_if, &r.target);
     /* each step returns 0, −1 with err set, or 1 after printing its own message */

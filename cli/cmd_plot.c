@@ -194,41 +194,56 @@ static int parse(int argc, char **argv, plot_args *a) {
     return 0;
 }
 
+/* The longest prompt and --tokens within the model's context (2 if not). */
+static int prompts_fit(const plot_prompts *p, const model_config *c, int tokens) {
+    int longest = 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->len[i] > longest) longest = p->len[i];
+    return context_check(c, NULL, longest, "--tokens", tokens, "plot");
+}
+
 /* The prompts as ids: text through MODEL/tokenizer.json when it is there
- * (the ids must fit the model's vocabulary), else fixed token sequences. */
-static int build_prompts(const char *dir, int V, int n, plot_prompts *p) {
+ * (the ids must fit the model's vocabulary), else fixed token sequences;
+ * each with --tokens after it within the context. 0, or the exit status. */
+static int build_prompts(const char *dir, const model_config *c, int n, int tokens, plot_prompts *p) {
+    const int V = c->vocab_size;
     char path[4200];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     p->n = n;
     p->ids = calloc((size_t)n, sizeof *p->ids);
     p->len = calloc((size_t)n, sizeof *p->len);
-    if (!p->ids || !p->len) return -1;
+    if (!p->ids || !p->len) return 1;
     tokenizer tok;
     sp_error err;
-    int have_tok = access(path, R_OK) == 0 && tokenizer_load(&tok, path, &err) == 0;
+    const int have_tok = access(path, R_OK) == 0;
+    if (have_tok && tokenizer_load(&tok, path, &err)) { /* broken, not absent: no silent token prompts */
+        fprintf(stderr, "specula plot: %s\n", err.msg);
+        return 1;
+    }
     for (int i = 0; i < n; i++) {
         if (have_tok) {
             if (tokenizer_encode(&tok, text_prompts[i], strlen(text_prompts[i]), &p->ids[i], &p->len[i], &err)) {
                 fprintf(stderr, "specula plot: prompt %d: %s\n", i, err.msg);
                 tokenizer_free(&tok);
-                return -1;
+                return 1;
             }
             for (int t = 0; t < p->len[i]; t++)
                 if (p->ids[i][t] >= V) {
                     fprintf(stderr, "specula plot: %s gives token %d, outside the model's vocabulary of %d\n", path,
                             p->ids[i][t], V);
                     tokenizer_free(&tok);
-                    return -1;
+                    return 1;
                 }
         } else {
             /* 3..6 tokens: at least two, so the MTP module has a hidden state to start from */
             p->len[i] = 3 + i % 4;
             p->ids[i] = calloc((size_t)p->len[i], sizeof(int));
-            if (!p->ids[i]) return -1;
+            if (!p->ids[i]) return 1;
             for (int t = 0; t < p->len[i]; t++) p->ids[i][t] = (i * 7 + t * 3 + 1) % V;
         }
     }
     if (have_tok) tokenizer_free(&tok);
+    if (prompts_fit(p, c, tokens)) return 2;
     fprintf(stderr, "specula plot: %d %s prompts\n", n, have_tok ? "text" : "token");
     return 0;
 }
@@ -355,8 +370,7 @@ int cmd_plot(int argc, char **argv) {
     if (have_target && a.measure) {
         plot_prompts prompts;
         memset(&prompts, 0, sizeof prompts);
-        if (build_prompts(dir, models_config(&lm)->vocab_size, a.prompts, &prompts)) {
-            status = 1;
+        if ((status = build_prompts(dir, models_config(&lm), a.prompts, a.mo.tokens, &prompts)) != 0) {
         } else if (plots_measure(&lm.parts, &a.base, &prompts, &a.mo, &m, &err)) {
             fprintf(stderr, "specula plot: %s\n", err.msg);
             status = 1;

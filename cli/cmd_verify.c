@@ -380,10 +380,16 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
 
 /* ---- the command --------------------------------------------------------------- */
 
+/* --list, or one line for a --method that matches nothing: a bad flag gets
+ * one line on stderr (docs/reliability.md), the list is a command away. */
 static int list_cases(const verify_args *a, int none) {
     const verify_case *all = verify_cases();
-    if (none) fprintf(stderr, "specula verify: no case matches '%s'; the cases are:\n", a->only);
-    FILE *f = none ? stderr : stdout;
+    if (none) {
+        fprintf(stderr, "specula verify: --method: no case matches '%s'; `specula verify --list` lists them\n",
+                a->only);
+        return 2;
+    }
+    FILE *f = stdout;
     for (const verify_case *c = all; c->name; c++) {
         char control[64];
         verify_case_control_text(c, a->engine, control, sizeof control);
@@ -394,7 +400,7 @@ static int list_cases(const verify_args *a, int none) {
     if (!a->engine)
         fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",
                 "beam vs its rules on the exact law");
-    return none ? 2 : 0;
+    return 0;
 }
 
 /* The micro models, their Medusa heads and the world the cases run in: on

@@ -39,7 +39,7 @@ int main(int argc, char **argv) {
     }
     for (const cli_command *c = cli_commands; c->name; c++)
         if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
-    fprintf(stderr, "specula: unknown command '%s'\n\n", argv[1]);
-    usage(stderr);
+    /* one line, as for every bad input; the list is one command away */
+    fprintf(stderr, "specula: unknown command '%s'; `specula --help` lists the commands\n", argv[1]);
     return 2;
 }

@@ -120,3 +120,24 @@ int method_cli_refuse(const method_spec *s, const char *const *flags, const char
         }
     return 0;
 }
+
+int context_check(const model_config *c, const char *prompt_flag, int n_prompt, const char *new_flag, long n_new,
+                  const char *cmd) {
+    const int ctx = c->max_position_embeddings;
+    char prompt[64];
+    if (prompt_flag)
+        snprintf(prompt, sizeof prompt, "%s %d", prompt_flag, n_prompt);
+    else
+        snprintf(prompt, sizeof prompt, "the prompt (%d tokens)", n_prompt);
+    if (n_prompt > ctx) {
+        fprintf(stderr, "specula %s: %s is past the model's context (max_position_embeddings %d)\n", cmd, prompt, ctx);
+        return 2;
+    }
+    if (n_prompt + n_new > ctx) {
+        fprintf(stderr,
+                "specula %s: %s and %s %ld need %ld positions, past the model's context (max_position_embeddings %d)\n",
+                cmd, prompt, new_flag, n_new, n_prompt + n_new, ctx);
+        return 2;
+    }
+    return 0;
+}

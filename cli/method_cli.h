@@ -90,6 +90,14 @@ int models_load_companions(loaded_models *lm, const model_flags *f, companion_ne
 int method_cli_refuse(const method_spec *s, const char *const *flags, const char *why, const char *cmd);
 void models_release(loaded_models *lm);
 
+/* Refuses (printed, returns 2) a prompt of n_prompt tokens (given by
+ * prompt_flag, NULL: the prompt itself) followed by n_new generated ones
+ * (given by new_flag) that would run past the model's
+ * max_position_embeddings: positions it was never trained on would
+ * otherwise be decoded without a word. */
+int context_check(const model_config *c, const char *prompt_flag, int n_prompt, const char *new_flag, long n_new,
+                  const char *cmd);
+
 /* The companion directories of a model: MODEL-draft and
  * MODEL-medusa/medusa_heads.safetensors (trailing slashes ignored). */
 void model_beside(const char *model_dir, const char *suffix, char *buf, size_t size);

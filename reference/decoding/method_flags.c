@@ -49,8 +49,7 @@ method_spec method_spec_defaults(void) {
 
 static int set_method(method_spec *s, const char *f, const char *v, sp_error *err) {
     if (method_kind_parse(v, &s->kind))
-        return sp_fail(err, "unknown method '%s' (greedy, sample, beam, spec, medusa or mtp)", v);
-    (void)f;
+        return sp_fail(err, "%s: unknown method '%s' (greedy, sample, beam, spec, medusa or mtp)", f, v);
     return 0;
 }
 static int set_k(method_spec *s, const char *f, const char *v, sp_error *err) {
@@ -292,6 +291,9 @@ static int resolve_rule(method_spec *s, int strict, sp_error *err) {
 }
 
 int method_spec_finish(method_spec *s, int strict, sp_error *err) {
+    /* the later flag would silently win */
+    if ((s->given >> F_MTP_SAMPLE & 1u) && (s->given >> F_MTP_ARGMAX & 1u))
+        return sp_fail(err, "--mtp-sample and --mtp-argmax contradict each other: give one");
     if (strict && check_applies(s, err)) return -1;
     if (s->kind == METHOD_GREEDY) {
         if (s->given >> F_TEMPERATURE & 1u && s->sampling.temperature != 0 && strict)

@@ -66,7 +66,8 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
     expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa and mtp");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
-    expect_refused("--method fast", "unknown method 'fast'");
+    expect_refused("--method fast", "--method: unknown method 'fast'");
+    expect_refused("--method mtp --mtp-sample --mtp-argmax", "--mtp-sample and --mtp-argmax contradict");
     expect_refused("--method spec --k 0", "--k expects an integer in [1, 32]");
     expect_refused("--method spec --k", "--k needs a value");
     expect_refused("--method spec --draft x", "'--draft' is not a method flag");

@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# bad-input-cli.sh BUILD COUNTS — the bad-input table of docs/reliability.md:
+# every row is a command given one input a user gets wrong (a missing or
+# broken checkpoint, a flag out of range, flags that contradict each other)
+# and must exit with the row's status (2: the command line, 1: a file it
+# names that is broken; never a signal) after one line on stderr that
+# contains the row's fragment, naming the file, field or flag. Broken
+# checkpoints are made once each from one generated micro model.
+# With BAD_INPUT_TABLE=FILE, also writes the rows as observed, as the
+# Markdown table of the docs. Writes "passed failed skipped" to COUNTS.
+set -u
+build=${1:-build}
+counts=${2:-/dev/null}
+specula=$build/specula
+pass=0 fail=0 skip=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-bad-input-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+table=${BAD_INPUT_TABLE:-}
+[ -n "$table" ] && printf '| command | input | exit | message |\n|---|---|---|---|\n' >"$table"
+
+# row COMMAND INPUT STATUS FRAGMENT -- ARGS...: runs `specula ARGS...`.
+row() {
+    local cmd=$1 input=$2 want=$3 fragment=$4
+    shift 5
+    timeout 60 "$specula" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    local rc=$? lines msg
+    lines=$(wc -l <"$tmp/err")
+    msg=$(head -1 "$tmp/err")
+    if [ "$rc" -eq "$want" ] && [ "$lines" -eq 1 ] && grep -qF -- "$fragment" "$tmp/err"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL bad-input-cli: $cmd, $input: exit $rc (want $want), $lines lines on stderr, want '$fragment':"
+        head -3 "$tmp/err" | sed 's/^/    /'
+    fi
+    if [ -n "$table" ]; then
+        msg=${msg//$tmp/…}
+        printf '| %s | %s | %s | `%s` |\n' "$cmd" "$input" "$rc" "${msg//|/\\|}" >>"$table"
+    fi
+}
+
+# le64 N: N as 8 little-endian bytes (the safetensors header length).
+le64() {
+    local n=$1 i
+    for i in 0 1 2 3 4 5 6 7; do
+        printf "\\x$(printf %02x $(((n >> (8 * i)) & 255)))"
+    done
+}
+# handmade DIR HEADER DATA_BYTES: DIR holds the micro config and a
+# model.safetensors of this header and this many zero bytes.
+handmade() {
+    mkdir -p "$1" && cp "$m/config.json" "$1/"
+    {
+        le64 ${#2}
+        printf '%s' "$2"
+        head -c "$3" /dev/zero
+    } >"$1/model.safetensors"
+}
+
+m=$tmp/micro
+"$build/genmodel" --preset micro --quiet --medusa-heads 2 "$m"
+st=$m/model.safetensors
+heads=$m-medusa/medusa_heads.safetensors
+
+mkdir -p "$tmp/empty"
+cut=$tmp/cut && mkdir -p "$cut" && cp "$m/config.json" "$cut/"
+head -c $(($(stat -c %s "$st") / 2)) "$st" >"$cut/model.safetensors"
+handmade "$tmp/hdr-past" '{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}' 8
+{ le64 4096 && head -c 100 /dev/zero; } >"$tmp/hdr-past/model.safetensors"
+handmade "$tmp/hdr-huge" '{}' 0
+{ le64 $((1 << 62)) && head -c 100 /dev/zero; } >"$tmp/hdr-huge/model.safetensors"
+handmade "$tmp/overlap" '{"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},"b":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}}' 24
+handmade "$tmp/overflow" '{"w":{"dtype":"F32","shape":[1099511627776,1099511627776,1099511627776],"data_offsets":[0,8]}}' 8
+handmade "$tmp/dtype" '{"w":{"dtype":"Q4_K","shape":[2],"data_offsets":[0,8]}}' 8
+handmade "$tmp/notjson" '{"w": [' 0
+# NaN in layer 0's input norm: bf16 0x7fc0 over its first element
+nan=$tmp/nan && cp -r "$m" "$nan"
+hlen=$(od -An -tu8 -N8 "$st" | tr -d ' ')
+norm_at=$(grep -ao '"model.language_model.layers.0.input_layernorm.weight":{[^}]*}' "$st" |
+    sed 's/.*data_offsets":\[\([0-9]*\),.*/\1/')
+printf '\xc0\x7f' | dd of="$nan/model.safetensors" bs=1 seek=$((8 + hlen + norm_at)) conv=notrunc status=none
+# config.json broken in ways a user makes: not JSON, a field missing
+badcfg=$tmp/badcfg && mkdir -p "$badcfg" && cp "$st" "$badcfg/" && printf '{"model_type": "qwen3_5",' >"$badcfg/config.json"
+nofield=$tmp/nofield && mkdir -p "$nofield" && cp "$st" "$nofield/"
+grep -v '"hidden_size": 32,' "$m/config.json" >"$nofield/config.json"
+badtok=$tmp/badtok && cp -r "$m" "$badtok" && printf '{"model": {' >"$badtok/tokenizer.json"
+dircfg=$tmp/dircfg && mkdir -p "$dircfg/config.json"
+printf '[[0],[1],[0,0],[0,0,0]]' >"$tmp/tree3.json"
+printf '[[0],[0,' >"$tmp/tree-bad.json"
+
+g() { row generate "$@"; }
+gm() { # generate on the micro model: row INPUT STATUS FRAGMENT -- ARGS...
+    local input=$1 want=$2 fragment=$3
+    shift 4
+    row generate "$input" "$want" "$fragment" -- generate --model "$m" --tokens 1,2,3 --max-tokens 4 "$@"
+}
+
+# ---- checkpoints: every command that loads one ----------------------------------------
+for c in info generate logits bench; do
+    case $c in
+    info) args=(info) && pre=() ;;
+    generate) args=(generate --tokens 1,2 --max-tokens 2 --model) && pre=() ;;
+    logits) args=(logits) && pre=(--tokens 1,2) ;;
+    bench) args=(bench) && pre=(--plain --runs 1 --tokens 2) ;;
+    esac
+    row "$c" "a folder that does not exist" 1 "$tmp/nope" -- "${args[@]}" "$tmp/nope" "${pre[@]}"
+    row "$c" "a folder without config.json" 1 "$tmp/empty/config.json" -- "${args[@]}" "$tmp/empty" "${pre[@]}"
+    row "$c" "config.json that is a folder" 1 "$dircfg/config.json" -- "${args[@]}" "$dircfg" "${pre[@]}"
+    row "$c" "model.safetensors cut in half" 1 "truncated" -- "${args[@]}" "$cut" "${pre[@]}"
+done
+i() { row info "$1" "$2" "$3" -- info "$tmp/$5"; }
+i "config.json not valid JSON" 1 "$badcfg/config.json" -- badcfg
+i "config.json without hidden_size" 1 "hidden_size" -- nofield
+i "header length past the end of the file" 1 "header length 4096 runs past the end of the file" -- hdr-past
+i "header length 2^62" 1 "header length 4611686018427387904 runs past" -- hdr-huge
+i "header not JSON" 1 "header is not valid JSON" -- notjson
+i "overlapping tensors" 1 "overlap" -- overlap
+i "a shape whose byte count overflows" 1 "absurd" -- overflow
+i "an unknown dtype" 1 'dtype "Q4_K"' -- dtype
+row generate "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- generate --model "$nan" --tokens 1,2 --max-tokens 2
+row logits "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- logits "$nan" --tokens 1,2
+
+# ---- prompts -------------------------------------------------------------------------
+gm "--tokens with an id past the vocabulary (32)" 2 "--tokens" -- --tokens 1,32
+gm "--tokens with a negative id" 2 "--tokens" -- --tokens 1,-1
+gm "--tokens not numbers" 2 "--tokens" -- --tokens 1,x
+gm "--tokens empty" 2 "--tokens" -- --tokens ""
+g "--prompt empty" 2 "prompt" -- generate --prompt "" --max-tokens 2
+g "--prompt and --tokens" 2 "--prompt" -- generate --prompt a --tokens 1 --max-tokens 2
+row generate "--prompt on a model without tokenizer.json" 2 "tokenizer.json" -- generate --model "$m" --prompt hello
+gm "a prompt longer than the context (1024)" 2 "1024" -- --tokens "$(seq -s, 1 1030 | awk -F, '{for (i = 1; i <= NF; i++) $i = $i % 30 + 1} 1' OFS=,)"
+gm "prompt + --max-tokens past the context" 2 "--max-tokens" -- --max-tokens 1100 --no-eos
+g "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- generate --model "$badtok" --prompt hi --max-tokens 2
+row logits "--tokens with an id past the vocabulary" 2 "--tokens" -- logits "$m" --tokens 1,40
+row logits "no --tokens" 2 "--tokens" -- logits "$m"
+row logits "--tokens longer than the context" 2 "1024" -- logits "$m" --tokens "$(seq -s, 1 1030 | awk -F, '{for (i = 1; i <= NF; i++) $i = $i % 30 + 1} 1' OFS=,)"
+
+# ---- method flags (the same parser for generate, bench and plot) -----------------------
+gm "--max-tokens 0" 2 "--max-tokens" -- --max-tokens 0
+gm "--max-tokens -1" 2 "--max-tokens" -- --max-tokens -1
+gm "--max-tokens 10^12" 2 "--max-tokens" -- --max-tokens 1000000000000
+gm "--max-tokens without a value" 2 "--max-tokens" -- --max-tokens
+gm "--k 0" 2 "--k" -- --method spec --k 0
+gm "--k 1000" 2 "--k" -- --method mtp --k 1000
+gm "--top-p 0" 2 "--top-p" -- --top-p 0
+gm "--top-p 1.5" 2 "--top-p" -- --top-p 1.5
+gm "--top-p nan" 2 "--top-p" -- --top-p nan
+gm "--temperature -1" 2 "--temperature" -- --temperature -1
+gm "--top-k -1" 2 "--top-k" -- --top-k -1
+gm "--min-p 2" 2 "--min-p" -- --min-p 2
+gm "--method unknown" 2 "--method" -- --method magic
+gm "an unknown flag" 2 "--frobnicate" -- --frobnicate
+gm "--stream with --method beam" 2 "--stream" -- --method beam --stream
+gm "--num-return past --beams" 2 "--num-return" -- --method beam --beams 2 --num-return 3
+gm "--k with --method greedy" 2 "--k" -- --method greedy --k 3
+gm "--tree with --method spec" 2 "--tree" -- --method spec --tree "$tmp/tree3.json"
+gm "--draft with --method mtp" 2 "--draft" -- --method mtp --draft "$m"
+gm "--mtp-sample with --mtp-argmax" 2 "--mtp" -- --method mtp --mtp-sample --mtp-argmax
+gm "--backend unknown" 2 "--backend" -- --backend gpu9
+gm "--threads 0" 2 "--threads" -- --threads 0
+gm "--threads with --backend reference" 2 "--threads" -- --backend reference --threads 2
+gm "--dtype f8" 2 "--dtype" -- --dtype f8
+gm "--seed -1" 2 "--seed" -- --seed -1
+gm "--rule unknown" 2 "--rule" -- --rule maybe
+gm "--method spec without a draft" 1 "draft" -- --method spec
+gm "--method medusa, --medusa missing" 1 "$tmp/no-heads" -- --method medusa --medusa "$tmp/no-heads"
+gm "--medusa a model file, not heads" 1 "$st" -- --method medusa --medusa "$st"
+gm "--tree missing" 1 "$tmp/no-tree.json" -- --method medusa --tree "$tmp/no-tree.json"
+gm "--tree not JSON" 1 "$tmp/tree-bad.json" -- --method medusa --tree "$tmp/tree-bad.json"
+gm "--tree deeper than the heads (2)" 1 "tree3.json" -- --method medusa --tree "$tmp/tree3.json"
+gm "--k with --method medusa" 2 "--k" -- --method medusa --k 3
+row bench "--runs 0" 2 "--runs" -- bench "$m" --runs 0
+row bench "--method beam" 2 "--method" -- bench "$m" --method beam
+row bench "--tokens -5" 2 "--tokens" -- bench "$m" --tokens -5
+row bench "--prompt-tokens + --tokens past the context" 2 "--tokens 1000" -- bench "$m" --plain --prompt-tokens 100 --tokens 1000
+
+# ---- the other commands ---------------------------------------------------------------
+row logits "--out into a missing folder" 1 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"
+row logits "--mtp-chain-from without --mtp-out" 2 "--mtp-chain-from" -- logits "$m" --tokens 1,2 --mtp-chain-from 0
+row verify "--samples 0" 2 "--samples" -- verify --samples 0
+row verify "--scale -1" 2 "--scale" -- verify --scale -1
+row verify "--method unknown" 2 "--method" -- verify --method magic
+row verify "--alpha 2" 2 "--alpha" -- verify --alpha 2
+row plot "--prompts 0" 2 "--prompts" -- plot --prompts 0 --no-measure --out "$tmp/plots"
+row plot "--term unknown" 2 "--term" -- plot --term jpeg --out "$tmp/plots"
+row plot "--alpha 1.5" 2 "--alpha" -- plot --alpha 1.5 --out "$tmp/plots"
+row plot "--tokens past the context" 2 "--tokens 2000" -- plot --model "$m" --tokens 2000 --term none --out "$tmp/plots"
+row plot "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
+row plot "--model missing" 1 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"
+mt() { # medusa-train on the micro model
+    local input=$1 want=$2 fragment=$3
+    shift 4
+    row medusa-train "$input" "$want" "$fragment" -- medusa-train --model "$m" --steps 1 --sequences 2 \
+        --eval-sequences 1 --heads 2 --prompt-len 2 --gen-len 4 "$@"
+}
+mt "no --out" 2 "--out" -- --random-prompts
+mt "no prompts source" 2 "--corpus" -- --out "$tmp/h.st"
+mt "--corpus and --random-prompts" 2 "--corpus" -- --random-prompts --corpus "$tmp/x" --out "$tmp/h.st"
+mt "--corpus-ids missing" 1 "$tmp/no-corpus.txt" -- --corpus-ids "$tmp/no-corpus.txt" --out "$tmp/h.st"
+mt "--corpus on a model without tokenizer.json" 1 "tokenizer.json" -- --corpus "$tmp/x" --out "$tmp/h.st"
+mt "--corpus-ids with an id past the vocabulary" 1 "32" -- --corpus-ids <(echo 1 2 32 4) --out "$tmp/h.st"
+mt "--heads 0" 2 "--heads" -- --random-prompts --heads 0 --out "$tmp/h.st"
+mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
+mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"
+mt "--prompt-len past the context" 2 "--prompt-len 5000" -- --random-prompts --prompt-len 5000 --out "$tmp/h.st"
+mt "--prompt-len + --gen-len past the context" 2 "--gen-len 1000" -- --random-prompts --prompt-len 100 --gen-len 1000 --out "$tmp/h.st"
+row specula "an unknown command" 2 "frobnicate" -- frobnicate
+
+echo "bad-input-cli: $pass passed, $fail failed, $skip skipped"
+echo "$pass $fail $skip" >"$counts"
+[ "$fail" -eq 0 ]
