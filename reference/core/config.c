@@ -2,11 +2,13 @@
  * The field names and defaults follow Hugging Face's Qwen3_5TextConfig. */
 #include "config.h"
 
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Looks a field up in the text config first, then at the top level (the
  * multimodal layout keeps a few fields, e.g. tie_word_embeddings, there). */
@@ -220,8 +222,10 @@ int config_load(const char *path, model_config *cfg, sp_error *err) {
     json_t *root = json_load_file(file, 0, &jerr);
     if (!root) {
         FILE *f = fopen(file, "rb");
-        if (!f) return sp_fail(err, "%s: cannot open (is this a model directory?)", file);
+        if (!f) return sp_fail(err, "%s: cannot open: %s (is this a model directory?)", file, strerror(errno));
         fclose(f);
+        struct stat st; /* a folder opens, and would read as an empty, invalid file */
+        if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) return sp_fail(err, "%s: is a folder, not a file", file);
         return sp_fail(err, "%s: not valid JSON (line %d: %s)", file, jerr.line, jerr.text);
     }
     char *text = json_dumps(root, JSON_COMPACT);

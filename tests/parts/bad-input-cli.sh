@@ -35,7 +35,7 @@ row() {
     fi
     if [ -n "$table" ]; then
         msg=${msg//$tmp/…}
-        printf '| %s | %s | %s | `%s` |\n' "$cmd" "$input" "$rc" "${msg//|/\\|}" >>"$table"
+        printf '| %s | %s | %s | `` %s `` |\n' "$cmd" "$input" "$rc" "${msg//|/\\|}" >>"$table"
     fi
 }
 
@@ -79,6 +79,13 @@ hlen=$(od -An -tu8 -N8 "$st" | tr -d ' ')
 norm_at=$(grep -ao '"model.language_model.layers.0.input_layernorm.weight":{[^}]*}' "$st" |
     sed 's/.*data_offsets":\[\([0-9]*\),.*/\1/')
 printf '\xc0\x7f' | dd of="$nan/model.safetensors" bs=1 seek=$((8 + hlen + norm_at)) conv=notrunc status=none
+# +Inf (bf16 0x7f80) as element 3 of the embedding, the first tensor
+inf=$tmp/inf && cp -r "$m" "$inf"
+printf '\x80\x7f' | dd of="$inf/model.safetensors" bs=1 seek=$((8 + hlen + 6)) conv=notrunc status=none
+# a sharded checkpoint that lost a shard; heads cut in half
+shards=$tmp/shards && "$build/genmodel" --preset micro --quiet --shards 2 "$shards"
+rm "$shards/model-00002-of-00002.safetensors"
+head -c $(($(stat -c %s "$heads") / 2)) "$heads" >"$tmp/heads-cut.safetensors"
 # config.json broken in ways a user makes: not JSON, a field missing
 badcfg=$tmp/badcfg && mkdir -p "$badcfg" && cp "$st" "$badcfg/" && printf '{"model_type": "qwen3_5",' >"$badcfg/config.json"
 nofield=$tmp/nofield && mkdir -p "$nofield" && cp "$st" "$nofield/"
@@ -105,7 +112,7 @@ for c in info generate logits bench; do
     esac
     row "$c" "a folder that does not exist" 1 "$tmp/nope" -- "${args[@]}" "$tmp/nope" "${pre[@]}"
     row "$c" "a folder without config.json" 1 "$tmp/empty/config.json" -- "${args[@]}" "$tmp/empty" "${pre[@]}"
-    row "$c" "config.json that is a folder" 1 "$dircfg/config.json" -- "${args[@]}" "$dircfg" "${pre[@]}"
+    row "$c" "config.json that is a folder" 1 "$dircfg/config.json: is a folder" -- "${args[@]}" "$dircfg" "${pre[@]}"
     row "$c" "model.safetensors cut in half" 1 "truncated" -- "${args[@]}" "$cut" "${pre[@]}"
 done
 i() { row info "$1" "$2" "$3" -- info "$tmp/$5"; }
@@ -118,6 +125,17 @@ i "overlapping tensors" 1 "overlap" -- overlap
 i "a shape whose byte count overflows" 1 "absurd" -- overflow
 i "an unknown dtype" 1 'dtype "Q4_K"' -- dtype
 row generate "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- generate --model "$nan" --tokens 1,2 --max-tokens 2
+row bench "+Inf in a weight (the engine)" 1 "embed_tokens.weight" -- bench "$inf" --plain --runs 1 --tokens 2
+row generate "a shard named in the index missing" 1 "model-00002-of-00002.safetensors" -- generate --model "$shards" --tokens 1,2 --max-tokens 2
+gm "--medusa heads cut in half" 1 "$tmp/heads-cut.safetensors" -- --method medusa --medusa "$tmp/heads-cut.safetensors"
+# unreadable: permissions do not stop root, so the row is skipped there
+unread=$tmp/unread && cp -r "$m" "$unread" && chmod 000 "$unread/config.json"
+if [ "$(id -u)" -ne 0 ]; then
+    row info "config.json without read permission" 1 "$unread/config.json" -- info "$unread"
+else
+    skip=$((skip + 1))
+    echo "SKIP bad-input-cli: config.json without read permission: running as root, which reads it anyway"
+fi
 row logits "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- logits "$nan" --tokens 1,2
 
 # ---- prompts -------------------------------------------------------------------------
@@ -198,7 +216,8 @@ mt "no prompts source" 2 "--corpus" -- --out "$tmp/h.st"
 mt "--corpus and --random-prompts" 2 "--corpus" -- --random-prompts --corpus "$tmp/x" --out "$tmp/h.st"
 mt "--corpus-ids missing" 1 "$tmp/no-corpus.txt" -- --corpus-ids "$tmp/no-corpus.txt" --out "$tmp/h.st"
 mt "--corpus on a model without tokenizer.json" 1 "tokenizer.json" -- --corpus "$tmp/x" --out "$tmp/h.st"
-mt "--corpus-ids with an id past the vocabulary" 1 "32" -- --corpus-ids <(echo 1 2 32 4) --out "$tmp/h.st"
+echo 1 2 32 4 >"$tmp/ids.txt"
+mt "--corpus-ids with an id past the vocabulary" 1 "$tmp/ids.txt: entry 2" -- --corpus-ids "$tmp/ids.txt" --out "$tmp/h.st"
 mt "--heads 0" 2 "--heads" -- --random-prompts --heads 0 --out "$tmp/h.st"
 mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
 mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"
