@@ -227,8 +227,8 @@ static int parse(int argc, char **argv, bench_args *a) {
         if (!rc) rc = method_cli_flag(&a->base, &a->models, argc, argv, &i, "bench");
         if (rc < 0) return 2;
         if (!rc) {
-            fprintf(stderr, "specula bench: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
+            fprintf(stderr, "specula bench: unexpected argument '%s' (`specula bench --help` for the options)\n",
+                    argv[i]);
             return 2;
         }
     }

@@ -67,8 +67,8 @@ int cmd_info(int argc, char **argv) {
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
         } else if (argv[i][0] == '-' || dir) {
-            fprintf(stderr, "specula info: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
+            fprintf(stderr, "specula info: unexpected argument '%s' (`specula info --help` for the options)\n",
+                    argv[i]);
             return 2;
         } else {
             dir = argv[i];

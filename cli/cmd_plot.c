@@ -173,8 +173,7 @@ static int parse(int argc, char **argv, plot_args *a) {
             const int rc = method_cli_flag(&a->base, &a->models, argc, argv, &i, "plot");
             if (rc < 0) return 2;
             if (rc == 0) {
-                fprintf(stderr, "specula plot: unknown option '%s'\n", f);
-                usage(stderr);
+                fprintf(stderr, "specula plot: unknown option '%s' (`specula plot --help` for the options)\n", f);
                 return 2;
             }
         }

@@ -186,6 +186,11 @@ gm "--medusa a model file, not heads" 1 "$st" -- --method medusa --medusa "$st"
 gm "--tree missing" 1 "$tmp/no-tree.json" -- --method medusa --tree "$tmp/no-tree.json"
 gm "--tree not JSON" 1 "$tmp/tree-bad.json" -- --method medusa --tree "$tmp/tree-bad.json"
 gm "--tree deeper than the heads (2)" 1 "tree3.json" -- --method medusa --tree "$tmp/tree3.json"
+# 1088 paths: every rank at depth 1, every pair at depth 2, and 32 more
+seq -s' ' 0 1087 | awk '{printf "["; for (i = 1; i <= NF; i++) { n = $i; printf "%s", (i > 1 ? "," : "");
+    if (n < 32) printf "[%d]", n; else if (n < 1056) printf "[%d,%d]", int((n - 32) / 32), (n - 32) % 32;
+    else printf "[0,0,%d]", n - 1056 } print "]" }' >"$tmp/tree-big.json"
+gm "--tree of 1088 paths" 1 "1088 paths, at most 255" -- --method medusa --tree "$tmp/tree-big.json"
 gm "--k with --method medusa" 2 "--k" -- --method medusa --k 3
 row bench "--runs 0" 2 "--runs" -- bench "$m" --runs 0
 row bench "--method beam" 2 "--method" -- bench "$m" --method beam
@@ -223,6 +228,13 @@ mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
 mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"
 mt "--prompt-len past the context" 2 "--prompt-len 5000" -- --random-prompts --prompt-len 5000 --out "$tmp/h.st"
 mt "--prompt-len + --gen-len past the context" 2 "--gen-len 1000" -- --random-prompts --prompt-len 100 --gen-len 1000 --out "$tmp/h.st"
+# an unknown flag or a stray argument: one line, for every command
+row info "a second folder" 2 "unexpected argument" -- info "$m" "$m"
+row logits "a second folder" 2 "unexpected argument" -- logits "$m" --tokens 1 "$m"
+row bench "an unknown flag" 2 "--frobnicate" -- bench "$m" --frobnicate
+row plot "an unknown flag" 2 "--frobnicate" -- plot --frobnicate
+row verify "an unknown flag" 2 "--frobnicate" -- verify --frobnicate
+row medusa-train "an unknown flag" 2 "--frobnicate" -- medusa-train --frobnicate
 row specula "an unknown command" 2 "frobnicate" -- frobnicate
 
 echo "bad-input-cli: $pass passed, $fail failed, $skip skipped"
