@@ -113,8 +113,9 @@ int cmd_info(int argc, char **argv) {
     printf("hidden size        %d, SwiGLU %d\n", c.hidden_size, c.intermediate_size);
     printf("layers             %d: %d Gated DeltaNet (D) + %d gated attention (A)\n", c.num_layers, nl, nf);
     printf("pattern            %s\n", pattern);
-    printf("attention          %d query / %d KV heads x %d, RoPE on %d dims, theta %g\n", c.num_heads, c.num_kv_heads,
-           c.head_dim, c.rotary_dim, c.rope_theta);
+    printf("attention          %d query / %d KV heads x %d, RoPE on %d dims%s, theta %g\n", c.num_heads, c.num_kv_heads,
+           c.head_dim, config_rotated_dims(&c), c.rotary_dim % 2 ? " (frequencies of an odd R, as transformers)" : "",
+           c.rope_theta);
     printf("DeltaNet           %d key / %d value heads x %d/%d, conv width %d\n", c.lin_k_heads, c.lin_v_heads,
            c.lin_k_dim, c.lin_v_dim, c.conv_kernel);
     printf("lm_head            %s\n", c.tie_word_embeddings ? "tied to the embedding" : "untied");

@@ -94,11 +94,14 @@ static int parse_rope(json_t *text, const char *origin, model_config *c, sp_erro
     if (absent < 0) return -1;
     if (absent && src != text && get_real(text, origin, "partial_rotary_factor", 0.0, 1.0, &factor, err) < 0) return -1;
     c->rope_theta = theta;
-    c->rotary_dim = (int)(c->head_dim * factor); /* int() truncation, as transformers does */
-    c->rotary_dim -= c->rotary_dim % 2;
-    if (c->rotary_dim < 2)
+    c->rotary_dim = (int)(c->head_dim * factor); /* int() truncation, as transformers does; may be odd */
+    if (c->rotary_dim < 1)
         return sp_fail(err, "%s: partial_rotary_factor %g of head_dim %d leaves no rotary dimensions", origin, factor,
                        c->head_dim);
+    if (config_rotated_dims(c) > c->head_dim) /* an odd R rotates R + 1 dimensions, which must exist */
+        return sp_fail(err,
+                       "%s: partial_rotary_factor %g of head_dim %d gives %d rotary dimensions; RoPE would rotate %d",
+                       origin, factor, c->head_dim, c->rotary_dim, config_rotated_dims(c));
     return 0;
 }
 
@@ -235,6 +238,8 @@ int config_load(const char *path, model_config *cfg, sp_error *err) {
     free(text);
     return rc;
 }
+
+int config_rotated_dims(const model_config *c) { return c->rotary_dim + c->rotary_dim % 2; }
 
 int config_conv_dim(const model_config *c) { return 2 * c->lin_k_heads * c->lin_k_dim + c->lin_v_heads * c->lin_v_dim; }
 

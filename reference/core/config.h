@@ -21,7 +21,8 @@ typedef struct {
     int num_heads;    /* [H]   query heads */
     int num_kv_heads; /* [Hkv] */
     int head_dim;     /* [Dh] */
-    int rotary_dim;   /* [R]   leading dims of each head that RoPE rotates (even) */
+    int rotary_dim; /* [R]   int(head_dim · partial_rotary_factor): RoPE's frequencies θ^(−2i/R), i < ⌈R/2⌉, rotate
+                     *       the first config_rotated_dims() dims of each head (R, or R + 1 when R is odd) */
     double rope_theta;
     /* Gated DeltaNet (linear attention) */
     int conv_kernel; /* [K]  causal depthwise conv width */
@@ -51,9 +52,10 @@ int config_load(const char *path, model_config *cfg, sp_error *err);
 int config_parse(const char *json_text, const char *origin, model_config *cfg, sp_error *err);
 
 /* Derived sizes. */
-int config_conv_dim(const model_config *c);   /* 2·Hk·Dk + Hv·Dv: q, k, v channels of the conv */
-int config_num_full(const model_config *c);   /* full-attention layers in the trunk */
-int config_num_linear(const model_config *c); /* DeltaNet layers in the trunk */
+int config_conv_dim(const model_config *c);     /* 2·Hk·Dk + Hv·Dv: q, k, v channels of the conv */
+int config_rotated_dims(const model_config *c); /* the head dims RoPE rotates: R rounded up to even */
+int config_num_full(const model_config *c);     /* full-attention layers in the trunk */
+int config_num_linear(const model_config *c);   /* DeltaNet layers in the trunk */
 /* Index of layer l among the layers of its own type (its KV or state slot). */
 int config_type_index(const model_config *c, int layer);
 int config_is_eos(const model_config *c, int token);

@@ -72,7 +72,7 @@ void op_softmax(float *x, int n) {
 }
 
 void op_rope(float *x, int R, int pos, double theta) {
-    int half = R / 2;
+    int half = (R + 1) / 2; /* ⌈R/2⌉ frequencies */
     for (int i = 0; i < half; i++) {
         /* transformers computes inv_freq and the angle in float32 */
         float inv_freq = (float)(1.0 / pow(theta, (double)(2 * i) / (double)R));

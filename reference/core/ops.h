@@ -47,11 +47,14 @@ void op_swiglu(float *out, const float *gate, const float *up, int n);
 /* In-place softmax over n entries (max-subtracted; −inf entries give 0). */
 void op_softmax(float *x, int n);
 
-/* Rotate-half RoPE on the first R dims of one head vector x[Dh] at position
- * pos: for i < R/2, with f = pos·theta^(−2i/R),
- *   x[i]     ← x[i]·cos f − x[i+R/2]·sin f
- *   x[i+R/2] ← x[i+R/2]·cos f + x[i]·sin f
- * Dims R..Dh−1 pass through. */
+/* Rotate-half RoPE on one head vector x[Dh] at position pos, R =
+ * int(head_dim · partial_rotary_factor): with h = ⌈R/2⌉, for i < h and
+ * f = pos·theta^(−2i/R),
+ *   x[i]   ← x[i]·cos f − x[i+h]·sin f
+ *   x[i+h] ← x[i+h]·cos f + x[i]·sin f
+ * Dims 2h..Dh−1 pass through. For an odd R this rotates R + 1 dims with the
+ * divisor R, as transformers does (its frequencies are θ^(−arange(0, R, 2)/R),
+ * and it rotates twice as many dims as it has frequencies). */
 void op_rope(float *x, int R, int pos, double theta);
 
 /* Attention of one query head over n cached positions:

@@ -101,6 +101,28 @@ START_TEST(test_errors_name_the_field) {
 }
 END_TEST
 
+/* An odd int(head_dim · partial_rotary_factor) is kept, as transformers keeps it: its ⌈R/2⌉ frequencies rotate
+ * R + 1 dims (peer config text-e holds the reference to transformers there); an odd R that would need a dim
+ * past head_dim is refused. */
+START_TEST(test_odd_rotary_dims) {
+    char json[4096];
+    model_config c;
+    sp_error err;
+    const char *at = strstr(full_layout, "0.25}");
+    snprintf(json, sizeof json, "%.*s0.3125%s", (int)(at - full_layout), full_layout, at + 4); /* int(16 · 0.3125) */
+    ck_assert_msg(config_parse(json, "cfg", &c, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(c.rotary_dim, 5);
+    ck_assert_int_eq(config_rotated_dims(&c), 6);
+    /* R = int(15 · 1.0) = 15 would rotate 16 dims of 15 */
+    char json2[4096];
+    snprintf(json2, sizeof json2, "%.*s1.0%s", (int)(at - full_layout), full_layout, at + 4);
+    at = strstr(json2, "\"head_dim\": 16");
+    snprintf(json, sizeof json, "%.*s\"head_dim\": 15%s", (int)(at - json2), json2, at + strlen("\"head_dim\": 16"));
+    ck_assert_int_eq(config_parse(json, "cfg", &c, &err), -1);
+    ck_assert_msg(strstr(err.msg, "RoPE would rotate 16"), "%s", err.msg);
+}
+END_TEST
+
 START_TEST(test_not_json) {
     model_config c;
     sp_error err;
@@ -132,6 +154,7 @@ Suite *config_suite(void) {
     tcase_add_test(tc, test_default_layer_pattern);
     tcase_add_test(tc, test_errors_name_the_field);
     tcase_add_test(tc, test_not_json);
+    tcase_add_test(tc, test_odd_rotary_dims);
     tcase_add_test(tc, test_27b_config);
     suite_add_tcase(s, tc);
     return s;

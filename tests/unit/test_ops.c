@@ -47,6 +47,21 @@ START_TEST(test_rope) {
 }
 END_TEST
 
+/* An odd R (int(head_dim · factor) = 5): ⌈5/2⌉ = 3 frequencies θ^(−2i/5) rotate the pairs (0,3), (1,4), (2,5);
+ * the rest pass through. */
+START_TEST(test_rope_odd) {
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
+    memcpy(y, x, sizeof x);
+    op_rope(y, 5, 3, 10000.0);
+    for (int i = 6; i < 8; i++) ck_assert_float_eq(y[i], x[i]);
+    for (int i = 0; i < 3; i++) {
+        const float f = 3.0f * (float)(1.0 / pow(10000.0, 2.0 * i / 5.0));
+        ck_assert_float_eq_tol(y[i], x[i] * cosf(f) - x[i + 3] * sinf(f), TIGHT);
+        ck_assert_float_eq_tol(y[i + 3], x[i + 3] * cosf(f) + x[i] * sinf(f), TIGHT);
+    }
+}
+END_TEST
+
 START_TEST(test_conv_step_rolls_state) {
     /* two channels, width 3: out_t = silu(w0·x_{t−2} + w1·x_{t−1} + w2·x_t) */
     const int C = 2, K = 3;
@@ -158,6 +173,7 @@ Suite *ops_suite(void) {
     tcase_add_test(tc, test_rmsnorm_zero_centred);
     tcase_add_test(tc, test_rmsnorm_gated_plain_weight);
     tcase_add_test(tc, test_rope);
+    tcase_add_test(tc, test_rope_odd);
     tcase_add_test(tc, test_conv_step_rolls_state);
     tcase_add_test(tc, test_gated_delta_rule_definition);
     tcase_add_test(tc, test_softmax_masked);

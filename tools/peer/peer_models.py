@@ -65,6 +65,16 @@ CONFIGS = [
          linear_num_key_heads=2, linear_num_value_heads=6,
          linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_kernel_dim=4,
          tie_word_embeddings=False, rms_norm_eps=1e-6),
+    # An odd rotary dimension: int(20 · 0.25) = 5. transformers then draws ceil(5/2) = 3 frequencies
+    # base^(−2i/5) and rotates 2·3 = 6 dimensions; the reference must do the same.
+    dict(name="text-e", layout="text", shard_kb=None, seed=55,
+         vocab_size=72, hidden_size=40, intermediate_size=64,
+         layer_types=[LIN, FULL, LIN, FULL],
+         num_attention_heads=2, num_key_value_heads=1, head_dim=20,
+         partial_rotary_factor=0.25, rope_theta=1e4,
+         linear_num_key_heads=1, linear_num_value_heads=2,
+         linear_key_head_dim=8, linear_value_head_dim=8, linear_conv_kernel_dim=4,
+         tie_word_embeddings=False, rms_norm_eps=1e-6),
 ]
 
 TEXT_FIELDS = ("vocab_size", "hidden_size", "intermediate_size", "num_attention_heads",
