@@ -53,31 +53,10 @@ if [ -z "$skip_llama" ] && [ ! -f "$llama/convert_hf_to_gguf.py" ]; then
     fi
 fi
 
-# ---- Python packages: installed only when an import fails ---------------------------
+# ---- Python packages: the pins of tools/peer/requirements.txt, installed only when they differ -----------
 if [ -x "$vpy" ]; then
-    missing=$("$vpy" - <<'PY'
-import importlib
-gone = []
-for module, package in (("torch", "torch"), ("transformers", "transformers>=5,<6"),
-                        ("safetensors", "safetensors"), ("sentencepiece", "sentencepiece"),
-                        ("numpy", "numpy")):
-    try:
-        importlib.import_module(module)
-    except Exception:
-        gone.append(package)
-try:
-    from transformers import Qwen3_5ForCausalLM  # noqa: F401  (qwen3_5 needs transformers 5.x)
-except Exception:
-    if not any(p.startswith("transformers") for p in gone):
-        gone.append("transformers>=5,<6")
-print(" ".join(gone))
-PY
-    )
-    if [ -n "$missing" ]; then
-        say "installing from PyPI into $venv: pip install $missing (torch brings about 3 GB)"
-        "$vpy" -m pip install --progress-bar off $missing >"$logs/pip-install.log" 2>&1 ||
-            say "pip install failed; see $logs/pip-install.log"
-    fi
+    . "$here/venv.sh"
+    peer_venv "$python" "$venv" "$logs/pip-install.log" | sed 's/^peer:/bench-peers:/'
     if ! "$vpy" -c "import torch; from transformers import Qwen3_5ForCausalLM" >/dev/null 2>&1; then
         skip_hf="torch and transformers 5.x cannot be imported (see $logs/pip-install.log)"
         [ -z "$skip_llama" ] && skip_llama="its converter needs torch and transformers 5.x, which cannot be imported"

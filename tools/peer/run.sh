@@ -1,41 +1,26 @@
 #!/usr/bin/env bash
-# run.sh BUILD PYTHON — the body of `make peer`: makes sure PYTHON can import
-# torch, transformers and safetensors (installing them from PyPI with pip
-# only when an import fails), then runs the peer check against BUILD/specula
-# (BUILD relative to the repository root) on random configurations and on
-# the trained models in models/.
-# Works offline where the packages are already installed (pip is not called).
+# run.sh BUILD PYTHON — the body of `make peer`: makes BUILD/peers/venv with
+# PYTHON and the pinned packages of tools/peer/requirements.txt (pip from
+# PyPI only for what the environment lacks), then runs the peer check against
+# BUILD/specula (BUILD relative to the repository root) on random
+# configurations and on the trained models in models/, and says how long it
+# took. Works offline once the environment holds the pinned versions.
 set -u
 build=${1:-build}
 python=${2:-python3}
 here=$(cd "$(dirname "$0")" && pwd)
 
-missing=$("$python" - <<'PY'
-import importlib
-gone = []
-for name in ("torch", "transformers", "safetensors"):
-    try:
-        importlib.import_module(name)
-    except Exception:
-        gone.append(name)
-try:
-    from transformers import Qwen3_5ForCausalLM  # noqa: F401  (qwen3_5 needs a recent transformers)
-except Exception:
-    if "transformers" not in gone:
-        gone.append("transformers")
-print(" ".join(gone))
-PY
-) || { echo "peer: cannot run $python" >&2; exit 1; }
-
-if [ -n "$missing" ]; then
-    echo "peer: $python cannot import: $missing"
-    # --upgrade: an installed transformers too old for qwen3_5 counts as missing.
-    echo "peer: installing from PyPI: $python -m pip install --upgrade $missing"
-    "$python" -m pip install --upgrade $missing || {
-        echo "peer: pip failed; install torch, transformers (with qwen3_5) and safetensors for $python, then rerun" >&2
-        exit 1
-    }
-fi
+# The pinned packages (tools/peer/requirements.txt) in their own environment under BUILD, shared with
+# `make bench-peers`: never the system Python's packages.
+start=$(date +%s)
+venv=$build/peers/venv
+mkdir -p "$build/peers"
+. "$here/venv.sh"
+peer_venv "$python" "$venv" "$build/peers/pip-peer.log" || {
+    echo "peer: cannot make $venv with the pinned packages of tools/peer/requirements.txt" >&2
+    exit 1
+}
+echo "peer: environment ready in $(($(date +%s) - start)) s"
 
 # The trained embedded models are checked too, where they have been trained
 # (tools/train/train_models.py writes them; absent, the check says so).
@@ -49,4 +34,8 @@ for m in tiny-shakespeare tiny-shakespeare-draft; do
     fi
 done
 
-cd "$here/../.." && exec "$python" tools/peer/peer_check.py --specula "$build/specula" --work "$build/peer" "${trained[@]}"
+cd "$here/../.." || exit 1
+"$venv/bin/python" tools/peer/peer_check.py --specula "$build/specula" --work "$build/peer" "${trained[@]}"
+status=$?
+echo "peer: $(($(date +%s) - start)) s in all"
+exit $status
