@@ -85,11 +85,13 @@ int stats_pool_cells(const double *expected, int K, double min_expected, int *gr
 
 /* ---- the two tests ---------------------------------------------------------- */
 
-/* One cell's share of the statistic. O = 0 adds E to X² and nothing to G
+/* One cell's share of the statistic. G's cells are written 2[O ln(O/E) − (O − E)]: the added −(O − E) sums to 0
+ * over the cells (Σ O = Σ E), so G is unchanged, but every term is now ≥ 0 (x ln x − x + 1 ≥ 0 for x = O/E), so
+ * no large positive and negative terms cancel when O is close to E in many cells. O = 0 adds E to X² and 2E to G
  * (O ln O → 0). */
 static double cell_term(double O, double E, stats_method method) {
     if (method == STATS_PEARSON) return (O - E) * (O - E) / E;
-    return O > 0.0 ? 2.0 * O * log(O / E) : 0.0;
+    return O > 0.0 ? 2.0 * (O * log(O / E) - (O - E)) : 2.0 * E;
 }
 
 static int check_method(stats_method method, sp_error *err) {

@@ -17,7 +17,7 @@
 
 typedef enum {
     STATS_PEARSON = 0, /* X² = Σ (O − E)² / E */
-    STATS_G = 1        /* G = 2 Σ O ln(O / E), the likelihood-ratio statistic */
+    STATS_G = 1 /* G = 2 Σ O ln(O / E), the likelihood-ratio statistic, summed as 2 Σ [O ln(O/E) − (O − E)] */
 } stats_method;
 
 /* One test's outcome. */
