@@ -99,6 +99,24 @@ START_TEST(test_crossbills_g) {
 }
 END_TEST
 
+/* 1000 cells of expectation 10⁹ each, every count off by one (alternating, so Σ O = Σ E): G = Σ 2E·f(±10⁻⁹) with
+ * f(u) = (1+u)ln(1+u) − u = u²/2 − u³/6 + …, i.e. 1000·10⁻⁹·(1 ∓ 10⁻⁹/3 …) = 1.0·10⁻⁶ to 9 digits. Summed as
+ * 2 Σ O ln(O/E), the terms are ±1 each and ln(O/E) is off by an ulp of O/E, about 10⁻⁷ a cell: nothing of the
+ * 10⁻⁶ would be left. */
+START_TEST(test_g_keeps_its_digits_near_the_expectation) {
+    enum { K = 1000 };
+    static int64_t counts[K];
+    static double probs[K];
+    for (int i = 0; i < K; i++) counts[i] = 1000000000 + (i % 2 ? 1 : -1), probs[i] = 1.0 / K;
+    stats_result r;
+    sp_error err;
+    ck_assert_int_eq(stats_gof(counts, probs, K, STATS_G, STATS_MIN_EXPECTED, &r, &err), 0);
+    ck_assert_msg(fabs(r.statistic - 1e-6) <= 1e-6 * 1e-8, "G = %.12g, want 1e-06", r.statistic);
+    ck_assert_int_eq(stats_gof(counts, probs, K, STATS_PEARSON, STATS_MIN_EXPECTED, &r, &err), 0);
+    ck_assert_msg(fabs(r.statistic - 1e-6) <= 1e-6 * 1e-8, "X2 = %.12g, want 1e-06", r.statistic);
+}
+END_TEST
+
 START_TEST(test_agresti_party_by_gender) {
     /* Agresti, An Introduction to Categorical Data Analysis (2nd ed., 2007),
      * ch. 2, party identification by gender (General Social Survey):
@@ -510,6 +528,7 @@ Suite *stats_suite(void) {
     tcase_add_test(tc, test_pvalue_is_gsl_survival);
     tcase_add_test(tc, test_mendel_peas);
     tcase_add_test(tc, test_crossbills_g);
+    tcase_add_test(tc, test_g_keeps_its_digits_near_the_expectation);
     tcase_add_test(tc, test_agresti_party_by_gender);
     tcase_add_test(tc, test_mcdonald_independence);
     tcase_add_test(tc, test_holm_known_list);
