@@ -3,7 +3,14 @@
  * residual (accept_exact, which calls accept_residual). The committed token
  * must follow p: a chi-square goodness-of-fit test at a fixed seed. The
  * negative control runs the same test on the rule with the residual
- * replaced by p itself, a classic mistake, and must reject it. */
+ * replaced by p itself, a classic mistake, and must reject it.
+ *
+ * Wrong solutions this checker must reject (wrong/, run by
+ * tests/parts/exercises.sh):
+ *   not-normalised.c       max(0, p − q) left undivided
+ *   absolute-difference.c  |p − q| in place of max(0, p − q)
+ *   q-minus-p.c            max(0, q − p): the same mass, the wrong tokens
+ */
 #include <check.h>
 
 #include "accept.h"
