@@ -256,11 +256,11 @@ notebooks-update: $(LIB)
 
 # An exercise's checker builds the project's suites with the student's FILE
 # (default: the exercise's starter.c; FILE=reference checks the reference);
-# SUITE=name runs only that one of its suites.
+# SUITE=name runs only that one of its suites, CASE=name only its test cases of that name.
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
 exercise: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
 	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
-	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" $(if $(SUITE),--suite $(SUITE)) $(or $(EX),$(error give EX=N)) $(FILE)
+	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" $(if $(SUITE),--suite $(SUITE)) $(if $(CASE),--case $(CASE)) $(or $(EX),$(error give EX=N)) $(FILE)
 
 # ---- entry points -----------------------------------------------------------
 deps:

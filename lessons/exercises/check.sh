@@ -17,13 +17,14 @@ usage: check.sh [--cc CC] [--cflags F] [--check-cflags F] [--libs L] [--build DI
   reference  check the reference implementation itself
   --suite S  run only suite S of the exercise's suites (e.g. exercise_mtp_step,
              golden): a quicker first look; the verdict that counts is a full run
+  --case C   run only the test cases named C (e.g. cuts) of those suites
 make passes the compiler, the project's flags and libraries, and --objdir
 (the build's object tree, for the harness and the test suites).
 USAGE
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-cc=cc cflags= check_cflags= libs= build=build objdir= only=
+cc=cc cflags= check_cflags= libs= build=build objdir= only= tcase=
 while [ $# -gt 0 ]; do
     case $1 in
     --cc) cc=$2; shift 2 ;;
@@ -33,6 +34,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --objdir) objdir=$2; shift 2 ;;
     --suite) only=$2; shift 2 ;;
+    --case) tcase=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --*) echo "check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) break ;;
@@ -112,9 +114,10 @@ $cc $cflags $check_cflags -I"$work/gen" -c tests/runner.c -o "$work/runner.o" >"
 $cc -o "$work/check" "$work/runner.o" "$objdir/tests/harness.o" "$objdir/tests/fixtures.o" $objs $student $refobj \
     $libs >"$work/ld.log" 2>&1 || die "cannot link $file with the tests" "$work/ld.log"
 
-echo "exercise $name: checking $( [ "$file" = reference ] && echo "the reference implementation" || echo "$file") ($functions)${only:+, suite $only only}"
-timeout 600 "$work/check" ${only:+--suite "$only"} >"$work/out.txt" 2>&1
+echo "exercise $name: checking $( [ "$file" = reference ] && echo "the reference implementation" || echo "$file") ($functions)${only:+, suite $only only}${tcase:+, test case $tcase only}"
+timeout 600 "$work/check" ${only:+--suite "$only"} ${tcase:+--case "$tcase"} >"$work/out.txt" 2>&1
 rc=$?
+[ $rc -ne 2 ] || die "the tests did not run" "$work/out.txt" # the runner's own error: a bad --suite or --case
 grep -E '^(FAIL|SKIP)' "$work/out.txt"
 tail -1 "$work/out.txt"
 if [ $rc -eq 0 ]; then

@@ -1,6 +1,6 @@
 /* A wrong solution to exercise 1; its checker must reject it (tests/parts/exercises.sh).
  * Mistake: min-p sets the cut outright, undoing a larger cut that top-p made.
- * Caught by: sampler */
+ * Caught by: sampler/cuts */
 #include "sampler.h"
 
 #include <math.h>

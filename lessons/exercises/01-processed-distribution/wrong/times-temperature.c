@@ -1,6 +1,6 @@
 /* A wrong solution to exercise 1; its checker must reject it (tests/parts/exercises.sh).
  * Mistake: multiplies the logits by the temperature instead of dividing by it.
- * Caught by: sampler */
+ * Caught by: sampler/cuts */
 #include "sampler.h"
 
 #include <math.h>

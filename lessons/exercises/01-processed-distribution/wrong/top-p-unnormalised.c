@@ -1,6 +1,6 @@
 /* A wrong solution to exercise 1; its checker must reject it (tests/parts/exercises.sh).
  * Mistake: compares the cumulative weight with top_p itself, not with top_p times the total weight S.
- * Caught by: sampler */
+ * Caught by: sampler/cuts */
 #include "sampler.h"
 
 #include <math.h>
