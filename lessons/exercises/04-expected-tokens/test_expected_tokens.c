@@ -9,7 +9,9 @@
  *   rounds-minus-full.c   rejections = rounds − length_hist[k] (caught by
  *                         test_rounds_without_a_rejection and the next)
  *   per-proposed-token.c  alpha = accepted / proposed tokens
- *   closed-form-only.c    E(alpha, k) without the alpha = 1 case */
+ *   closed-form-only.c    E(alpha, k) without the alpha = 1 case
+ *   accepted-total.c      accepted tokens read from accepted_total, which
+ *                         leaves out those an EOS kept from being emitted */
 #include <check.h>
 #include <math.h>
 
@@ -112,18 +114,22 @@ END_TEST
 
 /* The same by hand, k = 3: 10 rounds accept 1 token and are rejected at
  * depth 2; 10 accept 1 token and reach a leaf at depth 1 (no rejection);
- * 5 have their proposal cut to depth 2 by the budget and accept both; the
- * last proposes nothing. 30 tokens accepted, 10 rejections: 3/4. */
+ * 5 have their proposal cut to depth 2 by the budget and accept both; one
+ * accepts all 3 but commits 1 (its first token is EOS: accepted, though the
+ * rest is never emitted); the last proposes nothing. 33 tokens accepted,
+ * 10 rejections. */
 START_TEST(test_rejections_by_hand) {
     run_accounting a;
     accounting_init(&a, "medusa", 3, 1.0, 0.0);
     for (int r = 0; r < 10; r++) accounting_round(&a, 3, 1, 2, 1);
     for (int r = 0; r < 10; r++) accounting_round(&a, 3, 1, 2, 0);
     for (int r = 0; r < 5; r++) accounting_round(&a, 2, 2, 3, 0);
+    accounting_round(&a, 3, 3, 1, 0);
     accounting_round(&a, 0, 0, 1, 0);
-    ck_assert_msg(fabs(accounting_alpha(&a) - 0.75) < 1e-12,
-                  "alpha-hat %.6f, want 0.75: only the 10 rounds that ended at a rejected token are rejections",
-                  accounting_alpha(&a));
+    ck_assert_msg(fabs(accounting_alpha(&a) - 33.0 / 43.0) < 1e-12,
+                  "alpha-hat %.6f, want 33/43 = %.6f: 33 tokens accepted (EOS cut one round's burst, not its "
+                  "acceptances), and only the 10 rounds that ended at a rejected token are rejections",
+                  accounting_alpha(&a), 33.0 / 43.0);
 }
 END_TEST
 
