@@ -13,7 +13,7 @@
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
 #   make notebooks  compile and run every notebooks-c/ cell, compare with its output block
 #                   (make notebooks-update rewrites the blocks and figures)
-#   make exercise EX=N [FILE=path | FILE=reference]   check a course exercise
+#   make exercise EX=N [FILE=path | FILE=reference] [SUITE=s [CASE=c]]   check a course exercise
 .DEFAULT_GOAL := all
 .SUFFIXES:
 SHELL := /bin/bash
@@ -255,11 +255,13 @@ notebooks-update: $(LIB)
 	@$(NB_RUN) --update $(NOTEBOOK_ARGS) $(NOTEBOOKS)
 
 # An exercise's checker builds the project's suites with the student's FILE
-# (default: the exercise's starter.c; FILE=reference checks the reference).
+# (default: the exercise's starter.c; FILE=reference checks the reference);
+# SUITE=name runs only that one of its suites, CASE=name only its test cases of that name.
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
 exercise: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
 	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
-	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" $(or $(EX),$(error give EX=N)) $(FILE)
+	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" \
+	    $(if $(SUITE),--suite $(SUITE)) $(if $(CASE),--case $(CASE)) $(or $(EX),$(error give EX=N)) $(FILE)
 
 # ---- entry points -----------------------------------------------------------
 deps:

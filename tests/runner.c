@@ -1,7 +1,7 @@
 /* runner.c — runs the Check suites of tests/unit, tests/stat and tests/gpu
  * (the list is generated from the sources into build/gen/suites.h) and ends
  * with Check's summary line and a plain "N passed, N failed, N skipped".
- *   runner [--group unit|stat|gpu] [--suite NAME] [--counts FILE]
+ *   runner [--group unit|stat|gpu] [--suite NAME] [--case NAME] [--counts FILE]
  * Check runs every test in a forked child: keep OpenMP out of this process. */
 #include <check.h>
 #include <stdio.h>
@@ -37,13 +37,14 @@ static const suite_entry all_suites[] = {
     {NULL, NULL, NULL}};
 
 static void usage(void) {
-    printf("usage: runner [--group unit|stat|gpu] [--suite NAME] [--counts FILE]\n"
+    printf("usage: runner [--group unit|stat|gpu] [--suite NAME] [--case NAME] [--counts FILE]\n"
            "Runs the specula Check suites; prints Check's summary and N passed, N failed, N skipped.\n"
+           "--case NAME runs only the test cases (TCase) of that name in the selected suites.\n"
            "--counts FILE also writes \"passed failed skipped\" to FILE for aggregation.\n");
 }
 
 int main(int argc, char **argv) {
-    const char *group = NULL, *only = NULL, *counts = NULL;
+    const char *group = NULL, *only = NULL, *tcase = NULL, *counts = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage();
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
             group = argv[++i];
         } else if (!strcmp(argv[i], "--suite") && i + 1 < argc) {
             only = argv[++i];
+        } else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+            tcase = argv[++i];
         } else if (!strcmp(argv[i], "--counts") && i + 1 < argc) {
             counts = argv[++i];
         } else {
@@ -77,8 +80,13 @@ int main(int argc, char **argv) {
                 only ? " suite " : "", only ? only : "");
         return 2;
     }
-    srunner_run_all(sr, CK_SILENT);
+    srunner_run(sr, NULL, tcase, CK_SILENT); /* tcase NULL: every test case */
     int n_run = srunner_ntests_run(sr), n_failed = srunner_ntests_failed(sr);
+    if (tcase && n_run == 0) {
+        fprintf(stderr, "runner: no test case named '%s' in the selected suites\n", tcase);
+        srunner_free(sr);
+        return 2;
+    }
     TestResult **failures = srunner_failures(sr);
     for (int i = 0; i < n_failed; i++)
         printf("FAIL %s:%d: %s: %s\n", tr_lfile(failures[i]), tr_lno(failures[i]), tr_tcname(failures[i]),

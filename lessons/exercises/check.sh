@@ -11,17 +11,20 @@ set -u
 
 usage() {
     cat <<'USAGE'
-usage: check.sh [--cc CC] [--cflags F] [--check-cflags F] [--libs L] [--build DIR] [--objdir DIR] N [FILE|reference]
+usage: check.sh [--cc CC] [--cflags F] [--check-cflags F] [--libs L] [--build DIR] [--objdir DIR] [--suite S] N [FILE|reference]
   N          the exercise number (lessons/exercises/NN-*/)
   FILE       the student's C file (default: the exercise's starter.c)
   reference  check the reference implementation itself
+  --suite S  run only suite S of the exercise's suites (e.g. exercise_mtp_step,
+             golden): a quicker first look; the verdict that counts is a full run
+  --case C   run only the test cases named C (e.g. cuts) of those suites
 make passes the compiler, the project's flags and libraries, and --objdir
 (the build's object tree, for the harness and the test suites).
 USAGE
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-cc=cc cflags= check_cflags= libs= build=build objdir=
+cc=cc cflags= check_cflags= libs= build=build objdir= only= tcase=
 while [ $# -gt 0 ]; do
     case $1 in
     --cc) cc=$2; shift 2 ;;
@@ -30,6 +33,8 @@ while [ $# -gt 0 ]; do
     --libs) libs=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --objdir) objdir=$2; shift 2 ;;
+    --suite) only=$2; shift 2 ;;
+    --case) tcase=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --*) echo "check.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) break ;;
@@ -101,14 +106,18 @@ for t in $tests; do
     $cc $cflags $check_cflags -Itests -c "$exdir/$t" -o "$o" >"$work/cc.log" 2>&1 || die "cannot compile $t" "$work/cc.log"
     objs="$objs $o"
 done
+if [ -n "$only" ] && ! grep -q "^SUITE([a-z]*, $only)\$" "$work/gen/suites.h"; then
+    die "no suite '$only' among this exercise's suites ($(sed 's/^SUITE([a-z]*, \(.*\))$/\1/' "$work/gen/suites.h" | tr '\n' ' '))"
+fi
 $cc $cflags $check_cflags -I"$work/gen" -c tests/runner.c -o "$work/runner.o" >"$work/cc.log" 2>&1 ||
     die "cannot compile the runner" "$work/cc.log"
 $cc -o "$work/check" "$work/runner.o" "$objdir/tests/harness.o" "$objdir/tests/fixtures.o" $objs $student $refobj \
     $libs >"$work/ld.log" 2>&1 || die "cannot link $file with the tests" "$work/ld.log"
 
-echo "exercise $name: checking $( [ "$file" = reference ] && echo "the reference implementation" || echo "$file") ($functions)"
-timeout 600 "$work/check" >"$work/out.txt" 2>&1
+echo "exercise $name: checking $( [ "$file" = reference ] && echo "the reference implementation" || echo "$file") ($functions)${only:+, suite $only only}${tcase:+, test case $tcase only}"
+timeout 600 "$work/check" ${only:+--suite "$only"} ${tcase:+--case "$tcase"} >"$work/out.txt" 2>&1
 rc=$?
+[ $rc -ne 2 ] || die "the tests did not run" "$work/out.txt" # the runner's own error: a bad --suite or --case
 grep -E '^(FAIL|SKIP)' "$work/out.txt"
 tail -1 "$work/out.txt"
 if [ $rc -eq 0 ]; then

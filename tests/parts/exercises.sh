@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# exercises.sh BUILD COUNTS — every course exercise's checker, both ways: the
-# reference implementation (the solution) must pass, and the untouched
-# starter file must compile, link and then fail some of its tests (a build
-# error does not count), so no checker is blind. Writes "passed failed skipped" to COUNTS.
+# exercises.sh BUILD COUNTS — every course exercise's checker, all ways: the
+# reference implementation (the solution) must pass; the untouched starter
+# file must compile, link and then fail some of its tests (a build error
+# does not count), so no checker is blind; and so must each of the
+# exercise's wrong solutions (wrong/*.c, at least three, each named in the
+# checker's source with its mistake), so no checker is toothless. A wrong
+# solution is run on the one suite (and test case: SUITE/CASE) its "Caught
+# by:" line names, which keeps this part quick; failing a part of the
+# checker fails the checker. Writes "passed
+# failed skipped" to COUNTS.
 set -u
 build=${1:-build}
 counts=${2:-/dev/null}
@@ -10,10 +16,10 @@ pass=0 fail=0
 log=$(mktemp "${TMPDIR:-/tmp}/specula-exercises-XXXXXX")
 trap 'rm -f "$log"' EXIT
 
-expect() { # expect WHAT PASS|FAIL EX [FILE]: the checker ran the tests and said PASS or FAIL
+expect() { # expect WHAT PASS|FAIL EX [FILE [SUITE [CASE]]]: the checker ran the tests and said PASS or FAIL
     local what=$1 want=$2
     shift 2
-    make --no-print-directory -s exercise BUILD="$build" EX="$1" ${2:+FILE="$2"} >"$log" 2>&1
+    make --no-print-directory -s exercise BUILD="$build" EX="$1" ${2:+FILE="$2"} ${3:+SUITE="$3"} ${4:+CASE="$4"} >"$log" 2>&1
     local rc=$? verdict
     verdict=$(sed -n 's/^exercise [^ ]*: \(PASS\|FAIL\)$/\1/p' "$log")
     local ok=0
@@ -28,10 +34,34 @@ expect() { # expect WHAT PASS|FAIL EX [FILE]: the checker ran the tests and said
     fi
 }
 
+broken() { # broken EX WHAT: a wrong solution that is not set up as this part expects
+    fail=$((fail + 1))
+    echo "FAIL exercise $1: $2"
+}
+
 for dir in lessons/exercises/[0-9]*/; do
     n=$(basename "$dir" | sed 's/-.*//; s/^0*//')
     expect "the reference passes" PASS "$n" reference
     expect "the starter fails its tests" FAIL "$n"
+    # the checker's source: its own test files, or exercise.conf when it has none
+    sources=$(ls "$dir"test_*.c 2>/dev/null || echo "$dir"exercise.conf)
+    n_wrong=0
+    for w in "$dir"wrong/*.c; do
+        [ -f "$w" ] || continue
+        n_wrong=$((n_wrong + 1))
+        mistake=$(sed -n 's/^ \* Mistake: //p' "$w" | head -1)
+        caught=$(sed -n 's/^ \* Caught by: \([A-Za-z0-9_/]*\).*/\1/p' "$w" | head -1) # SUITE or SUITE/CASE
+        suite=${caught%%/*} tcase=
+        [ "$caught" = "$suite" ] || tcase=${caught#*/}
+        if [ -z "$mistake" ] || [ -z "$suite" ]; then
+            broken "$n" "$w has no 'Mistake:' or no 'Caught by:' line"
+        elif ! grep -q "$(basename "$w")" $sources; then
+            broken "$n" "$(basename "$w") is not listed in the checker's source ($sources)"
+        else
+            expect "wrong $(basename "$w") fails ($mistake)" FAIL "$n" "$w" "$suite" "$tcase"
+        fi
+    done
+    [ "$n_wrong" -ge 3 ] || broken "$n" "only $n_wrong wrong solutions in ${dir}wrong/ (at least 3)"
 done
 
 echo "exercises: $pass passed, $fail failed"

@@ -1,7 +1,14 @@
 /* test_beam_score.c — exercise 2's own checks: the score on worked
  * examples, and the property that makes it useful — with penalty 1 a longer
  * hypothesis with the same average log-probability per token ties with a
- * shorter one instead of losing to it. */
+ * shorter one instead of losing to it.
+ *
+ * Wrong solutions this checker must reject (wrong/, run by
+ * tests/parts/exercises.sh):
+ *   times-penalty.c    sum / (length · penalty)
+ *   penalty-ignored.c  sum / length whatever the penalty
+ *   eos-not-counted.c  sum / (length − 1)^penalty
+ */
 #include <check.h>
 #include <math.h>
 

@@ -3,7 +3,16 @@
  * residual (accept_exact, which calls accept_residual). The committed token
  * must follow p: a chi-square goodness-of-fit test at a fixed seed. The
  * negative control runs the same test on the rule with the residual
- * replaced by p itself, a classic mistake, and must reject it. */
+ * replaced by p itself, a classic mistake, and must reject it.
+ *
+ * Wrong solutions this checker must reject (wrong/, run by
+ * tests/parts/exercises.sh):
+ *   not-normalised.c       max(0, p − q) left undivided
+ *   absolute-difference.c  |p − q| in place of max(0, p − q)
+ *   q-minus-p.c            max(0, q − p): the same mass, the wrong tokens
+ *   one-pass.c             residual written while the mass is measured, so
+ *                          in place with p = q the fallback finds p wiped
+ */
 #include <check.h>
 
 #include "accept.h"
@@ -83,6 +92,13 @@ START_TEST(test_residual_by_hand) {
     ck_assert_double_eq_tol(accept_residual(r2, P, r2, V), 0.40, 1e-6);
     const float want2[V] = {0.0f, 0.375f, 0.0f, 0.25f, 0.0f, 0.375f};
     for (int j = 0; j < V; j++) ck_assert_float_eq_tol(r2[j], want2[j], 1e-6f);
+    /* p = q, in place: no mass, and the residual must still be p (a version
+     * that writes residual while it measures the mass has wiped p by then) */
+    float r3[V];
+    for (int j = 0; j < V; j++) r3[j] = P[j];
+    ck_assert_double_eq(accept_residual(r3, P, r3, V), 0.0);
+    for (int j = 0; j < V; j++)
+        ck_assert_msg(r3[j] == P[j], "p = q in place: residual[%d] = %g, want p = %g", j, r3[j], P[j]);
 }
 END_TEST
 

@@ -1,6 +1,13 @@
 /* test_tree_mask.c — exercise 5's checks: the mask of a hand-drawn Medusa
  * tree, then random trees of every shape against the definition read off
- * the parent links (a walk up from each node), and the positions. */
+ * the parent links (a walk up from each node), and the positions.
+ *
+ * Wrong solutions this checker must reject (wrong/, run by
+ * tests/parts/exercises.sh):
+ *   parent-only.c      a node sees itself and its parent only
+ *   transposed.c       a node sees its descendants, not its ancestors
+ *   index-positions.c  pos[i] = base + i, not base + depth[i]
+ */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

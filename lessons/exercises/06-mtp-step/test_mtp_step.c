@@ -4,7 +4,14 @@
  * work; a chain of steps writes one cache position per step; and a step is
  * a pure function of (cache, h, token): replayed after a rollback it gives
  * the same numbers. The logits of the first step against transformers are
- * test_golden's job. */
+ * test_golden's job.
+ *
+ * Wrong solutions this checker must reject (wrong/, run by
+ * tests/parts/exercises.sh):
+ *   hidden-first.c        [norm(h), norm(embedding)]: the halves swapped (test_golden)
+ *   h-not-normed.c        h used without mtp_norm_hidden (test_golden)
+ *   hidden-before-norm.c  hidden_out taken before the final norm (here)
+ */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
