@@ -4,6 +4,8 @@
  * to itself, at the position it would have in a plain sequence. The checker
  * (make exercise EX=5 FILE=this-file) runs the project's tree tests and
  * compares your mask with the root-to-node paths of random trees. */
+#include <stddef.h> /* size_t, for index arithmetic */
+
 #include "tree.h"
 
 /* mask[i·n + j] = 1 when node i may attend to node j: j is i itself or one
