@@ -5,7 +5,8 @@
 # small --scale, a few steps of medusa-train, plot --term dumb. A command
 # passes when valgrind reports no error and no definitely lost block and the
 # command exits with its own expected status. One line per command, then a
-# summary; valgrind's log of each command is kept in BUILD/memcheck/.
+# summary; valgrind's log of each command is kept in BUILD/memcheck/. A
+# planted uninitialised read and leak, caught first, is the negative control.
 # Slow (a few minutes): not part of `make test`.
 set -u
 build=${1:-build}
@@ -26,19 +27,23 @@ vg=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=defin
 pass=0 fail=0 n=0
 started=$(date +%s)
 
-mc() { # mc NAME STATUS COMMAND... — one command under memcheck, expecting exit STATUS
-    local name=$1 want=$2
-    shift 2
-    n=$((n + 1))
-    local log
-    log=$logs/$(printf '%02d' "$n")-$(echo "$name" | sed 's/[^A-Za-z0-9.]\{1,\}/-/g; s/-$//')
-    local t0 rc errors definite verdict
-    t0=$(date +%s%N)
+vg_run() { # vg_run LOG COMMAND... — sets rc, errors and definite from valgrind's log
+    local log=$1
+    shift
     (cd "$tmp" && "${vg[@]}" --log-file="$log.vg" "$@" >"$log.out" 2>"$log.err")
     rc=$?
     errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log.vg" | tail -1)
     definite=$(sed -n 's/.*definitely lost: \([0-9,]*\) bytes.*/\1/p' "$log.vg" | tail -1)
-    verdict=ok
+}
+
+mc() { # mc NAME STATUS COMMAND... — one command under memcheck, expecting exit STATUS
+    local name=$1 want=$2
+    shift 2
+    n=$((n + 1))
+    local log t0 verdict=ok
+    log=$logs/$(printf '%02d' "$n")-$(echo "$name" | sed 's/[^A-Za-z0-9.]\{1,\}/-/g; s/-$//')
+    t0=$(date +%s%N)
+    vg_run "$log" "$@"
     if [ "${errors:-x}" != 0 ] || [ "${definite:-0}" != 0 ] || [ "$rc" != "$want" ]; then
         verdict=FAIL
         fail=$((fail + 1))
@@ -49,12 +54,28 @@ mc() { # mc NAME STATUS COMMAND... — one command under memcheck, expecting exi
         "${errors:-?}" "${definite:-0}" "$rc" "$want" "$(awk -v d=$(($(date +%s%N) - t0)) 'BEGIN {print d / 1e9}')"
 }
 
+echo "memcheck: $(valgrind --version), logs in $logs"
+
+# Negative control: a program that exits with a status computed from an
+# uninitialised byte and loses a block must be caught (two errors, 16 bytes definitely lost,
+# valgrind's exit status), or the verdicts below mean nothing.
+printf '%s\n' '#include <stdlib.h>' 'int main(void) {' '    char *lost = malloc(16);' \
+    '    int status = lost[3] == 7;' '    lost = NULL;' '    return status;' '}' >"$tmp/planted.c"
+${CC:-cc} -O0 -g -o "$tmp/planted" "$tmp/planted.c" || { echo "memcheck: cannot build the control" >&2; exit 1; }
+vg_run "$logs/00-control" "$tmp/planted"
+if [ "${errors:-0}" = 2 ] && [ "${definite:-0}" = 16 ] && [ "$rc" = 99 ]; then
+    echo "ok   control: a planted uninitialised read and leak are caught ($errors errors, $definite B definitely lost)"
+else
+    echo "FAIL control: a planted uninitialised read and leak: ${errors:-?} errors, ${definite:-0} B definitely lost," \
+        "exit $rc (expected 2, 16 and 99)"
+    fail=$((fail + 1))
+fi
+
 emb=$(realpath "$(dirname "$0")/../models/tiny-shakespeare")
 m=$tmp/micro
 "$genmodel" --preset micro --quiet --medusa-heads 4 "$m"
 "$genmodel" --preset micro-draft --quiet "$m-draft"
 
-echo "memcheck: $(valgrind --version), logs in $logs"
 mc "info (embedded model)" 0 "$specula" info "$emb"
 mc "info (micro, --medusa heads)" 0 "$specula" info "$m"
 for backend in reference cpu; do
