@@ -3,6 +3,7 @@
 #   make demo       run the main job on the embedded default model
 #   make test       every test: unit and distribution suites, the sanitizer run,
 #                   CUDA compilation (GPU suites skip without a device)
+#   make memcheck   the main commands under valgrind: no error, no definite leak (a few minutes)
 #   make deps       install missing Debian packages (as root) or print the command
 #   make plots      tokens per pass against α and the cost plots: PNG, SVG, .dat and .gp
 #                   in build/plots/ (gnuplot; PLOT_ARGS="--no-measure" skips the generations)
@@ -116,7 +117,7 @@ ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
 LIB_OBJ_engine := $(call obj,$(ENGINE_SRC))
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
+.PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
         notebooks-update exercise gemm-bench
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
@@ -272,6 +273,11 @@ test: deps
 
 test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/genmodel cuda
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
+
+# Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).
+memcheck: $(BUILD)/specula $(BUILD)/genmodel
+	@tools/deps.sh valgrind
+	@tools/memcheck.sh $(BUILD)
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -6,7 +6,10 @@
 
 #include <check.h>
 
-/* A test case with its own timeout in seconds (Check's default is 4 s). */
+/* A test case with its own timeout in seconds (Check's default is 4 s), which
+ * each of its tests gets in full; Check multiplies it by the environment's
+ * CK_TIMEOUT_MULTIPLIER (tests/run.sh sets 3 for the sanitizer run). The
+ * measured times and the limits are in docs/reliability.md, "Time limits". */
 TCase *harness_tcase(const char *name, double timeout_s);
 
 /* Records that `test` of `suite` was not run, and why. Call it while

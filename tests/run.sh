@@ -10,7 +10,9 @@ rm -rf "$counts" && mkdir -p "$counts"
 status=0
 
 echo "== unit suites under AddressSanitizer + UndefinedBehaviorSanitizer"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# The sanitizers slow a test down up to about 3x (docs/reliability.md, "Time
+# limits"): Check multiplies every TCase's limit by CK_TIMEOUT_MULTIPLIER.
+CK_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/tests/runner-asan" --group unit --counts "$counts/1-asan" || status=1
 
 for extra in tests/parts/*.sh; do
