@@ -72,6 +72,7 @@ typedef struct {
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
 static void pool_add(run_accounting *sum, const run_accounting *a) {
     sum->k = a->k;
+    sum->target_bytes_per_pass = a->target_bytes_per_pass, sum->proposer_bytes_per_step = a->proposer_bytes_per_step;
     sum->target_passes += a->target_passes;
     sum->target_positions += a->target_positions;
     sum->committed += a->committed;
@@ -111,13 +112,15 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
     x->tps[r] = out.n / wall;
     x->prefill[r] = out.acc.ttft_s > 0 ? a->prompt_tokens / out.acc.ttft_s : NAN;
     x->decode[r] = out.n > 1 && out.acc.decode_s > 0 ? (out.n - 1) / out.acc.decode_s : NAN;
-    row->tokens_per_pass = accounting_tokens_per_pass(&out.acc);
-    row->engine_bytes_per_token = accounting_bytes_per_token(&out.acc);
+    /* the row's figures over every run so far (the last run alone would be one seed's) */
+    const run_accounting *all = &row->pooled;
+    row->tokens_per_pass = accounting_tokens_per_pass(all);
+    row->engine_bytes_per_token = accounting_bytes_per_token(all);
     if (lm->backend == BACKEND_REFERENCE) { /* every position on its own, over float32 copies */
         const double f32 = 4.0 / lm->parts.target->storage_bytes;
-        row->read_bytes_per_token = (out.acc.target_positions * out.acc.target_bytes_per_pass +
-                                     out.acc.proposer_steps * out.acc.proposer_bytes_per_step) *
-                                    f32 / out.n;
+        row->read_bytes_per_token = (all->target_positions * all->target_bytes_per_pass +
+                                     all->proposer_steps * all->proposer_bytes_per_step) *
+                                    f32 / all->committed;
     } else { /* one weight read per pass, as the accounting counts it */
         row->read_bytes_per_token = row->engine_bytes_per_token;
     }
