@@ -118,9 +118,9 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
     row->engine_bytes_per_token = accounting_bytes_per_token(all);
     if (lm->backend == BACKEND_REFERENCE) { /* every position on its own, over float32 copies */
         const double f32 = 4.0 / lm->parts.target->storage_bytes;
-        row->read_bytes_per_token = (all->target_positions * all->target_bytes_per_pass +
-                                     all->proposer_steps * all->proposer_bytes_per_step) *
-                                    f32 / all->committed;
+        row->read_bytes_per_token =
+            (all->target_positions * all->target_bytes_per_pass + all->proposer_steps * all->proposer_bytes_per_step) *
+            f32 / all->committed;
     } else { /* one weight read per pass, as the accounting counts it */
         row->read_bytes_per_token = row->engine_bytes_per_token;
     }
