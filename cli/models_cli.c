@@ -58,6 +58,11 @@ static int load_heads(loaded_models *lm, const model_flags *f, const char *dir, 
     if (!lm->heads.own_proj && !base.lm_head) { /* heads that share the engine's bf16 lm_head: a float32 copy */
         const eweight *head = engine_weight(&lm->etarget.w, 0, ROLE_LM_HEAD);
         const size_t n = (size_t)base.V * (size_t)base.D;
+        if (n * sizeof(float) > ((size_t)256 << 20)) /* a real vocabulary: say where the memory goes */
+            fprintf(stderr,
+                    "specula %s: the Medusa heads share the lm_head: holding a float32 copy of it (%.0f MiB) "
+                    "beside the bf16 weights\n",
+                    cmd, (double)(n * sizeof(float)) / (1 << 20));
         lm->lm_head_f32 = sp_xcalloc(n, sizeof(float), "the lm_head in float32 for the Medusa heads");
         dtype_to_f32(lm->lm_head_f32, head->data, head->dtype, n);
         medusa_share_lm_head(&lm->heads, lm->lm_head_f32);
