@@ -114,7 +114,9 @@ LIB_OBJ_ref := $(call obj,$(call ref_src,model backend))
 LIB_OBJ_verify := $(call obj,$(call ref_src,verify))
 LIB_OBJ_analysis := $(call obj,$(call ref_src,analysis))
 ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
-LIB_OBJ_engine := $(call obj,$(ENGINE_SRC))
+# optimized/cuda/absent.c: backend_cuda_build where no CUDA backend is linked; a binary that links one
+# (build/specula-emu, build/specula-cuda, the test runner) names its object first, so this member is never pulled.
+LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \

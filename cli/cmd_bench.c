@@ -329,11 +329,11 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     const decode_target *t = lm->parts.target;
-    const int on_engine = lm->backend == BACKEND_CPU;
+    const int on_engine = backend_is_engine(lm->backend);
     /* what the backend holds per parameter: the reference float32 copies, the engine its matrices' dtype */
     const int held = on_engine ? (a->models.f32 ? 4 : 2) : 4;
-    printf("{\"implementation\": \"%s\", \"threads\": %d, \"model\": ", on_engine ? "cpu engine" : "reference",
-           on_engine ? a->models.threads : 1);
+    printf("{\"implementation\": \"%s%s\", \"threads\": %d, \"model\": ", backend_name(lm->backend),
+           on_engine ? " engine" : "", lm->backend == BACKEND_CPU ? a->models.threads : 1);
     print_json_text(dir);
     printf(", \"runs\": %d, \"prompt_tokens\": %d, \"tokens\": %d, \"temperature\": %g, "
            "\"weight_bytes_per_step_stored\": %.0f, \"stored_bytes_per_param\": %d, \"held_bytes_per_param\": %d, "

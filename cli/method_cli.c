@@ -6,9 +6,9 @@
 
 #include "args.h"
 
-static const char *const backend_names[] = {"reference", "cpu"};
+static const char *const backend_names[] = {"reference", "cpu", "cuda"};
 
-const char *backend_name(backend_kind b) { return (unsigned)b <= BACKEND_CPU ? backend_names[b] : "?"; }
+const char *backend_name(backend_kind b) { return (unsigned)b <= BACKEND_CUDA ? backend_names[b] : "?"; }
 
 model_flags model_flags_defaults(backend_kind backend) {
     model_flags f;
@@ -35,12 +35,12 @@ int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
         f->f32 = !strcmp(v, "f32");
         return 1;
     }
-    for (int b = 0; b <= BACKEND_CPU; b++)
+    for (int b = 0; b <= BACKEND_CUDA; b++)
         if (!strcmp(v, backend_names[b])) {
             f->backend = (backend_kind)b;
             return 1;
         }
-    fprintf(stderr, "specula: --backend expects reference or cpu, got '%s'\n", v);
+    fprintf(stderr, "specula: --backend expects reference, cpu or cuda, got '%s'\n", v);
     return -1;
 }
 
@@ -79,7 +79,8 @@ void model_flags_usage(FILE *f) {
         "  --draft DIR          draft model for --method spec (default MODEL-draft)\n"
         "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors)\n"
         "  --medusa-ignore-base accept heads trained against another checkpoint (random test heads only)\n"
-        "  --backend NAME       reference (the plain-C float32 reference) | cpu (the engine)\n"
+        "  --backend NAME       reference (the plain-C float32 reference) | cpu (the engine) | cuda (the engine on\n"
+        "                       a GPU; in build/specula-emu, on the kernels' CPU emulator)\n"
         "  --threads N          cpu: threads of the engine (default 1)\n"
         "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n",
         default_model_dir());
@@ -99,8 +100,9 @@ int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
 
 int model_flags_backend_check(const model_flags *f, const char *cmd) {
     if (f->engine_flag && f->backend != BACKEND_CPU) {
-        fprintf(stderr, "specula %s: %s only applies to --backend cpu (the reference is float32, one thread)\n", cmd,
-                f->engine_flag);
+        fprintf(stderr, "specula %s: %s only applies to --backend cpu (%s)\n", cmd, f->engine_flag,
+                f->backend == BACKEND_REFERENCE ? "the reference is float32, one thread"
+                                                : "the CUDA backend computes with bf16 weights on the device");
         return 2;
     }
     return 0;

@@ -12,10 +12,13 @@
 #include "method.h"
 #include "model.h"
 
-typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU } backend_kind;
+typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU, BACKEND_CUDA } backend_kind;
+
+/* The backends that are the engine (optimized/): every one but the reference. */
+static inline int backend_is_engine(backend_kind b) { return b != BACKEND_REFERENCE; }
 
 /* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base,
- * and where the models run: --backend reference|cpu, --threads N, --dtype bf16|f32. */
+ * and where the models run: --backend reference|cpu|cuda, --threads N, --dtype bf16|f32. */
 typedef struct {
     const char *model_dir;  /* NULL: the embedded default */
     const char *draft_dir;  /* NULL: MODEL-draft */
@@ -31,7 +34,7 @@ typedef struct {
 
 /* The model flags with the command's default backend. */
 model_flags model_flags_defaults(backend_kind backend);
-const char *backend_name(backend_kind b); /* "reference", "cpu" */
+const char *backend_name(backend_kind b); /* "reference", "cpu", "cuda" */
 
 /* Reads argv[*i] as --backend, --threads or --dtype: 1 consumed, 0 not one,
  * −1 a bad value (printed). */

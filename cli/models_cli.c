@@ -1,6 +1,6 @@
 /* models_cli.c — the models a decoding command runs with, loaded on the
  * chosen backend and put behind the decoding layer's interfaces: the
- * reference (reference_target.h) or the CPU engine (engine_target.h), a
+ * reference (reference_target.h) or the engine (engine_target.h, on the CPU or CUDA backend), a
  * draft model beside the target, Medusa heads (see method_cli.h). */
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +19,10 @@ static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, 
     snprintf(config, sizeof config, "%s/config.json", beside);
     if (need != COMPANION_NEEDED && !f->draft_dir && access(config, F_OK)) return 0;
     const char *path = f->draft_dir ? f->draft_dir : beside;
-    const engine_options o = {f->threads, f->f32};
+    const engine_options o = {f->threads, f->f32, f->backend == BACKEND_CUDA};
     sp_error err;
     const int rc =
-        lm->backend == BACKEND_CPU ? engine_open(&lm->edraft, path, &o, &err) : model_load(&lm->draft, path, &err);
+        backend_is_engine(lm->backend) ? engine_open(&lm->edraft, path, &o, &err) : model_load(&lm->draft, path, &err);
     if (rc) {
         fprintf(stderr, "specula %s: %s\n", cmd, err.msg);
         return -1;
@@ -74,8 +74,8 @@ int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err) {
     memset(lm, 0, sizeof *lm);
     lm->backend = f->backend;
     const char *dir = f->model_dir ? f->model_dir : default_model_dir();
-    const engine_options o = {f->threads, f->f32};
-    if (f->backend == BACKEND_CPU ? engine_open(&lm->etarget, dir, &o, err) : model_load(&lm->target, dir, err))
+    const engine_options o = {f->threads, f->f32, f->backend == BACKEND_CUDA};
+    if (backend_is_engine(f->backend) ? engine_open(&lm->etarget, dir, &o, err) : model_load(&lm->target, dir, err))
         return 1;
     lm->have_target = 1;
     return 0;
@@ -93,7 +93,7 @@ int models_load(loaded_models *lm, const model_flags *f, companion_need draft, c
 /* The interfaces over what was loaded. */
 static void build_parts(loaded_models *lm) {
     sp_error err;
-    if (lm->backend == BACKEND_CPU) {
+    if (backend_is_engine(lm->backend)) {
         engine_target_build(&lm->target_if, &lm->etarget);
         if (lm->have_draft) {
             engine_target_build(&lm->draft_if, &lm->edraft);
@@ -131,17 +131,17 @@ int models_load_companions(loaded_models *lm, const model_flags *f, companion_ne
 }
 
 const model_config *models_config(const loaded_models *lm) {
-    return lm->backend == BACKEND_CPU ? &lm->etarget.cfg : &lm->target.cfg;
+    return backend_is_engine(lm->backend) ? &lm->etarget.cfg : &lm->target.cfg;
 }
 
 void models_release(loaded_models *lm) {
     if (lm->parts.mtp) lm->mtp_stepper.release(&lm->mtp_stepper);
     if (lm->parts.draft) lm->draft_stepper.release(&lm->draft_stepper);
     if (lm->parts.target) lm->target_if.release(&lm->target_if);
-    if (lm->backend == BACKEND_CPU && lm->have_draft) lm->draft_if.release(&lm->draft_if);
+    if (backend_is_engine(lm->backend) && lm->have_draft) lm->draft_if.release(&lm->draft_if);
     if (lm->have_heads) medusa_free(&lm->heads);
     free(lm->lm_head_f32);
-    if (lm->have_draft) lm->backend == BACKEND_CPU ? engine_close(&lm->edraft) : model_free(&lm->draft);
-    if (lm->have_target) lm->backend == BACKEND_CPU ? engine_close(&lm->etarget) : model_free(&lm->target);
+    if (lm->have_draft) backend_is_engine(lm->backend) ? engine_close(&lm->edraft) : model_free(&lm->draft);
+    if (lm->have_target) backend_is_engine(lm->backend) ? engine_close(&lm->etarget) : model_free(&lm->target);
     memset(lm, 0, sizeof *lm);
 }

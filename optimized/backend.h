@@ -1,25 +1,106 @@
-/* backend.h — the products a pass spends its time in, as a struct of
- * function pointers: the CPU backend (backend_cpu.c) fills it. Weights are
- * read as stored (bf16 or f32, any alignment), activations are float32. The
- * rest of a pass (norms, RoPE, the per-node attention and DeltaNet steps,
- * which read the KV cache and the state slots) is host code on the CPU. */
+/* backend.h — what a pass computes with, as a struct of function pointers:
+ * the CPU backend (backend_cpu.c) and the CUDA backend (cuda/backend_cuda.cu,
+ * on a GPU or on the kernels' CPU emulator) fill it. The host code
+ * (engine_forward.c, engine_seq.c, kv_cache.c, engine_target.c) decides what
+ * is computed and where it is kept; it never reads backend memory itself,
+ * so the same host code drives host memory on the CPU and device memory on
+ * a GPU. Activations are float32; weights are read as the backend placed
+ * them (place_weights). */
 #ifndef SPECULA_BACKEND_H
 #define SPECULA_BACKEND_H
 
+#include <stddef.h>
+
+#include "config.h"
 #include "engine_weights.h"
+#include "error.h"
+#include "kv_cache.h"
+
+/* Where a pass reads and writes. Node i takes its token after its parent
+ * (parent[i] < i; −1 for node 0, which follows the `base` committed
+ * positions) at position base + depth[i], and keeps its keys and values at
+ * cache position base + i (a chain's nodes are already where they belong; a
+ * commit moves an accepted tree node's to base + depth). The first
+ * n_in_place nodes form a chain consumed into the sequence. */
+typedef struct epass {
+    const kv_cache *kv;
+    const kv_table *table; /* reserved up to base + m */
+    const int *parent, *depth;
+    int m, n_in_place, base;
+} epass;
+
+/* The tensors of one attention layer's core, all backend memory. */
+typedef struct {
+    float *qg;                    /* [m, H, 2·Dh]: per head Dh query values then Dh gate values (q_proj's output) */
+    float *k, *v;                 /* [m, Hkv·Dh] */
+    const float *q_norm, *k_norm; /* [Dh] */
+    float *out;                   /* [m, H·Dh] the gated attention output */
+} attention_args;
+
+/* The tensors of one Gated DeltaNet layer's core, all backend memory. */
+typedef struct {
+    const float *qkv;                      /* [m, C] in_proj_qkv's output, C = 2·Hk·Dk + Hv·Dv */
+    const float *z;                        /* [m, Hv·Dv] the output gate */
+    const float *a, *b;                    /* [m, Hv] each */
+    const float *conv_w;                   /* [C, K] */
+    const float *A_log, *dt_bias, *norm_w; /* [Hv], [Hv], [Dv] */
+    float *mixed;                          /* [m, C] scratch: the convolution's output */
+    float *out;                            /* [m, Hv·Dv] */
+    /* Node i's state in this layer (conv [C, K−1] and recurrent [Hv, Dk, Dv], backend memory) and the state
+     * it starts from: its parent's, after the parent's step (node 0's: the committed state). In-place nodes
+     * share one. */
+    float *const *conv_state, *const *rec_state;     /* [m] */
+    const float *const *conv_from, *const *rec_from; /* [m] */
+} deltanet_args;
 
 typedef struct engine_backend engine_backend;
 struct engine_backend {
-    const char *name; /* "cpu" */
-    int threads;      /* ≥ 1 */
-    int in_order;     /* 1: every product adds in the reference's order (the exact cross-test mode) */
-    /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i
-     * of y does not depend on m (a verify pass and a decode step agree). */
-    void (*matmul)(const engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k);
-    /* x[m, D] = rows tokens[0..m) of the embedding E[V, D], as float32. */
-    void (*embed)(const engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D);
+    const char *name; /* "cpu", "cuda" */
+    int threads;      /* ≥ 1 (the CPU's products) */
+    int in_order;     /* 1: every sum in the reference's order (the exact cross-test mode) */
+    int kv_bf16;      /* the KV cache's element: 1 bf16, 0 float32 */
+    int host_memory;  /* 1: backend memory is host memory (results may be written straight into the caller's) */
+    int max_tree_nodes;
+    const model_config *cfg;
+    void *impl;
+
+    /* Backend memory. alloc returns zeroed memory and exits with a message when there is none, as sp_xcalloc. */
+    void *(*alloc)(engine_backend *b, size_t bytes, const char *what);
+    void (*free)(engine_backend *b, void *p);
+    void (*upload)(engine_backend *b, void *dst, const void *src, size_t bytes);
+    void (*download)(engine_backend *b, void *dst, const void *src, size_t bytes);
+    void (*copy)(engine_backend *b, void *dst, const void *src, size_t bytes);
+    void (*zero)(engine_backend *b, void *p, size_t bytes);
+
+    /* The weight table the ops read ([n_slots · ROLE_COUNT], indexed as engine_weights'): the CPU reads the
+     * loader's in place; a GPU gets device copies. NULL with a message when this backend cannot hold them. */
+    eweight *(*place_weights)(engine_backend *b, const engine_weights *w, sp_error *err);
+    void (*free_weights)(engine_backend *b, eweight *placed, const engine_weights *w);
+
+    /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i of y does not depend on m (a
+     * verify pass and a decode step agree). */
+    void (*matmul)(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k);
+    /* x[m, D] = rows tokens[0..m) (host memory) of the embedding E[V, D], as float32. */
+    void (*embed)(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D);
+    void (*rmsnorm)(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps);
+    void (*add)(engine_backend *b, float *x, const float *y, size_t n);    /* x += y */
+    void (*swiglu)(engine_backend *b, float *g, const float *u, size_t n); /* g = silu(g) · u */
+    /* An attention layer's core for the pass's nodes: q and k normed and rotated, every node's key and value
+     * into the cache at base + i, each node attending to the committed positions and its ancestors, gated. */
+    void (*attention)(engine_backend *b, const epass *p, int la, const attention_args *a);
+    /* A DeltaNet layer's core: the causal convolution and the gated delta step of every node from its parent's
+     * state into its own, and the gated norm of the output. */
+    void (*deltanet)(engine_backend *b, const epass *p, const deltanet_args *a);
+
+    /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
+    int (*status)(engine_backend *b, sp_error *err);
+    void (*release)(engine_backend *b);
 };
 
-void backend_cpu_build(engine_backend *b, int threads, int in_order);
+void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, int in_order);
+
+/* The CUDA backend on the first CUDA device (or, in a build for the emulator, on the kernels' CPU emulator);
+ * fails with a message in a build without it or on a machine without a device. */
+int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err);
 
 #endif

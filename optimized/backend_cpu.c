@@ -1,34 +1,133 @@
-/* backend_cpu.c — the CPU backend: every product of a pass is one cpu_gemm
- * (cpu/gemm.h, OpenMP over rows of W when threads > 1), which reads W once
- * for all m rows and computes each output the same way whatever m is — a
- * verify pass and a decode step agree bit for bit. The kernel is the widest
- * this CPU runs, adding in lanes; in the exact cross-test mode it is the
- * in-order kernel, op_matvec's sums, so that with float32 weights the
- * engine computes the reference's floats. */
+/* backend_cpu.c — the CPU backend: backend memory is host memory, every
+ * product of a pass is one cpu_gemm (cpu/gemm.h, OpenMP over rows of W when
+ * threads > 1), which reads W once for all m rows and computes each output
+ * the same way whatever m is — a verify pass and a decode step agree bit for
+ * bit. The kernel is the widest this CPU runs, adding in lanes; in the exact
+ * cross-test mode it is the in-order kernel, op_matvec's sums, so that with
+ * float32 weights the engine computes the reference's floats. The weights
+ * are read where the loader put them (mapped or converted once). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "cpu/gemm.h"
+#include "cpu/layers.h"
 #include "dtype.h"
+#include "engine_target.h"
+#include "ops.h"
 
-static void cpu_matmul(const engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
+/* Below this many elements an elementwise op stays on one thread: starting the others costs more. */
+#define SPLIT_MIN_ELEMENTS 16384
+
+static cpu_attention_scratch *scratch(engine_backend *b) { return b->impl; }
+
+static void *cpu_alloc(engine_backend *b, size_t bytes, const char *what) {
+    (void)b;
+    return sp_xcalloc(1, bytes, what);
+}
+static void cpu_free(engine_backend *b, void *p) {
+    (void)b;
+    free(p);
+}
+static void cpu_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    (void)b;
+    memmove(dst, src, bytes);
+}
+static void cpu_zero(engine_backend *b, void *p, size_t bytes) {
+    (void)b;
+    memset(p, 0, bytes);
+}
+
+static eweight *cpu_place_weights(engine_backend *b, const engine_weights *w, sp_error *err) {
+    (void)b;
+    (void)err;
+    return w->w;
+}
+static void cpu_free_weights(engine_backend *b, eweight *placed, const engine_weights *w) {
+    (void)b;
+    (void)placed;
+    (void)w;
+}
+
+static void cpu_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
     cpu_gemm_with(b->in_order ? CPU_GEMM_IN_ORDER : cpu_gemm_default_isa(), y, W->data, W->dtype, x, m, n, k,
                   b->threads);
 }
 
 /* Row r of E as float32 into x[D]. */
-static void cpu_embed(const engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
+static void cpu_embed(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     (void)b;
     const size_t elem = E->dtype == DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);
     for (int i = 0; i < m; i++)
         dtype_to_f32(x + (size_t)i * D, (const char *)E->data + (size_t)tokens[i] * D * elem, E->dtype, (size_t)D);
 }
 
-void backend_cpu_build(engine_backend *b, int threads, int in_order) {
+static void cpu_rmsnorm(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps) {
+    (void)b;
+    for (int i = 0; i < rows; i++) op_rmsnorm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+}
+
+static void cpu_add(engine_backend *b, float *x, const float *y, size_t n) {
+    (void)b;
+    for (size_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+static void cpu_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
+    const int T = b->threads; /* elementwise: split into one range per thread when there are several */
+    if (T > 1 && n >= SPLIT_MIN_ELEMENTS) {
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int t = 0; t < T; t++) {
+            const size_t begin = n * t / T, end = n * (t + 1) / T;
+            op_swiglu(g + begin, g + begin, u + begin, (int)(end - begin));
+        }
+    } else {
+        op_swiglu(g, g, u, (int)n);
+    }
+}
+
+static void cpu_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
+    cpu_attention_layer(b, scratch(b), p, la, a);
+}
+
+static void cpu_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) { cpu_deltanet_layer(b, p, a); }
+
+static int cpu_status(engine_backend *b, sp_error *err) {
+    (void)b;
+    (void)err;
+    return 0; /* host code that cannot fail once its memory is allocated */
+}
+
+static void cpu_release(engine_backend *b) {
+    cpu_attention_scratch_free(scratch(b));
+    free(b->impl);
+    b->impl = NULL;
+}
+
+void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, int in_order) {
     memset(b, 0, sizeof *b);
     b->name = "cpu";
     b->threads = threads < 1 ? 1 : threads;
     b->in_order = in_order;
+    b->kv_bf16 = 0;
+    b->host_memory = 1;
+    b->max_tree_nodes = ENGINE_MAX_TREE_NODES;
+    b->cfg = cfg;
+    b->impl = sp_xcalloc(1, sizeof(cpu_attention_scratch), "cpu backend");
+    b->alloc = cpu_alloc;
+    b->free = cpu_free;
+    b->upload = cpu_copy;
+    b->download = cpu_copy;
+    b->copy = cpu_copy;
+    b->zero = cpu_zero;
+    b->place_weights = cpu_place_weights;
+    b->free_weights = cpu_free_weights;
     b->matmul = cpu_matmul;
     b->embed = cpu_embed;
+    b->rmsnorm = cpu_rmsnorm;
+    b->add = cpu_add;
+    b->swiglu = cpu_swiglu;
+    b->attention = cpu_attention;
+    b->deltanet = cpu_deltanet;
+    b->status = cpu_status;
+    b->release = cpu_release;
 }

@@ -9,65 +9,115 @@
 #include "footprint.h"
 
 engine_options engine_defaults(void) {
-    engine_options o = {1, 0};
+    engine_options o = {1, 0, 0};
     return o;
 }
 
-static void act_free(eact *a) {
-    float *bufs[] = {a->x, a->xn, a->out, a->q, a->k, a->v,      a->mixed,
-                     a->z, a->ab, a->att, a->g, a->u, a->scores, a->mtp_in};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
-    free(a->keys);
-    free(a->values);
-    free(a->head_keys);
-    free(a->head_values);
+#define ACT_BUFFERS 14
+
+/* The activation buffers of e and their widths (floats per row). */
+static void act_buffers(engine *e, float **bufs[ACT_BUFFERS], size_t widths[ACT_BUFFERS]) {
+    eact *a = &e->act;
+    const model_config *c = &e->cfg;
+    const size_t D = (size_t)c->hidden_size, H = (size_t)c->num_heads * c->head_dim;
+    const size_t kv = (size_t)c->num_kv_heads * c->head_dim, C = (size_t)config_conv_dim(c);
+    const size_t HvDv = (size_t)c->lin_v_heads * c->lin_v_dim, F = (size_t)c->intermediate_size;
+    const size_t wide = 2 * H > C ? 2 * H : C, att = H > HvDv ? H : HvDv;
+    float **const all[ACT_BUFFERS] = {&a->x, &a->xn, &a->out, &a->q, &a->k, &a->v,      &a->mixed,
+                                      &a->z, &a->ab, &a->att, &a->g, &a->u, &a->mtp_in, &a->hidden_in};
+    const size_t w[ACT_BUFFERS] = {D, D, D, wide, kv, kv, C, HvDv, 2 * (size_t)c->lin_v_heads, att, F, F, 2 * D, D};
+    memcpy(bufs, all, sizeof all);
+    memcpy(widths, w, sizeof w);
+}
+
+static void act_free(engine *e) {
+    eact *a = &e->act;
+    float **bufs[ACT_BUFFERS];
+    size_t widths[ACT_BUFFERS];
+    act_buffers(e, bufs, widths);
+    for (int i = 0; i < ACT_BUFFERS; i++)
+        if (*bufs[i]) e->be.free(&e->be, *bufs[i]);
+    if (a->logits) e->be.free(&e->be, a->logits);
+    free(a->conv_state);
+    free(a->rec_state);
+    free(a->conv_from);
+    free(a->rec_from);
     memset(a, 0, sizeof *a);
 }
 
-void engine_act_reserve(engine *e, int m, int keys) {
+void engine_act_reserve(engine *e, int m) {
     eact *a = &e->act;
-    const model_config *c = &e->cfg;
-    if (m > a->rows) {
-        const int rows = m > 2 * a->rows ? m : 2 * a->rows;
-        const size_t D = (size_t)c->hidden_size, H = (size_t)c->num_heads * c->head_dim;
-        const size_t kv = (size_t)c->num_kv_heads * c->head_dim, C = (size_t)config_conv_dim(c);
-        const size_t HvDv = (size_t)c->lin_v_heads * c->lin_v_dim, F = (size_t)c->intermediate_size;
-        const size_t wide = 2 * H > C ? 2 * H : C, att = H > HvDv ? H : HvDv;
-        float **bufs[] = {&a->x, &a->xn, &a->out, &a->q, &a->k, &a->v,     &a->mixed,
-                          &a->z, &a->ab, &a->att, &a->g, &a->u, &a->mtp_in};
-        const size_t widths[] = {D, D, D, wide, kv, kv, C, HvDv, 2 * (size_t)c->lin_v_heads, att, F, F, 2 * D};
-        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
-            free(*bufs[i]);
-            *bufs[i] = sp_xcalloc((size_t)rows * widths[i], sizeof(float), "engine activations");
-        }
-        a->rows = rows;
+    if (m <= a->rows) return;
+    const int rows = m > 2 * a->rows ? m : 2 * a->rows;
+    float **bufs[ACT_BUFFERS];
+    size_t widths[ACT_BUFFERS];
+    act_buffers(e, bufs, widths);
+    for (int i = 0; i < ACT_BUFFERS; i++) {
+        if (*bufs[i]) e->be.free(&e->be, *bufs[i]);
+        const size_t bytes = (size_t)rows * (widths[i] ? widths[i] : 1) * sizeof(float);
+        *bufs[i] = e->be.alloc(&e->be, bytes, "engine activations");
     }
-    if (keys > a->max_keys) {
-        const int cap = keys > 2 * a->max_keys ? keys : 2 * a->max_keys;
-        a->scores = sp_xrealloc(a->scores, (size_t)cap, sizeof(float), "attention scores");
-        a->keys = sp_xrealloc(a->keys, (size_t)cap, sizeof *a->keys, "attention keys");
-        a->values = sp_xrealloc(a->values, (size_t)cap, sizeof *a->values, "attention values");
-        a->head_keys = sp_xrealloc(a->head_keys, (size_t)cap, sizeof *a->head_keys, "attention head keys");
-        a->head_values = sp_xrealloc(a->head_values, (size_t)cap, sizeof *a->head_values, "attention head values");
-        a->max_keys = cap;
+    if (!e->be.host_memory) {
+        if (a->logits) e->be.free(&e->be, a->logits);
+        a->logits = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "logits");
     }
+    a->conv_state = sp_xrealloc(a->conv_state, (size_t)rows, sizeof *a->conv_state, "DeltaNet state pointers");
+    a->rec_state = sp_xrealloc(a->rec_state, (size_t)rows, sizeof *a->rec_state, "DeltaNet state pointers");
+    a->conv_from = sp_xrealloc(a->conv_from, (size_t)rows, sizeof *a->conv_from, "DeltaNet state pointers");
+    a->rec_from = sp_xrealloc(a->rec_from, (size_t)rows, sizeof *a->rec_from, "DeltaNet state pointers");
+    a->rows = rows;
+}
+
+void engine_download(engine *e, float *host, const float *src, size_t n) {
+    if (host != src) e->be.download(&e->be, host, src, n * sizeof(float));
+}
+
+void engine_logits(engine *e, float *logits, const float *xn, int m) {
+    const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
+    float *y = e->be.host_memory ? logits : e->act.logits; /* host memory: straight into the caller's rows */
+    e->be.matmul(&e->be, y, engine_bweight(e, 0, ROLE_LM_HEAD), xn, m, V, D);
+    engine_download(e, logits, y, (size_t)m * V);
+}
+
+const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {
+    return &e->bw[engine_weight_index(&e->w, layer, role)];
 }
 
 int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *err) {
     memset(e, 0, sizeof *e);
     e->opt = o ? *o : engine_defaults();
-    if (e->opt.threads < 1) return sp_fail(err, "cpu engine: %d threads: at least 1 is needed", e->opt.threads);
+    const char *who = e->opt.cuda ? "cuda engine" : "cpu engine";
+    if (e->opt.threads < 1) return sp_fail(err, "%s: %d threads: at least 1 is needed", who, e->opt.threads);
+    if (e->opt.cuda && e->opt.f32_weights)
+        return sp_fail(err, "cuda engine: --dtype f32 is the CPU engine's exact mode; the CUDA backend computes with "
+                            "bf16 weights");
     if (engine_weights_load(&e->w, dir, e->opt.f32_weights, err)) return -1;
     snprintf(e->path, sizeof e->path, "%s", dir);
     e->cfg = e->w.ck.cfg;
     const model_config *c = &e->cfg;
+    if (e->opt.cuda) {
+        if (backend_cuda_build(&e->be, &e->cfg, err)) {
+            engine_weights_free(&e->w);
+            memset(e, 0, sizeof *e);
+            return -1;
+        }
+    } else {
+        backend_cpu_build(&e->be, &e->cfg, e->opt.threads, e->opt.f32_weights);
+    }
+    e->bw = e->be.place_weights(&e->be, &e->w, err);
+    if (!e->bw) {
+        sp_wrap(err, "loading %s: ", dir);
+        e->be.release(&e->be);
+        engine_weights_free(&e->w);
+        memset(e, 0, sizeof *e);
+        return -1;
+    }
     e->La = config_num_full(c);
     e->Ll = config_num_linear(c);
-    kv_cache_build(&e->kv, e->La, c->num_kv_heads * c->head_dim);
+    kv_cache_build(&e->kv, &e->be, e->La, c->num_kv_heads, c->head_dim, e->be.kv_bf16 ? 2 : sizeof(float));
     e->slot_floats = (size_t)e->Ll * ((size_t)config_conv_dim(c) * (c->conv_kernel - 1) +
                                       (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim);
     if (e->slot_floats == 0) e->slot_floats = 1; /* a model without DeltaNet layers still gets addressable slots */
-    backend_cpu_build(&e->be, e->opt.threads, e->opt.f32_weights);
     model_footprint fp;
     footprint_compute(c, 0, engine_weights_storage_bytes(&e->w), 4.0, &fp);
     e->weight_bytes_per_pass = fp.weight_bytes_per_step;
@@ -75,20 +125,21 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
 }
 
 void engine_close(engine *e) {
+    if (!e->be.release) return; /* never opened, or closed */
     for (int i = 0; i < e->n_seqs; i++) {
         eseq *s = &e->seqs[i];
         kv_table_free(&e->kv, &s->kv);
         free(s->parent);
         free(s->depth);
         free(s->node_slot);
-        free(s->tree_keys);
-        free(s->tree_values);
     }
     free(e->seqs);
     kv_cache_free(&e->kv);
-    free(e->slots);
+    if (e->slots) e->be.free(&e->be, e->slots);
     free(e->slot_used);
-    act_free(&e->act);
+    act_free(e);
+    e->be.free_weights(&e->be, e->bw, &e->w);
+    e->be.release(&e->be);
     engine_weights_free(&e->w);
     memset(e, 0, sizeof *e);
 }

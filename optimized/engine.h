@@ -16,6 +16,7 @@
 
 typedef struct {
     int threads;     /* ≥ 1 */
+    int cuda;        /* 1: the CUDA backend (bf16 weights and KV); 0: the CPU's */
     int f32_weights; /* 1: the exact cross-test mode: matrices in float32, products added in the reference's
                       * order (the reference's floats, bit for bit; slower); 0: bf16, products in lanes */
 } engine_options;
@@ -23,7 +24,8 @@ typedef struct {
 engine_options engine_defaults(void); /* 1 thread, bf16 */
 
 /* One sequence: committed positions in the KV cache and a DeltaNet slot,
- * and the last verified tree until it is committed. */
+ * and the last verified tree until it is committed (its nodes' keys and
+ * values sit in the cache after the committed positions, at pos − 1 + node). */
 typedef struct {
     int open;
     int pos;                         /* positions committed */
@@ -32,35 +34,36 @@ typedef struct {
     int verified;                    /* nodes of the last verified tree awaiting a commit (0: none) */
     int cap;                         /* capacity of the arrays below */
     int *parent, *depth, *node_slot; /* [cap] of the verified tree; node_slot[0] = slot */
-    float *tree_keys, *tree_values;  /* [La, cap, kv_dim] the keys and values of nodes ≥ 1 */
 } eseq;
 
-/* Activations of a pass of m rows. */
+/* Activations of a pass of m rows, backend memory. */
 typedef struct {
-    int rows;                     /* capacity */
-    float *x, *xn, *out;          /* [rows, D] residual stream, normed, a sublayer's output */
-    float *q, *k, *v;             /* [rows, 2·H·Dh], [rows, Hkv·Dh] ×2 — or the DeltaNet's qkv [rows, C] in q */
-    float *mixed;                 /* [rows, C] the DeltaNet conv's output */
-    float *z, *ab;                /* [rows, Hv·Dv], [rows, 2·Hv] */
-    float *att;                   /* [rows, max(H·Dh, Hv·Dv)] */
-    float *g, *u;                 /* [rows, F] */
-    float *scores;                /* [max keys] */
-    const float **keys, **values; /* [max keys] head 0's vectors of the attended positions */
-    const float **head_keys, **head_values; /* [max keys] one head's */
-    int max_keys;
-    float *mtp_in; /* [rows, 2·D] */
+    int rows;            /* capacity */
+    float *x, *xn, *out; /* [rows, D] residual stream, normed, a sublayer's output */
+    float *q, *k, *v;    /* [rows, 2·H·Dh], [rows, Hkv·Dh] ×2 — or the DeltaNet's qkv [rows, C] in q */
+    float *mixed;        /* [rows, C] the DeltaNet conv's output */
+    float *z, *ab;       /* [rows, Hv·Dv], [rows, 2·Hv] */
+    float *att;          /* [rows, max(H·Dh, Hv·Dv)] */
+    float *g, *u;        /* [rows, F] */
+    float *mtp_in;       /* [rows, 2·D] */
+    float *hidden_in;    /* [rows, D] the MTP module's input hidden states */
+    float *logits;       /* [rows, V] where the backend's memory is not the host's (else NULL) */
+    /* host memory: the DeltaNet state pointers of a layer's nodes */
+    float **conv_state, **rec_state;
+    const float **conv_from, **rec_from;
 } eact;
 
 typedef struct engine {
     model_config cfg;
-    engine_weights w;
+    engine_weights w; /* as loaded (host memory, checked) */
     engine_options opt;
     engine_backend be;
+    eweight *bw; /* the weights as the backend reads them (engine_weights' indexing) */
     char path[4096];
     int La, Ll;         /* attention and DeltaNet layers of the trunk */
     kv_cache kv;        /* the trunk's */
     size_t slot_floats; /* conv [Ll, C, K−1] + recurrent [Ll, Hv, Dk, Dv] */
-    float *slots;       /* [n_slots, slot_floats] */
+    float *slots;       /* [n_slots, slot_floats] backend memory */
     int *slot_used;     /* [n_slots] */
     int n_slots;
     eseq *seqs;
@@ -87,30 +90,19 @@ void engine_slot_zero(engine *e, int slot);
 
 /* The steps of committing node `node` of a verified tree (engine_target.c),
  * apart so a negative control can recombine them with one slip
- * (reference/verify/planted_engine.c). With the table reserved up to
- * pos + depth[node]: commit_kv puts node `from`'s keys and values (from the
- * tree arrays) at node u's position — from = u on a correct path;
- * keep_state makes node ≥ 1's DeltaNet slot the sequence's; end_tree gives
- * back the slots of the tree's other nodes. */
+ * (reference/verify/planted_engine.c). engine_seq_path lists the path's
+ * nodes below the root in the order their keys and values must move (by
+ * depth: a node's index is at least its depth, so no move overwrites one
+ * still to be read). commit_kv puts node `from`'s keys and values at node
+ * u's position — from = u on a correct path; keep_state makes node ≥ 1's
+ * DeltaNet slot the sequence's; end_tree gives back the slots of the tree's
+ * other nodes and the cache blocks past the committed positions. */
+int engine_seq_path(const eseq *s, int node, int *path); /* path[depth[node]]; returns depth[node] */
 void engine_seq_commit_kv(engine *e, eseq *s, int u, int from);
 void engine_seq_keep_state(engine *e, eseq *s, int node);
 void engine_seq_end_tree(engine *e, eseq *s);
 
 /* ---- a pass (engine_forward.c) -------------------------------------------------- */
-
-/* Where a pass reads and writes: the nodes, the KV cache and table that
- * hold the committed positions and the chain consumed in place, the tree
- * arrays that hold every other node's keys and values, the DeltaNet slots. */
-typedef struct {
-    kv_cache *kv;
-    kv_table *table;
-    float *tree_keys, *tree_values; /* [La, tree_cap, kv_dim] */
-    int tree_cap;
-    int slot;             /* the sequence's DeltaNet state: where the in-place chain goes */
-    const int *node_slot; /* [m] the slot of every node past the chain */
-    const int *parent, *depth;
-    int m, n_in_place, base; /* base: positions committed before the pass */
-} epass;
 
 /* One decoder layer on the m rows of act.x (trunk layer `layer`, or −1 for
  * the MTP module's layer); type_index: its index among the layers of its type. */
@@ -119,15 +111,24 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
 /* One pass over m nodes of sequence s: node i takes tokens[i] after its
  * parent (parent[i] < i; −1 for node 0, which follows the committed
  * positions) at position s->pos + depth[i]. The first n_in_place nodes form a
- * chain consumed into the sequence itself (their KV into its blocks, their
- * DeltaNet state into its slot): a prefill, or the root of a tree. Every
- * other node keeps its KV in the sequence's tree arrays and its DeltaNet
- * state in a slot of its own (s->node_slot), so that a commit copies no
- * state. logits [m, V] raw and hidden [m, D] final-normed, when not NULL. */
+ * chain consumed into the sequence itself (their DeltaNet state into its
+ * slot): a prefill, or the root of a tree. Every node keeps its keys and
+ * values at cache position s->pos + i (epass) and every other node its
+ * DeltaNet state in a slot of its own (s->node_slot), so that a commit
+ * copies no state. logits [m, V] raw and hidden [m, D] final-normed (host
+ * memory), when not NULL. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
 
-/* Room for passes of m rows and `keys` attended positions. */
-void engine_act_reserve(engine *e, int m, int keys);
+/* Room for passes of m rows. */
+void engine_act_reserve(engine *e, int m);
+
+/* n floats of backend memory into host memory. */
+void engine_download(engine *e, float *host, const float *src, size_t n);
+/* logits[m, V] (host memory) = the lm_head's product with the m rows of xn (backend memory). */
+void engine_logits(engine *e, float *logits, const float *xn, int m);
+
+/* The tensor of `role` as the backend reads it (engine_weight's indexing). */
+const eweight *engine_bweight(const engine *e, int layer, tensor_role role);
 
 #endif

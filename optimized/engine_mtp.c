@@ -8,7 +8,6 @@
 
 #include "engine_target.h"
 #include "footprint.h"
-#include "ops.h"
 
 typedef struct {
     engine *e;
@@ -18,36 +17,41 @@ typedef struct {
     int marks[STEPPER_MAX_MARKS];
 } mtp_stepper;
 
-static const float *f32(const engine *e, tensor_role r) { return (const float *)engine_weight(&e->w, -1, r)->data; }
+static const float *small(const engine *e, tensor_role r) { return (const float *)engine_bweight(e, -1, r)->data; }
 
 static int m_step(stepper *st, const int *tokens, const float *h, int n, float *logits, float *hidden, sp_error *err) {
     mtp_stepper *s = st->impl;
     engine *e = s->e;
-    const int D = e->cfg.hidden_size, V = e->cfg.vocab_size;
+    engine_backend *be = &e->be;
+    const int D = e->cfg.hidden_size;
     const float eps = e->cfg.rms_norm_eps;
     if (n < 1 || n > ENGINE_PREFILL_CHUNK)
         return sp_fail(err, "MTP module step: %d positions (1 to %d at once)", n, ENGINE_PREFILL_CHUNK);
     for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return sp_fail(err, "MTP module step: token %d is outside the vocabulary [0, %d)", tokens[i], V);
+        if (tokens[i] < 0 || tokens[i] >= e->cfg.vocab_size)
+            return sp_fail(err, "MTP module step: token %d is outside the vocabulary [0, %d)", tokens[i],
+                           e->cfg.vocab_size);
     int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
     for (int i = 0; i < n; i++) parent[i] = i - 1, depth[i] = i;
     kv_table_reserve(&s->kv, &s->table, s->pos, s->pos + n);
-    engine_act_reserve(e, n, s->pos + n);
+    engine_act_reserve(e, n);
     eact *a = &e->act;
     /* the input of position i: [norm(embedding of token i), norm(hidden state i)] → fc */
-    e->be.embed(&e->be, a->xn, engine_weight(&e->w, 0, ROLE_EMBED), tokens, n, D);
+    be->embed(be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, n, D);
+    be->rmsnorm(be, a->xn, a->x, small(e, ROLE_MTP_NORM_EMBED), n, D, eps);
+    be->upload(be, a->hidden_in, h, (size_t)n * D * sizeof(float));
+    be->rmsnorm(be, a->out, a->hidden_in, small(e, ROLE_MTP_NORM_HIDDEN), n, D, eps);
     for (int i = 0; i < n; i++) {
-        op_rmsnorm(a->mtp_in + (size_t)i * 2 * D, a->xn + (size_t)i * D, f32(e, ROLE_MTP_NORM_EMBED), D, eps);
-        op_rmsnorm(a->mtp_in + (size_t)i * 2 * D + D, h + (size_t)i * D, f32(e, ROLE_MTP_NORM_HIDDEN), D, eps);
+        be->copy(be, a->mtp_in + (size_t)i * 2 * D, a->xn + (size_t)i * D, (size_t)D * sizeof(float));
+        be->copy(be, a->mtp_in + (size_t)i * 2 * D + D, a->out + (size_t)i * D, (size_t)D * sizeof(float));
     }
-    e->be.matmul(&e->be, a->x, engine_weight(&e->w, 0, ROLE_MTP_FC), a->mtp_in, n, D, 2 * D);
-    const epass p = {&s->kv, &s->table, NULL, NULL, 0, 0, NULL, parent, depth, n, n, s->pos};
+    be->matmul(be, a->x, engine_bweight(e, 0, ROLE_MTP_FC), a->mtp_in, n, D, 2 * D);
+    const epass p = {&s->kv, &s->table, parent, depth, n, n, s->pos};
     engine_decoder_layer(e, &p, -1, LAYER_FULL_ATTENTION, 0);
-    const float *last = a->x + (size_t)(n - 1) * D;
-    op_rmsnorm(a->xn, last, f32(e, ROLE_MTP_NORM), D, eps);
-    if (logits) e->be.matmul(&e->be, logits, engine_weight(&e->w, 0, ROLE_LM_HEAD), a->xn, 1, V, D);
-    if (hidden) memcpy(hidden, a->xn, (size_t)D * sizeof(float));
+    be->rmsnorm(be, a->xn, a->x + (size_t)(n - 1) * D, small(e, ROLE_MTP_NORM), 1, D, eps);
+    if (logits) engine_logits(e, logits, a->xn, 1);
+    if (hidden) engine_download(e, hidden, a->xn, (size_t)D);
+    if (be->status(be, err)) return -1;
     s->pos += n;
     return 0;
 }
@@ -83,7 +87,7 @@ int engine_mtp_stepper_build(stepper *st, engine *e, sp_error *err) {
     if (!e->w.ck.with_mtp) return sp_fail(err, "%s has no MTP module (no mtp.* tensors): MTP needs one", e->path);
     mtp_stepper *s = sp_xcalloc(1, sizeof *s, "MTP stepper");
     s->e = e;
-    kv_cache_build(&s->kv, 1, e->cfg.num_kv_heads * e->cfg.head_dim);
+    kv_cache_build(&s->kv, &e->be, 1, e->cfg.num_kv_heads, e->cfg.head_dim, e->be.kv_bf16 ? 2 : sizeof(float));
     memset(st, 0, sizeof *st);
     st->name = "MTP module";
     st->path = e->path;

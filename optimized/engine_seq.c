@@ -14,7 +14,12 @@ int engine_slot_take(engine *e) {
             return s;
         }
     const int old = e->n_slots, cap = old ? 2 * old : 8;
-    e->slots = sp_xrealloc(e->slots, (size_t)cap, e->slot_floats * sizeof(float), "DeltaNet state slots");
+    float *grown = e->be.alloc(&e->be, (size_t)cap * e->slot_floats * sizeof(float), "DeltaNet state slots");
+    if (old) {
+        e->be.copy(&e->be, grown, e->slots, (size_t)old * e->slot_floats * sizeof(float));
+        e->be.free(&e->be, e->slots);
+    }
+    e->slots = grown;
     e->slot_used = sp_xrealloc(e->slot_used, (size_t)cap, sizeof(int), "DeltaNet slot flags");
     memset(e->slot_used + old, 0, (size_t)(cap - old) * sizeof(int));
     e->n_slots = cap;
@@ -41,26 +46,29 @@ float *engine_slot_recurrent(engine *e, int slot, int li) {
 
 void engine_slot_copy(engine *e, int dst, int src) {
     if (dst != src)
-        memcpy(e->slots + (size_t)dst * e->slot_floats, e->slots + (size_t)src * e->slot_floats,
-               e->slot_floats * sizeof(float));
+        e->be.copy(&e->be, e->slots + (size_t)dst * e->slot_floats, e->slots + (size_t)src * e->slot_floats,
+                   e->slot_floats * sizeof(float));
 }
 
 void engine_slot_zero(engine *e, int slot) {
-    memset(e->slots + (size_t)slot * e->slot_floats, 0, e->slot_floats * sizeof(float));
+    e->be.zero(&e->be, e->slots + (size_t)slot * e->slot_floats, e->slot_floats * sizeof(float));
 }
 
 void engine_seq_end_tree(engine *e, eseq *s) {
     for (int i = 1; i < s->verified; i++) engine_slot_release(e, s->node_slot[i]); /* a kept one is −1 */
     s->verified = 0;
+    kv_table_truncate(&e->kv, &s->kv, s->pos); /* the blocks that held only the tree's other nodes */
+}
+
+int engine_seq_path(const eseq *s, int node, int *path) {
+    const int d = s->depth[node];
+    for (int u = node; u > 0; u = s->parent[u]) path[s->depth[u] - 1] = u;
+    return d;
 }
 
 void engine_seq_commit_kv(engine *e, eseq *s, int u, int from) {
-    const int at_pos = s->pos - 1 + s->depth[u], kv_dim = e->kv.kv_dim; /* the root sits at pos − 1 */
-    for (int la = 0; la < e->La; la++) {
-        const size_t at = ((size_t)la * s->cap + from) * kv_dim;
-        memcpy(kv_key(&e->kv, &s->kv, la, at_pos), s->tree_keys + at, kv_dim * sizeof(float));
-        memcpy(kv_value(&e->kv, &s->kv, la, at_pos), s->tree_values + at, kv_dim * sizeof(float));
-    }
+    const int root = s->pos - 1; /* the root was consumed at pos − 1, node i's keys and values sit at root + i */
+    kv_copy_position(&e->kv, &s->kv, root + s->depth[u], root + from);
 }
 
 void engine_seq_keep_state(engine *e, eseq *s, int node) {

@@ -42,16 +42,11 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
 }
 
 /* Room in s for the arrays of a tree of n nodes. */
-static void reserve_tree(engine *e, eseq *s, int n) {
+static void reserve_tree(eseq *s, int n) {
     if (n <= s->cap) return;
-    const size_t kv = (size_t)e->La * n * e->kv.kv_dim;
     s->parent = sp_xrealloc(s->parent, (size_t)n, sizeof(int), "tree parents");
     s->depth = sp_xrealloc(s->depth, (size_t)n, sizeof(int), "tree depths");
     s->node_slot = sp_xrealloc(s->node_slot, (size_t)n, sizeof(int), "tree slots");
-    free(s->tree_keys);
-    free(s->tree_values);
-    s->tree_keys = sp_xcalloc(kv ? kv : 1, sizeof(float), "tree keys");
-    s->tree_values = sp_xcalloc(kv ? kv : 1, sizeof(float), "tree values");
     s->cap = n;
 }
 
@@ -61,9 +56,9 @@ static int verify_one(engine *e, const target_job *job, const sampler_params *sp
     if (s->verified) return sp_fail(err, "cpu engine: sequence %d was verified twice without a commit", job->seq);
     const token_tree *tree = job->tree;
     const int n = tree->n, V = e->cfg.vocab_size;
-    if (n < 1 || n > ENGINE_MAX_TREE_NODES)
-        return sp_fail(err, "cpu engine: a tree of %d nodes (at most %d)", n, ENGINE_MAX_TREE_NODES);
-    reserve_tree(e, s, n);
+    if (n < 1 || n > e->be.max_tree_nodes)
+        return sp_fail(err, "%s engine: a tree of %d nodes (at most %d)", e->be.name, n, e->be.max_tree_nodes);
+    reserve_tree(s, n);
     memcpy(s->parent, tree->parent, (size_t)n * sizeof(int));
     memcpy(s->depth, tree->depth, (size_t)n * sizeof(int));
     s->node_slot[0] = s->slot;
@@ -89,9 +84,9 @@ static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
         return sp_fail(err, "cpu engine: sequence %d: node %d is not in its verified tree of %d nodes", seq, node,
                        s->verified);
     if (node > 0) {
-        const int d = s->depth[node];
-        kv_table_reserve(&e->kv, &s->kv, s->pos, s->pos + d);
-        for (int u = node; u > 0; u = s->parent[u]) engine_seq_commit_kv(e, s, u, u);
+        int path[ENGINE_MAX_TREE_NODES];
+        const int d = engine_seq_path(s, node, path);
+        for (int i = 0; i < d; i++) engine_seq_commit_kv(e, s, path[i], path[i]);
         engine_seq_keep_state(e, s, node);
         s->pos += d;
     }
@@ -119,12 +114,12 @@ static void e_release(decode_target *t) { t->impl = NULL; }
 
 void engine_target_build(decode_target *t, engine *e) {
     memset(t, 0, sizeof *t);
-    t->backend = "cpu";
+    t->backend = e->be.name;
     t->cfg = &e->cfg;
     t->path = e->path;
     t->storage_bytes = engine_weights_storage_bytes(&e->w);
     t->weight_bytes_per_pass = e->weight_bytes_per_pass;
-    t->max_tree_nodes = ENGINE_MAX_TREE_NODES;
+    t->max_tree_nodes = e->be.max_tree_nodes;
     t->seq_open = e_seq_open;
     t->seq_fork = e_seq_fork;
     t->seq_close = e_seq_close;

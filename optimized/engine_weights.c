@@ -97,9 +97,13 @@ void engine_weights_free(engine_weights *ew) {
     memset(ew, 0, sizeof *ew);
 }
 
-const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role role) {
+size_t engine_weight_index(const engine_weights *ew, int layer, tensor_role role) {
     const int row = is_global(role) ? 0 : layer < 0 ? ew->n_slots - 1 : layer;
-    return &ew->w[(size_t)row * ROLE_COUNT + role];
+    return (size_t)row * ROLE_COUNT + role;
+}
+
+const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role role) {
+    return &ew->w[engine_weight_index(ew, layer, role)];
 }
 
 int engine_weights_storage_bytes(const engine_weights *ew) { return dtype_size(ew->matrix_dtype); }

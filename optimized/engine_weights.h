@@ -35,6 +35,8 @@ void engine_weights_free(engine_weights *ew);
 /* The tensor of `role` in trunk layer `layer` (−1: the MTP module's layer;
  * ignored for the global roles); NULL data when the checkpoint has none. */
 const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role role);
+/* Its index in the table (a backend's placed copy of the table uses the same). */
+size_t engine_weight_index(const engine_weights *ew, int layer, tensor_role role);
 
 /* Bytes per parameter of the matrices (2 for bf16, 4 for f32). */
 int engine_weights_storage_bytes(const engine_weights *ew);

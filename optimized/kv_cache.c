@@ -4,42 +4,56 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "error.h"
 
-void kv_cache_build(kv_cache *c, int n_layers, int kv_dim) {
+void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem) {
     memset(c, 0, sizeof *c);
+    c->be = be;
     c->n_layers = n_layers;
-    c->kv_dim = kv_dim;
+    c->n_heads = n_heads;
+    c->head_dim = head_dim;
+    c->elem = elem;
 }
 
 void kv_cache_free(kv_cache *c) {
     free(c->refcount);
-    free(c->keys);
-    free(c->values);
+    if (c->keys) c->be->free(c->be, c->keys);
+    if (c->values) c->be->free(c->be, c->values);
     memset(c, 0, sizeof *c);
 }
 
-static size_t block_floats(const kv_cache *c) { return (size_t)c->n_layers * KV_BLOCK_SIZE * c->kv_dim; }
+static size_t head_bytes(const kv_cache *c) { return (size_t)c->head_dim * c->elem; }
+static size_t block_elems(const kv_cache *c) { return (size_t)c->n_layers * c->n_heads * KV_BLOCK_SIZE * c->head_dim; }
 
-size_t kv_block_bytes(const kv_cache *c) { return 2 * block_floats(c) * sizeof(float); }
+size_t kv_block_bytes(const kv_cache *c) { return 2 * block_elems(c) * c->elem; }
+
+/* The pool at twice its capacity: new backend memory, the old blocks copied over. */
+static void grow(kv_cache *c) {
+    const int old = c->capacity, cap = old ? 2 * old : 8;
+    const size_t old_bytes = (size_t)old * block_elems(c) * c->elem, bytes = (size_t)cap * block_elems(c) * c->elem;
+    void **pools[] = {&c->keys, &c->values};
+    for (int i = 0; i < 2; i++) {
+        void *grown = c->be->alloc(c->be, bytes ? bytes : 1, "the KV cache");
+        if (old) {
+            c->be->copy(c->be, grown, *pools[i], old_bytes);
+            c->be->free(c->be, *pools[i]);
+        }
+        *pools[i] = grown;
+    }
+    c->refcount = sp_xrealloc(c->refcount, (size_t)cap, sizeof(int), "KV block refcounts");
+    memset(c->refcount + old, 0, (size_t)(cap - old) * sizeof(int));
+    c->capacity = cap;
+}
 
 /* A free block with refcount 1; the pool doubles when full. */
 static int take(kv_cache *c) {
-    for (int b = 0; b < c->capacity; b++)
-        if (c->refcount[b] == 0) {
-            c->refcount[b] = 1;
-            c->in_use++;
-            return b;
-        }
-    const int old = c->capacity, cap = old ? 2 * old : 8;
-    c->refcount = sp_xrealloc(c->refcount, (size_t)cap, sizeof(int), "KV block refcounts");
-    c->keys = sp_xrealloc(c->keys, (size_t)cap, block_floats(c) * sizeof(float), "KV cache keys");
-    c->values = sp_xrealloc(c->values, (size_t)cap, block_floats(c) * sizeof(float), "KV cache values");
-    memset(c->refcount + old, 0, (size_t)(cap - old) * sizeof(int));
-    c->capacity = cap;
-    c->refcount[old] = 1;
+    int b = 0;
+    while (b < c->capacity && c->refcount[b]) b++;
+    if (b == c->capacity) grow(c);
+    c->refcount[b] = 1;
     c->in_use++;
-    return old;
+    return b;
 }
 
 static void release(kv_cache *c, int b) {
@@ -57,14 +71,13 @@ static void push(kv_table *t, int block) {
 void kv_table_reserve(kv_cache *c, kv_table *t, int from, int end) {
     const int need = (end + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
     while (t->n < need) push(t, take(c));
+    const size_t block = block_elems(c) * c->elem;
     for (int i = from / KV_BLOCK_SIZE; i < need; i++) {
         const int b = t->blocks[i];
         if (c->refcount[b] == 1) continue;
         const int nb = take(c); /* shared with another sequence: copy before writing */
-        memcpy(c->keys + (size_t)nb * block_floats(c), c->keys + (size_t)b * block_floats(c),
-               block_floats(c) * sizeof(float));
-        memcpy(c->values + (size_t)nb * block_floats(c), c->values + (size_t)b * block_floats(c),
-               block_floats(c) * sizeof(float));
+        c->be->copy(c->be, (char *)c->keys + (size_t)nb * block, (char *)c->keys + (size_t)b * block, block);
+        c->be->copy(c->be, (char *)c->values + (size_t)nb * block, (char *)c->values + (size_t)b * block, block);
         release(c, b);
         t->blocks[i] = nb;
         c->copies++;
@@ -90,11 +103,17 @@ void kv_table_free(kv_cache *c, kv_table *t) {
     memset(t, 0, sizeof *t);
 }
 
-static size_t offset(const kv_cache *c, const kv_table *t, int la, int pos) {
-    return (size_t)t->blocks[pos / KV_BLOCK_SIZE] * block_floats(c) +
-           ((size_t)la * KV_BLOCK_SIZE + pos % KV_BLOCK_SIZE) * c->kv_dim;
+size_t kv_offset(const kv_cache *c, const kv_table *t, int la, int pos, int h) {
+    const size_t block = (size_t)t->blocks[pos / KV_BLOCK_SIZE] * c->n_layers + (size_t)la;
+    return ((block * c->n_heads + (size_t)h) * KV_BLOCK_SIZE + (size_t)(pos % KV_BLOCK_SIZE)) * c->head_dim;
 }
 
-float *kv_key(const kv_cache *c, const kv_table *t, int la, int pos) { return c->keys + offset(c, t, la, pos); }
-
-float *kv_value(const kv_cache *c, const kv_table *t, int la, int pos) { return c->values + offset(c, t, la, pos); }
+void kv_copy_position(kv_cache *c, const kv_table *t, int to, int from) {
+    if (to == from) return;
+    for (int la = 0; la < c->n_layers; la++)
+        for (int h = 0; h < c->n_heads; h++) {
+            const size_t dst = kv_offset(c, t, la, to, h) * c->elem, src = kv_offset(c, t, la, from, h) * c->elem;
+            c->be->copy(c->be, (char *)c->keys + dst, (char *)c->keys + src, head_bytes(c));
+            c->be->copy(c->be, (char *)c->values + dst, (char *)c->values + src, head_bytes(c));
+        }
+}

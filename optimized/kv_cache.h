@@ -1,8 +1,15 @@
 /* kv_cache.h — the engine's paged KV cache: fixed blocks of KV_BLOCK_SIZE
  * positions in one pool, a block table per sequence, blocks ref-counted so
  * that sequences (beams) share a prefix and copy a block only when they
- * write into a shared one. Keys and values are float32, the precision of
- * the activations. */
+ * write into a shared one. The bookkeeping is host code; the pool is backend
+ * memory (the backend's copy moves it), one layout for every backend:
+ *
+ *   keys, values [capacity, n_layers, n_heads, KV_BLOCK_SIZE, head_dim]
+ *
+ * so that within a block each layer's heads are the kernels' paged layout
+ * (kernels/kn_paged.h) with block index block · n_layers + layer, and one
+ * head's positions are contiguous. Elements are float32 on the CPU (the
+ * activations' precision) and bf16 on a GPU. */
 #ifndef SPECULA_KV_CACHE_H
 #define SPECULA_KV_CACHE_H
 
@@ -10,15 +17,18 @@
 
 #include "kv_block.h"
 
+struct engine_backend;
+
 typedef struct {
-    int n_layers;  /* [La] attention layers */
-    int kv_dim;    /* Hkv·Dh floats per position per layer, for keys and again for values */
+    struct engine_backend *be;
+    int n_layers, n_heads, head_dim;
+    size_t elem;   /* bytes per element */
     int capacity;  /* blocks allocated */
     int *refcount; /* [capacity] 0 = free */
-    float *keys;   /* [capacity, La, KV_BLOCK_SIZE, kv_dim] */
-    float *values; /* the same */
-    int in_use;    /* blocks with refcount > 0 */
-    long copies;   /* blocks copied on write */
+    void *keys;    /* backend memory, the layout above */
+    void *values;
+    int in_use;  /* blocks with refcount > 0 */
+    long copies; /* blocks copied on write */
 } kv_cache;
 
 /* One sequence's block table. */
@@ -27,8 +37,9 @@ typedef struct {
     int n, cap;
 } kv_table;
 
-void kv_cache_build(kv_cache *c, int n_layers, int kv_dim);
+void kv_cache_build(kv_cache *c, struct engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem);
 void kv_cache_free(kv_cache *c);
+size_t kv_block_bytes(const kv_cache *c); /* keys and values of one block */
 
 /* Room to write positions [0, end) of t: blocks appended as needed, and the
  * blocks holding positions [from, end) made private (copied when shared). */
@@ -39,11 +50,9 @@ void kv_table_fork(kv_cache *c, kv_table *t, const kv_table *src);
 void kv_table_truncate(kv_cache *c, kv_table *t, int pos);
 void kv_table_free(kv_cache *c, kv_table *t);
 
-/* The key and value vectors [kv_dim] of position `pos` in layer `la`. */
-float *kv_key(const kv_cache *c, const kv_table *t, int la, int pos);
-float *kv_value(const kv_cache *c, const kv_table *t, int la, int pos);
-
-/* Bytes of one block (every layer, keys and values). */
-size_t kv_block_bytes(const kv_cache *c);
+/* Element offset, in keys or values, of head h's vector at position pos of layer la. */
+size_t kv_offset(const kv_cache *c, const kv_table *t, int la, int pos, int h);
+/* Every layer's keys and values of position `from` copied to position `to` (both reserved). */
+void kv_copy_position(kv_cache *c, const kv_table *t, int to, int from);
 
 #endif

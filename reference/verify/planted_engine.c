@@ -51,9 +51,9 @@ static int p_commit(decode_target *t, int seq, int node, sp_error *err) {
     if (node < 0 || node >= s->verified)
         return sp_fail(err, "planted engine: sequence %d: node %d is not in its verified tree", seq, node);
     if (node > 0) {
-        const int d = s->depth[node];
-        kv_table_reserve(&e->kv, &s->kv, s->pos, s->pos + d);
-        for (int u = node; u > 0; u = s->parent[u]) engine_seq_commit_kv(e, s, u, kv_source(s, u, bug));
+        int path[ENGINE_MAX_TREE_NODES];
+        const int d = engine_seq_path(s, node, path);
+        for (int i = 0; i < d; i++) engine_seq_commit_kv(e, s, path[i], kv_source(s, path[i], bug));
         const int kept = bug == PLANT_ENGINE_PARENT_SLOT ? s->parent[node] : node; /* the parent: one token behind */
         if (kept > 0) engine_seq_keep_state(e, s, kept); /* kept = 0: the root's state, in place already */
         s->pos += d;

@@ -1,0 +1,23 @@
+/* layers.h — the CPU backend's attention and DeltaNet cores (backend.h's
+ * `attention` and `deltanet`): the reference's operations node by node, each
+ * node seeing the committed positions and its own ancestors, on host
+ * memory. */
+#ifndef SPECULA_CPU_LAYERS_H
+#define SPECULA_CPU_LAYERS_H
+
+#include "backend.h"
+
+/* Scratch of the attention core, grown as contexts grow. */
+typedef struct {
+    float *scores;
+    const float **keys, **values; /* [cap] one head's vectors of the attended positions */
+    int *path;                    /* [cap] the attended nodes of the pass */
+    int cap;
+} cpu_attention_scratch;
+
+void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, const epass *p, int la,
+                         const attention_args *a);
+void cpu_deltanet_layer(const engine_backend *b, const epass *p, const deltanet_args *a);
+void cpu_attention_scratch_free(cpu_attention_scratch *s);
+
+#endif

@@ -1,0 +1,11 @@
+/* absent.c — backend_cuda_build in a build without the CUDA backend
+ * (build/specula on a machine without nvcc, and every CPU-only binary):
+ * the engine says where the backend is instead of failing later. */
+#include "backend.h"
+
+int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err) {
+    (void)b;
+    (void)cfg;
+    return sp_fail(err, "--backend cuda: this binary was built without the CUDA backend (build/specula-cuda has it, "
+                        "built where nvcc is found; build/specula-emu runs it on the CPU emulator)");
+}
