@@ -92,8 +92,12 @@ HARNESS_SRC := tests/harness.c tests/fixtures.c
 CU_SRC := $(sort $(wildcard kernels/*.cu))
 CU_CHECK_SRC := $(sort $(wildcard kernels/check/*.cu))
 KERNEL_C_SRC := $(sort $(wildcard kernels/*.c))
-EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
-EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
+# The engine's CUDA backend (host code calling the kernels), for a GPU and for the emulator alike.
+ENGINE_CU_SRC := $(sort $(wildcard optimized/cuda/*.cu))
+EMU_KERNEL_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) kernels/emu.cc)
+EMU_ENGINE_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC)) $(EMU_KERNEL_OBJ)
+EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
+EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))
@@ -141,6 +145,11 @@ $(BUILD)/libspecula-%.a:
 $(BUILD)/obj/cli/args.o: ALL_CFLAGS += -DSPECULA_MODELS_DIR=\"$(CURDIR)/models\"
 $(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The same commands with the CUDA backend on the kernels' CPU emulator (`--backend cuda` runs there): slow, for
+# proving the CUDA host path without a GPU (tests/parts/cuda-emu-cli.sh).
+$(BUILD)/specula-emu: $(call obj,$(CLI_SRC)) $(EMU_ENGINE_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) -lstdc++
 
 $(BUILD)/genmodel: $(call obj,tools/genmodel/main.c) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
@@ -236,7 +245,7 @@ $(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
 
 CXX_EMU ?= g++
 EMU_FLAGS = -std=c++17 -DKN_EMU -x c++ $(WARN) -Wno-unknown-pragmas -fno-exceptions -fno-rtti \
-            -fno-threadsafe-statics -Ireference/core -Ikernels -Ikernels/check -MMD -MP
+            -fno-threadsafe-statics -Ireference/core -Ikernels -Ikernels/check -Ioptimized -MMD -MP
 
 $(BUILD)/emu/%.o: %
 	@mkdir -p $(dir $@)

@@ -55,7 +55,8 @@ typedef struct {
 
 typedef struct engine_backend engine_backend;
 struct engine_backend {
-    const char *name; /* "cpu", "cuda" */
+    const char *name;   /* "cpu", "cuda" */
+    const char *device; /* what it runs on, in words */
     int threads;      /* ≥ 1 (the CPU's products) */
     int in_order;     /* 1: every sum in the reference's order (the exact cross-test mode) */
     int kv_bf16;      /* the KV cache's element: 1 bf16, 0 float32 */

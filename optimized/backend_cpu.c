@@ -106,6 +106,7 @@ static void cpu_release(engine_backend *b) {
 void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, int in_order) {
     memset(b, 0, sizeof *b);
     b->name = "cpu";
+    b->device = "the host's CPU";
     b->threads = threads < 1 ? 1 : threads;
     b->in_order = in_order;
     b->kv_bf16 = 0;

@@ -16,9 +16,9 @@
 
 typedef struct {
     int threads;     /* ≥ 1 */
-    int cuda;        /* 1: the CUDA backend (bf16 weights and KV); 0: the CPU's */
     int f32_weights; /* 1: the exact cross-test mode: matrices in float32, products added in the reference's
                       * order (the reference's floats, bit for bit; slower); 0: bf16, products in lanes */
+    int cuda;        /* 1: the CUDA backend (bf16 weights and KV); 0: the CPU's */
 } engine_options;
 
 engine_options engine_defaults(void); /* 1 thread, bf16 */

@@ -107,3 +107,11 @@ const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role ro
 }
 
 int engine_weights_storage_bytes(const engine_weights *ew) { return dtype_size(ew->matrix_dtype); }
+
+const eweight *engine_weight_entry(const engine_weights *ew, int i, size_t *index, size_t *bytes) {
+    const tensor_spec *s = &ew->ck.specs[i];
+    const size_t n = (size_t)tensor_spec_numel(s);
+    *index = slot_index(ew, s);
+    *bytes = is_matrix(s) ? n * (size_t)dtype_size(ew->matrix_dtype) : n * sizeof(float);
+    return &ew->w[*index];
+}

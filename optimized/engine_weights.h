@@ -38,6 +38,10 @@ const eweight *engine_weight(const engine_weights *ew, int layer, tensor_role ro
 /* Its index in the table (a backend's placed copy of the table uses the same). */
 size_t engine_weight_index(const engine_weights *ew, int layer, tensor_role role);
 
+/* Tensor i of the checkpoint (i < ck.n_specs) as the table holds it: its entry, its index in the table and its
+ * size in bytes. The tied lm_head has no tensor of its own: its entry is the embedding's. */
+const eweight *engine_weight_entry(const engine_weights *ew, int i, size_t *index, size_t *bytes);
+
 /* Bytes per parameter of the matrices (2 for bf16, 4 for f32). */
 int engine_weights_storage_bytes(const engine_weights *ew);
 

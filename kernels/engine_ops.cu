@@ -1,0 +1,113 @@
+/* engine_ops.cu — device memory and the engine's small ops (see
+ * kn_engine_ops.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_common.cuh"
+#include "kn_engine_ops.h"
+
+/* ---- device memory ------------------------------------------------------------- */
+
+#ifdef KN_EMU
+cudaError_t kn_dev_alloc(void **p, size_t bytes) {
+    *p = calloc(1, bytes ? bytes : 1); /* exact size: AddressSanitizer sees every overrun */
+    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t kn_dev_free(void *p) {
+    free(p);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_upload(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_download(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_copy(void *dst, const void *src, size_t bytes, cudaStream_t) {
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_zero(void *p, size_t bytes, cudaStream_t) {
+    memset(p, 0, bytes);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_open(char *name, size_t name_size) {
+    snprintf(name, name_size, "the CPU emulator of kernels/emu.h");
+    return cudaSuccess;
+}
+cudaError_t kn_dev_sync(void) { return cudaGetLastError(); }
+#else
+cudaError_t kn_dev_alloc(void **p, size_t bytes) {
+    cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
+    if (e == cudaSuccess) e = cudaMemset(*p, 0, bytes ? bytes : 1);
+    return e;
+}
+cudaError_t kn_dev_free(void *p) { return cudaFree(p); }
+cudaError_t kn_dev_upload(void *dst, const void *src, size_t bytes) {
+    return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+}
+cudaError_t kn_dev_download(void *dst, const void *src, size_t bytes) {
+    return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+cudaError_t kn_dev_copy(void *dst, const void *src, size_t bytes, cudaStream_t s) {
+    return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s);
+}
+cudaError_t kn_dev_zero(void *p, size_t bytes, cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); }
+cudaError_t kn_dev_open(char *name, size_t name_size) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) return e;
+    if (n < 1) return cudaErrorNoDevice;
+    cudaDeviceProp prop;
+    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) return e;
+    snprintf(name, name_size, "%s", prop.name);
+    return cudaSuccess;
+}
+cudaError_t kn_dev_sync(void) {
+    cudaError_t e = cudaDeviceSynchronize();
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+#endif
+
+/* ---- ops ------------------------------------------------------------------------- */
+
+/* Block per row, threads over its columns. */
+__global__ void embed_bf16(float *x, const uint16_t *E, const int *tokens, int D) {
+    const size_t from = (size_t)tokens[blockIdx.x] * D, to = (size_t)blockIdx.x * D;
+    for (int j = threadIdx.x; j < D; j += blockDim.x) x[to + j] = kn_bf16(E[from + j]);
+}
+
+cudaError_t kn_embed_bf16(float *x, const uint16_t *E, const int *tokens, int m, int D, cudaStream_t s) {
+    if (m < 1 || D < 1) return cudaErrorInvalidValue;
+    return KN_LAUNCH(embed_bf16, m, 256, 0, s, x, E, tokens, D);
+}
+
+__global__ void add_f32(float *x, const float *y, long n) {
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) x[i] += y[i];
+}
+
+static unsigned grid_for(long n, int per_block) {
+    long b = (n + per_block - 1) / per_block;
+    return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+}
+
+cudaError_t kn_add(float *x, const float *y, long n, cudaStream_t s) {
+    if (n < 1) return cudaErrorInvalidValue;
+    return KN_LAUNCH(add_f32, grid_for(n, 256), 256, 0, s, x, y, n);
+}
+
+/* Block per row. */
+__global__ void copy_rows(float *dst, long dst_pitch, const float *src, long src_pitch, int width) {
+    const float *from = src + (size_t)blockIdx.x * src_pitch;
+    float *to = dst + (size_t)blockIdx.x * dst_pitch;
+    for (int j = threadIdx.x; j < width; j += blockDim.x) to[j] = from[j];
+}
+
+cudaError_t kn_copy_rows(float *dst, long dst_pitch, const float *src, long src_pitch, int width, int rows,
+                         cudaStream_t s) {
+    if (rows < 1 || width < 1 || dst_pitch < width || src_pitch < width) return cudaErrorInvalidValue;
+    return KN_LAUNCH(copy_rows, rows, 256, 0, s, dst, dst_pitch, src, src_pitch, width);
+}

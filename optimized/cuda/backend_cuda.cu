@@ -1,0 +1,351 @@
+/* backend_cuda.cu — the engine's CUDA backend: backend.h's struct filled
+ * with the kernels of kernels/ (kn_*.h). The same file compiles with nvcc
+ * for a GPU and with the C++ compiler against the kernels' CPU emulator
+ * (-DKN_EMU), so the whole engine runs its CUDA host path in CI.
+ *
+ * What lives on the device: the weights (bf16 matrices, float32 small
+ * tensors, uploaded once), the activations, the KV cache (bf16, the layout
+ * of kv_cache.h: block b of layer l is the kernels' paged block b·La + l),
+ * the DeltaNet state slots. The host code of the engine decides which slot
+ * and cache position each node reads and writes; this file turns that into
+ * the kernels' arguments: a block table per layer, each node's RoPE
+ * position and cache slot, the tree's visibility masks, and the parents of
+ * the DeltaNet chain. The DeltaNet kernels write the m nodes' states into a
+ * contiguous scratch, copied afterwards into each node's slot (one extra
+ * write of the states a pass produces; a kernel that writes through a slot
+ * table would save it). */
+extern "C" {
+#include "backend.h"
+#include "dtype.h"
+}
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kn_attention.h"
+#include "kn_deltanet.h"
+#include "kn_engine_ops.h"
+#include "kn_matvec.h"
+#include "kn_norm.h"
+#include "kn_paged.h"
+
+typedef struct {
+    cudaStream_t stream;
+    char device[160];
+    char failure[512]; /* the first failed launch since the last status call ("" none) */
+    /* device scratch, grown as passes grow */
+    int *tokens, *table, *pos, *slot, *parent;
+    uint64_t *mask;
+    size_t tokens_cap, table_cap;
+    float *q_rot, *att_work, *conv_slots, *rec_slots, *dq, *dk, *dv;
+    size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap;
+    int *host_table; /* [table_cap] */
+    /* the version of each kernel family the engine runs */
+    kn_rmsnorm_fn rmsnorm;
+    kn_gatednorm_fn gatednorm;
+    kn_swiglu_fn swiglu;
+    kn_rope_kv_fn rope_kv;
+    kn_attention_fn attention;
+    kn_conv_fn conv;
+    kn_delta_fn delta;
+} cuda_impl;
+
+static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
+
+/* Records the first failure; the pass goes on (its results are discarded when status reports it). */
+static void check(engine_backend *b, cudaError_t e, const char *what) {
+    cuda_impl *c = impl(b);
+    if (e == cudaSuccess || c->failure[0]) return;
+    snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device,
+             cudaGetErrorString(e));
+}
+
+static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
+    void *p = NULL;
+    cudaError_t e = kn_dev_alloc(&p, bytes);
+    if (e != cudaSuccess) { /* as sp_xcalloc on the host: nothing sensible can go on */
+        fprintf(stderr, "specula: out of device memory allocating %zu bytes for %s on %s (%s)\n", bytes, what,
+                impl(b)->device, cudaGetErrorString(e));
+        exit(2);
+    }
+    return p;
+}
+static void c_free(engine_backend *b, void *p) { check(b, kn_dev_free(p), "cudaFree"); }
+static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    check(b, kn_dev_upload(dst, src, bytes), "a copy to the device");
+}
+static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    check(b, kn_dev_download(dst, src, bytes), "a copy from the device");
+}
+static void c_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    check(b, kn_dev_copy(dst, src, bytes, impl(b)->stream), "a copy on the device");
+}
+static void c_zero(engine_backend *b, void *p, size_t bytes) {
+    check(b, kn_dev_zero(p, bytes, impl(b)->stream), "cudaMemset");
+}
+
+/* *p holds at least `bytes` of device scratch. */
+template <class T> static T *scratch(engine_backend *b, T **p, size_t *cap, size_t count, const char *what) {
+    if (count > *cap) {
+        if (*p) c_free(b, *p);
+        const size_t grown = count > 2 * *cap ? count : 2 * *cap;
+        *p = (T *)c_alloc(b, grown * sizeof(T), what);
+        *cap = grown;
+    }
+    return *p;
+}
+
+/* ---- weights ---------------------------------------------------------------------- */
+
+static eweight *c_place_weights(engine_backend *b, const engine_weights *w, sp_error *err) {
+    if (w->matrix_dtype != DTYPE_BF16) {
+        sp_fail(err, "the CUDA backend computes with bf16 matrices");
+        return NULL;
+    }
+    eweight *placed = (eweight *)sp_xcalloc((size_t)w->n_slots * ROLE_COUNT, sizeof *placed, "device weight table");
+    for (int i = 0; i < w->ck.n_specs; i++) {
+        size_t index, bytes;
+        const eweight *host = engine_weight_entry(w, i, &index, &bytes);
+        void *dev = c_alloc(b, bytes, w->ck.specs[i].name);
+        c_upload(b, dev, host->data, bytes);
+        placed[index].data = dev;
+        placed[index].dtype = host->dtype;
+    }
+    if (w->ck.cfg.tie_word_embeddings) placed[ROLE_LM_HEAD] = placed[ROLE_EMBED];
+    sp_error failed;
+    if (b->status(b, &failed)) {
+        sp_fail(err, "%s", failed.msg);
+        b->free_weights(b, placed, w);
+        return NULL;
+    }
+    return placed;
+}
+
+static void c_free_weights(engine_backend *b, eweight *placed, const engine_weights *w) {
+    if (!placed) return;
+    for (int i = 0; i < w->ck.n_specs; i++) { /* one device copy per tensor of the checkpoint */
+        size_t index, bytes;
+        engine_weight_entry(w, i, &index, &bytes);
+        if (placed[index].data) c_free(b, (void *)placed[index].data);
+    }
+    free(placed);
+}
+
+/* ---- products and elementwise ops ------------------------------------------------------ */
+
+static void c_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
+    for (int r = 0; r < m; r += KN_MATVEC_MAX_M) { /* the batch kernels take up to 16 rows per weight read */
+        const int rows = m - r < KN_MATVEC_MAX_M ? m - r : KN_MATVEC_MAX_M;
+        check(b,
+              kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
+              "matvec");
+    }
+}
+
+static void c_embed(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
+    cuda_impl *c = impl(b);
+    int *d_tokens = scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
+    c_upload(b, d_tokens, tokens, (size_t)m * sizeof(int));
+    check(b, kn_embed_bf16(x, (const uint16_t *)E->data, d_tokens, m, D, c->stream), "embed");
+}
+
+static void c_rmsnorm(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps) {
+    check(b, impl(b)->rmsnorm(y, x, w, rows, n, eps, impl(b)->stream), "rmsnorm");
+}
+
+static void c_add(engine_backend *b, float *x, const float *y, size_t n) {
+    check(b, kn_add(x, y, (long)n, impl(b)->stream), "add");
+}
+
+static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
+    check(b, impl(b)->swiglu(g, g, u, (long)n, impl(b)->stream), "swiglu");
+}
+
+/* ---- attention ----------------------------------------------------------------------- */
+
+/* Node t's RoPE position, cache slot and visible nodes (its ancestors in the pass and itself), on the device. */
+static void upload_nodes(engine_backend *b, const epass *p) {
+    cuda_impl *c = impl(b);
+    int pos[KN_TREE_MAX], slot[KN_TREE_MAX], parent[KN_TREE_MAX];
+    uint64_t mask[KN_TREE_MAX];
+    for (int t = 0; t < p->m; t++) {
+        pos[t] = p->base + p->depth[t];
+        slot[t] = p->base + t;
+        parent[t] = p->parent[t];
+        mask[t] = ((uint64_t)1 << t) | (p->parent[t] >= 0 ? mask[p->parent[t]] : 0);
+    }
+    c_upload(b, c->pos, pos, (size_t)p->m * sizeof(int));
+    c_upload(b, c->slot, slot, (size_t)p->m * sizeof(int));
+    c_upload(b, c->parent, parent, (size_t)p->m * sizeof(int));
+    c_upload(b, c->mask, mask, (size_t)p->m * sizeof(uint64_t));
+}
+
+/* Layer la's block table in the kernels' numbering (kv_cache.h's layout). */
+static const int *upload_table(engine_backend *b, const epass *p, int la) {
+    cuda_impl *c = impl(b);
+    const int n = p->table->n, La = p->kv->n_layers;
+    if ((size_t)n > c->table_cap) {
+        c->host_table = (int *)sp_xrealloc(c->host_table, (size_t)n * 2, sizeof(int), "block table");
+        scratch(b, &c->table, &c->table_cap, (size_t)n * 2, "block table");
+    }
+    for (int j = 0; j < n; j++) c->host_table[j] = p->table->blocks[j] * La + la;
+    c_upload(b, c->table, c->host_table, (size_t)n * sizeof(int));
+    return c->table;
+}
+
+static void c_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
+    cuda_impl *c = impl(b);
+    const model_config *cfg = b->cfg;
+    const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim, m = p->m;
+    upload_nodes(b, p);
+    const int *table = upload_table(b, p, la);
+    float *q = scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
+    uint16_t *Kc = (uint16_t *)p->kv->keys, *Vc = (uint16_t *)p->kv->values;
+    check(b,
+          c->rope_kv(q, Kc, Vc, table, a->qg, a->k, a->v, a->q_norm, a->k_norm, c->pos, c->slot, m, H, Hkv, Dh,
+                     cfg->rotary_dim, cfg->rope_theta, cfg->rms_norm_eps, c->stream),
+          "rope_kv");
+    const size_t work_floats = kn_attention_work_floats(p->base, m, H, Hkv, Dh);
+    float *work = scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
+    check(b,
+          c->attention(a->out, q, a->qg, Kc, Vc, table, p->base, m, c->mask, H, Hkv, Dh, 1.0f / sqrtf((float)Dh),
+                       work, c->att_work_cap, c->stream),
+          "attention");
+}
+
+/* ---- Gated DeltaNet --------------------------------------------------------------------- */
+
+/* Node t's state into its slot, skipping nodes whose slot a later node of the pass writes (an in-place chain). */
+static void scatter_states(engine_backend *b, const float *states, size_t per_node, float *const *dst, int m) {
+    for (int t = 0; t < m; t++) {
+        int later = 0;
+        for (int u = t + 1; u < m && !later; u++) later = dst[u] == dst[t];
+        if (!later) c_copy(b, dst[t], states + (size_t)t * per_node, per_node * sizeof(float));
+    }
+}
+
+static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) {
+    cuda_impl *c = impl(b);
+    const model_config *cfg = b->cfg;
+    const int C = config_conv_dim(cfg), K = cfg->conv_kernel, m = p->m;
+    const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim;
+    upload_nodes(b, p);
+    const size_t conv_per = (size_t)C * (K - 1), rec_per = (size_t)Hv * Dk * Dv;
+    float *conv = scratch(b, &c->conv_slots, &c->conv_slots_cap, (size_t)m * conv_per, "conv states");
+    float *rec = scratch(b, &c->rec_slots, &c->rec_slots_cap, (size_t)m * rec_per, "recurrent states");
+    check(b, c->conv(a->mixed, conv, a->conv_from[0], a->qkv, a->conv_w, c->parent, m, C, K, c->stream), "conv_step");
+    /* the convolution's output [m, q | k | v] as the three arrays the delta step reads */
+    float *q = scratch(b, &c->dq, &c->dq_cap, (size_t)m * Hk * Dk, "DeltaNet queries");
+    float *k = scratch(b, &c->dk, &c->dk_cap, (size_t)m * Hk * Dk, "DeltaNet keys");
+    float *v = scratch(b, &c->dv, &c->dv_cap, (size_t)m * Hv * Dv, "DeltaNet values");
+    check(b, kn_copy_rows(q, Hk * Dk, a->mixed, C, Hk * Dk, m, c->stream), "copy_rows");
+    check(b, kn_copy_rows(k, Hk * Dk, a->mixed + Hk * Dk, C, Hk * Dk, m, c->stream), "copy_rows");
+    check(b, kn_copy_rows(v, Hv * Dv, a->mixed + 2 * Hk * Dk, C, Hv * Dv, m, c->stream), "copy_rows");
+    check(b,
+          c->delta(a->out, rec, a->rec_from[0], q, k, v, a->a, a->b, a->A_log, a->dt_bias, c->parent, m, Hk, Hv, Dk,
+                   Dv, c->stream),
+          "delta_step");
+    check(b, c->gatednorm(a->out, a->out, a->norm_w, a->z, m * Hv, Dv, cfg->rms_norm_eps, c->stream), "gatednorm");
+    scatter_states(b, conv, conv_per, a->conv_state, m);
+    scatter_states(b, rec, rec_per, a->rec_state, m);
+}
+
+/* ---- status and set-up ---------------------------------------------------------------- */
+
+static int c_status(engine_backend *b, sp_error *err) {
+    cuda_impl *c = impl(b);
+    check(b, kn_dev_sync(), "a kernel");
+    if (!c->failure[0]) return 0;
+    sp_fail(err, "%s", c->failure);
+    c->failure[0] = 0;
+    return -1;
+}
+
+static void c_release(engine_backend *b) {
+    cuda_impl *c = impl(b);
+    void *bufs[] = {c->tokens, c->table, c->pos,        c->slot,      c->parent, c->mask, c->q_rot,
+                    c->att_work, c->conv_slots, c->rec_slots, c->dq, c->dk,   c->dv};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) kn_dev_free(bufs[i]);
+    free(c->host_table);
+    free(c);
+    b->impl = NULL;
+}
+
+/* The shapes the kernels take (their contracts in kn_*.h), or why not. */
+static int shapes_ok(const model_config *c, sp_error *err) {
+    const char *why = NULL;
+    char buf[160];
+    if (c->head_dim % 32 || c->head_dim > 1024)
+        snprintf(buf, sizeof buf, "head_dim a multiple of 32 up to 1024 (this model's is %d)", c->head_dim), why = buf;
+    else if (c->rotary_dim % 2)
+        snprintf(buf, sizeof buf, "an even number of rotary dimensions (this model rotates %d)", c->rotary_dim),
+            why = buf;
+    else if (c->num_heads % c->num_kv_heads)
+        snprintf(buf, sizeof buf, "query heads a multiple of the KV heads (%d, %d)", c->num_heads, c->num_kv_heads),
+            why = buf;
+    else if (c->conv_kernel > KN_CONV_MAX_K)
+        snprintf(buf, sizeof buf, "a convolution of at most %d taps (this model's has %d)", KN_CONV_MAX_K,
+                 c->conv_kernel),
+            why = buf;
+    else if (c->lin_k_dim > 1024 || c->lin_v_dim > 1024)
+        snprintf(buf, sizeof buf, "DeltaNet heads of at most 1024 dimensions"), why = buf;
+    return why ? sp_fail(err, "cuda engine: the CUDA kernels need %s", why) : 0;
+}
+
+/* The newest version of a family: its last entry. */
+template <class V> static const V *newest(const V *(*list)(int *)) {
+    int n = 0;
+    const V *versions = list(&n);
+    return &versions[n - 1];
+}
+
+int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err) {
+    memset(b, 0, sizeof *b);
+    if (shapes_ok(cfg, err)) return -1;
+    cuda_impl *c = (cuda_impl *)sp_xcalloc(1, sizeof *c, "cuda backend");
+    cudaError_t e = kn_dev_open(c->device, sizeof c->device);
+    if (e != cudaSuccess) {
+        free(c);
+        return sp_fail(err, "--backend cuda: no usable CUDA device (%s)", cudaGetErrorString(e));
+    }
+    c->rmsnorm = newest(kn_rmsnorm_versions)->fn;
+    c->gatednorm = newest(kn_gatednorm_versions)->fn;
+    c->swiglu = newest(kn_swiglu_versions)->fn;
+    c->rope_kv = newest(kn_rope_kv_versions)->fn;
+    c->attention = newest(kn_attention_versions)->fn;
+    c->conv = newest(kn_conv_versions)->fn;
+    c->delta = newest(kn_delta_versions)->fn;
+    b->name = "cuda";
+    b->device = c->device;
+    b->threads = 1;
+    b->kv_bf16 = 1;
+    b->max_tree_nodes = KN_TREE_MAX;
+    b->cfg = cfg;
+    b->impl = c;
+    b->alloc = c_alloc;
+    b->free = c_free;
+    b->upload = c_upload;
+    b->download = c_download;
+    b->copy = c_copy;
+    b->zero = c_zero;
+    b->place_weights = c_place_weights;
+    b->free_weights = c_free_weights;
+    b->matmul = c_matmul;
+    b->embed = c_embed;
+    b->rmsnorm = c_rmsnorm;
+    b->add = c_add;
+    b->swiglu = c_swiglu;
+    b->attention = c_attention;
+    b->deltanet = c_deltanet;
+    b->status = c_status;
+    b->release = c_release;
+    /* the per-node arrays of a pass: a tree has at most KN_TREE_MAX nodes */
+    c->pos = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node positions");
+    c->slot = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node slots");
+    c->parent = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node parents");
+    c->mask = (uint64_t *)c_alloc(b, KN_TREE_MAX * sizeof(uint64_t), "tree masks");
+    return 0;
+}
