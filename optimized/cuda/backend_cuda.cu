@@ -43,6 +43,7 @@ typedef struct {
     size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap;
     int *host_table; /* [table_cap] */
     /* the version of each kernel family the engine runs */
+    kn_matvec_fn matvec;
     kn_rmsnorm_fn rmsnorm;
     kn_gatednorm_fn gatednorm;
     kn_swiglu_fn swiglu;
@@ -58,8 +59,7 @@ static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
 static void check(engine_backend *b, cudaError_t e, const char *what) {
     cuda_impl *c = impl(b);
     if (e == cudaSuccess || c->failure[0]) return;
-    snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device,
-             cudaGetErrorString(e));
+    snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device, cudaGetErrorString(e));
 }
 
 static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
@@ -136,10 +136,10 @@ static void c_free_weights(engine_backend *b, eweight *placed, const engine_weig
 /* ---- products and elementwise ops ------------------------------------------------------ */
 
 static void c_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
+    const kn_matvec_fn product = impl(b)->matvec;
     for (int r = 0; r < m; r += KN_MATVEC_MAX_M) { /* the batch kernels take up to 16 rows per weight read */
         const int rows = m - r < KN_MATVEC_MAX_M ? m - r : KN_MATVEC_MAX_M;
-        check(b,
-              kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
+        check(b, product(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
               "matvec");
     }
 }
@@ -210,8 +210,8 @@ static void c_attention(engine_backend *b, const epass *p, int la, const attenti
     const size_t work_floats = kn_attention_work_floats(p->base, m, H, Hkv, Dh);
     float *work = scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
     check(b,
-          c->attention(a->out, q, a->qg, Kc, Vc, table, p->base, m, c->mask, H, Hkv, Dh, 1.0f / sqrtf((float)Dh),
-                       work, c->att_work_cap, c->stream),
+          c->attention(a->out, q, a->qg, Kc, Vc, table, p->base, m, c->mask, H, Hkv, Dh, 1.0f / sqrtf((float)Dh), work,
+                       c->att_work_cap, c->stream),
           "attention");
 }
 
@@ -244,8 +244,8 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
     check(b, kn_copy_rows(k, Hk * Dk, a->mixed + Hk * Dk, C, Hk * Dk, m, c->stream), "copy_rows");
     check(b, kn_copy_rows(v, Hv * Dv, a->mixed + 2 * Hk * Dk, C, Hv * Dv, m, c->stream), "copy_rows");
     check(b,
-          c->delta(a->out, rec, a->rec_from[0], q, k, v, a->a, a->b, a->A_log, a->dt_bias, c->parent, m, Hk, Hv, Dk,
-                   Dv, c->stream),
+          c->delta(a->out, rec, a->rec_from[0], q, k, v, a->a, a->b, a->A_log, a->dt_bias, c->parent, m, Hk, Hv, Dk, Dv,
+                   c->stream),
           "delta_step");
     check(b, c->gatednorm(a->out, a->out, a->norm_w, a->z, m * Hv, Dv, cfg->rms_norm_eps, c->stream), "gatednorm");
     scatter_states(b, conv, conv_per, a->conv_state, m);
@@ -265,8 +265,8 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
-    void *bufs[] = {c->tokens, c->table, c->pos,        c->slot,      c->parent, c->mask, c->q_rot,
-                    c->att_work, c->conv_slots, c->rec_slots, c->dq, c->dk,   c->dv};
+    void *bufs[] = {c->tokens,   c->table,      c->pos,       c->slot, c->parent, c->mask, c->q_rot,
+                    c->att_work, c->conv_slots, c->rec_slots, c->dq,   c->dk,     c->dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     free(c->host_table);
@@ -295,6 +295,19 @@ static int shapes_ok(const model_config *c, sp_error *err) {
     return why ? sp_fail(err, "cuda engine: the CUDA kernels need %s", why) : 0;
 }
 
+/* The product the engine runs for every m: a version whose row i does not depend on m and whose activations
+ * stay float32 ("b1": each lane adds its share of a row in the same order whatever m is, then the same warp
+ * sum), so a verify pass computes a decode step's floats and both pick the same greedy token. The tensor-core
+ * version (b2) rounds the activations to bf16, and kn_matvec's m = 1 kernel (v4) adds in another order: mixing
+ * them made verify passes and decode steps disagree (test_engine_cuda.c's greedy canaries). */
+static kn_matvec_fn engine_product(void) {
+    int n = 0;
+    const kn_matvec_version *v = kn_matvec_versions(&n);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v[i].name, "b1")) return v[i].fn;
+    return NULL; /* every build has b1 */
+}
+
 /* The newest version of a family: its last entry. */
 template <class V> static const V *newest(const V *(*list)(int *)) {
     int n = 0;
@@ -311,6 +324,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
         free(c);
         return sp_fail(err, "--backend cuda: no usable CUDA device (%s)", cudaGetErrorString(e));
     }
+    c->matvec = engine_product();
     c->rmsnorm = newest(kn_rmsnorm_versions)->fn;
     c->gatednorm = newest(kn_gatednorm_versions)->fn;
     c->swiglu = newest(kn_swiglu_versions)->fn;

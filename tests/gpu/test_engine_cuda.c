@@ -1,0 +1,181 @@
+/* test_engine_cuda.c — the engine's CUDA backend (optimized/cuda/) on the
+ * kernels' CPU emulator: the host path a GPU runs — weights uploaded, the
+ * pass as kernel launches, bf16 KV cache pages, DeltaNet states through the
+ * kernels' scratch into the engine's slots — against the reference's
+ * logits, hidden states and MTP logits, with a control it must tell apart;
+ * every method through it against its own greedy oracle; and the shapes
+ * the kernels cannot take refused with a message. The emulator runs every
+ * CUDA thread as a fiber (about 0.2 s a pass on micro-tied), so the models
+ * and runs here are small, and the suite sits with the GPU suites, outside
+ * the sanitizer run, which would triple that. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unit/engine_compare.h"
+#include "fixtures.h"
+#include "harness.h"
+#include "method.h"
+#include "target_stepper.h"
+
+static engine_options cuda_options(void) {
+    engine_options o = engine_defaults();
+    o.cuda = 1;
+    return o;
+}
+
+/* Why the bound: the CUDA backend reads the same bf16 weights as the
+ * reference (widened exactly) and keeps its activations in float32 (the
+ * product it runs, "b1", does not round them), but holds the KV cache in
+ * bf16 (each key and value rounded by up to 2⁻⁹ of itself) and adds in the
+ * kernels' orders. Measured on the emulator (2026-11-30): micro-tied's
+ * logits off by 4.1e-3 of the largest value, hidden states 4.4e-3, MTP
+ * logits 1.3e-3; the embedded model's 1.7e-3, 2.8e-3, 0.9e-3. The control
+ * below — micro-tied's weights in float32 on the reference's side, rounded
+ * to bf16 by the engine — is off by 2.7e-2 (logits) and 3.6e-2 (hidden
+ * states). 1e-2 sits between them: 2.3× above the worst case, 2.7× below
+ * the control. */
+#define TOL_CUDA 1e-2
+
+static prefill_gap cuda_gap(const ref_outputs *r, const char *dir) {
+    const engine_options o = cuda_options();
+    return measure_engine(r, dir, &o);
+}
+
+START_TEST(test_prefill_matches_reference) {
+    char dir[512];
+    write_checkpoint(dir, sizeof dir, "micro-tied", 1, 81, DTYPE_BF16);
+    ref_outputs r;
+    ref_outputs_build(&r, dir, N_PREFILL);
+    const prefill_gap g = cuda_gap(&r, dir);
+    ck_assert_msg(g.logits <= TOL_CUDA && g.hidden <= TOL_CUDA && g.mtp <= TOL_CUDA,
+                  "micro-tied: logits off by %.3g, hidden states by %.3g, MTP logits by %.3g (at most %g)", g.logits,
+                  g.hidden, g.mtp, TOL_CUDA);
+    ref_outputs_free(&r);
+    harness_rmtree(dir);
+}
+END_TEST
+
+/* Past one KV block; micro-tied above covers two prefill chunks and five blocks. */
+START_TEST(test_embedded_model_matches_reference) {
+    ref_outputs r;
+    ref_outputs_build(&r, fixture_embedded_model(), 24);
+    const prefill_gap g = cuda_gap(&r, fixture_embedded_model());
+    ck_assert_msg(g.logits <= TOL_CUDA && g.hidden <= TOL_CUDA && g.mtp <= TOL_CUDA,
+                  "embedded model: logits off by %.3g, hidden states by %.3g, MTP logits by %.3g (at most %g)",
+                  g.logits, g.hidden, g.mtp, TOL_CUDA);
+    ref_outputs_free(&r);
+}
+END_TEST
+
+/* The control: float32 weights on the reference's side, rounded to bf16 on the engine's. */
+START_TEST(test_bf16_rounding_is_told_apart) {
+    char dir[512];
+    write_checkpoint(dir, sizeof dir, "micro-tied", 1, 81, DTYPE_F32);
+    ref_outputs r;
+    ref_outputs_build(&r, dir, N_PREFILL);
+    const prefill_gap g = cuda_gap(&r, dir);
+    ck_assert_msg(g.logits > TOL_CUDA && g.hidden > TOL_CUDA,
+                  "control: weights rounded to bf16 give logits off by %.3g, hidden states by %.3g: within %g",
+                  g.logits, g.hidden, TOL_CUDA);
+    ref_outputs_free(&r);
+    harness_rmtree(dir);
+}
+END_TEST
+
+#define N_TOKENS 12
+
+/* Every method at temperature 0 through the CUDA engine gives its own greedy oracle's tokens: the tree passes,
+ * the commits (tree nodes' keys and values moved in the cache, slots kept) and the MTP module's chain passes
+ * agree with one-token decode steps. The draft model runs on the CPU engine: its head_dim (micro-draft's) is
+ * not one the kernels take, and a draft on another backend is what the interfaces allow. */
+START_TEST(test_methods_match_the_greedy_oracle) {
+    fixture_model tf, df;
+    fixture_model_open(&tf, "micro-tied", 83, NULL);
+    fixture_model_open(&df, "micro-draft", 84, NULL);
+    engine te, de;
+    sp_error err;
+    const engine_options o = cuda_options(), cpu = engine_defaults();
+    ck_assert_msg(engine_open(&te, tf.dir, &o, &err) == 0, "%s", err.msg);
+    ck_assert_msg(engine_open(&de, df.dir, &cpu, &err) == 0, "%s", err.msg);
+    decode_target t, dt;
+    engine_target_build(&t, &te);
+    engine_target_build(&dt, &de);
+    stepper draft, mtp;
+    ck_assert(target_stepper_build(&draft, &dt, &err) == 0 && engine_mtp_stepper_build(&mtp, &te, &err) == 0);
+    medusa_heads heads;
+    ck_assert(medusa_build(&heads, 3, 1, tf.m.cfg.hidden_size, tf.m.cfg.vocab_size, 0, &err) == 0);
+    medusa_share_lm_head(&heads, tf.m.w.lm_head); /* zero ResBlocks: each head ranks the target's own logits */
+    const method_parts parts = {&t, &draft, &mtp, &heads};
+    /* a chain verified with the draft's catch-up, the MTP module's chain passes, a tree whose commit moves
+     * keys and values in the cache */
+    static const char *const flags[] = {"--method spec --k 4 --temperature 0",
+                                        "--method mtp --k 4 --temperature 0 --mtp-sample",
+                                        "--method medusa --temperature 0 --rule exact-norepl"};
+    const int V = tf.m.cfg.vocab_size;
+    int prompt[4], want[N_TOKENS];
+    for (int i = 0; i < 4; i++) prompt[i] = (i * 3 + 1) % V;
+    engine_greedy_oracle(&t, prompt, 4, N_TOKENS, want);
+    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+        method_spec s = fixture_spec(flags[f]);
+        s.max_tokens = N_TOKENS;
+        s.stop_at_eos = 0;
+        decode_output out;
+        ck_assert_msg(method_generate(&s, &parts, prompt, 4, &out, &err) == 0, "%s: %s", flags[f], err.msg);
+        ck_assert_int_eq(out.n, N_TOKENS);
+        ck_assert_msg(memcmp(out.tokens, want, sizeof want) == 0, "%s: not the greedy tokens", flags[f]);
+        decode_output_free(&out);
+    }
+    medusa_free(&heads);
+    mtp.release(&mtp);
+    draft.release(&draft);
+    dt.release(&dt);
+    t.release(&t);
+    engine_close(&de);
+    engine_close(&te);
+    fixture_model_close(&df);
+    fixture_model_close(&tf);
+}
+END_TEST
+
+/* micro's head_dim (16) and micro-deep's (8) are not multiples of the kernels' warp: refused, with the reason. */
+START_TEST(test_shapes_the_kernels_cannot_take) {
+    static const char *const presets[] = {"micro", "micro-deep"};
+    for (int i = 0; i < 2; i++) {
+        fixture_model f;
+        fixture_model_open(&f, presets[i], 85, NULL);
+        engine e;
+        sp_error err;
+        const engine_options o = cuda_options();
+        ck_assert_msg(engine_open(&e, f.dir, &o, &err) != 0, "%s opened on the CUDA backend", presets[i]);
+        ck_assert_msg(strstr(err.msg, "head_dim a multiple of 32"), "%s: %s", presets[i], err.msg);
+        engine_close(&e); /* a failed open leaves nothing to close: must be harmless */
+        fixture_model_close(&f);
+    }
+    engine e;
+    sp_error err;
+    engine_options o = cuda_options();
+    o.f32_weights = 1;
+    ck_assert(engine_open(&e, fixture_embedded_model(), &o, &err) != 0);
+    ck_assert_msg(strstr(err.msg, "bf16"), "%s", err.msg);
+}
+END_TEST
+
+Suite *engine_cuda_suite(void) {
+    Suite *s = suite_create("engine_cuda");
+    TCase *against = harness_tcase("against the reference", 120);
+    tcase_add_test(against, test_prefill_matches_reference);
+    tcase_add_test(against, test_bf16_rounding_is_told_apart);
+    tcase_add_test(against, test_shapes_the_kernels_cannot_take);
+    suite_add_tcase(s, against);
+    TCase *embedded = harness_tcase("embedded model", 120);
+    if (fixture_embedded_model())
+        tcase_add_test(embedded, test_embedded_model_matches_reference);
+    else
+        harness_skip("engine_cuda", "embedded_model_matches_reference", "models/tiny-shakespeare has no weights here");
+    suite_add_tcase(s, embedded);
+    TCase *methods = harness_tcase("every method", 120);
+    tcase_add_test(methods, test_methods_match_the_greedy_oracle);
+    suite_add_tcase(s, methods);
+    return s;
+}
