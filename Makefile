@@ -225,14 +225,14 @@ CUBLAS_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64
 CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
-NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ikernels -Ikernels/check $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ikernels -Ikernels/check -Ioptimized $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
 GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c atomic_file.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
 cuda:
 ifneq ($(strip $(NVCC)),)
 ifneq ($(strip $(CU_SRC)),)
-	@$(MAKE) --no-print-directory $(BUILD)/cuda/gpucheck
+	@$(MAKE) --no-print-directory $(BUILD)/cuda/gpucheck $(BUILD)/specula-cuda
 endif
 endif
 
@@ -242,6 +242,16 @@ $(BUILD)/cuda/%.o: %.cu
 
 $(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
 	$(NVCC) $(CUDA_ARCH) -o $@ $^ $(CUBLAS_LIBS) -lm
+
+# The commands with the CUDA backend on a GPU (`--backend cuda`): the C objects as every build has them, the
+# backend and the kernels from nvcc, linked by the C compiler against the CUDA runtime.
+CUDA_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/targets/*/lib/libcudart.so))))
+comma := ,
+CUDA_RT_LIBS := -L$(CUDA_LIBDIR) -lcudart -Wl$(comma)-rpath$(comma)$(CUDA_LIBDIR) \
+                $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Wl$(comma)-rpath$(comma)$(CUBLAS_LIBDIR))
+SPECULA_CUDA_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(ENGINE_CU_SRC) $(CU_SRC))
+$(BUILD)/specula-cuda: $(call obj,$(CLI_SRC)) $(SPECULA_CUDA_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_RT_LIBS) -lstdc++
 
 CXX_EMU ?= g++
 EMU_FLAGS = -std=c++17 -DKN_EMU -x c++ $(WARN) -Wno-unknown-pragmas -fno-exceptions -fno-rtti \
@@ -282,7 +292,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/genmodel cuda
+test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel cuda
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
 
 # Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).

@@ -26,7 +26,8 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] [options]\n"
             "Times decoding MODEL (default %s)\n"
-            "on the CPU engine (or --backend reference): plain decoding, MTP when the model has an MTP\n"
+            "on the fastest backend present (the CUDA engine where a GPU is, else the CPU engine; or --backend):\n"
+            "plain decoding, MTP when the model has an MTP\n"
             "module, draft-model speculation when a draft is given or sits beside the model as\n"
             "MODEL-draft, Medusa when heads are given or sit beside it as\n"
             "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
@@ -53,7 +54,8 @@ static void usage(FILE *f) {
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
-            "  --backend NAME       cpu (default) | reference; --threads N, --dtype bf16|f32 for cpu\n"
+            "  --backend NAME       cuda (default where a GPU is) | cpu (default elsewhere) | reference;\n"
+            "                       --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
             default_model_dir());
     method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
@@ -215,7 +217,7 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, bench_args *a) {
     memset(a, 0, sizeof *a);
     a->base = method_spec_defaults();
-    a->models = model_flags_defaults(BACKEND_CPU); /* the fastest backend present */
+    a->models = model_flags_defaults(backend_cuda_on_device() ? BACKEND_CUDA : BACKEND_CPU); /* the fastest present */
     a->base.sampling.temperature = 0.0f;
     a->runs = 5;
     a->tokens = 64;

@@ -34,7 +34,8 @@ static void usage(FILE *f) {
             "  --ids                print token ids instead of text\n"
             "  --stream             print each burst of committed tokens as it is committed\n"
             "  --json               print the tokens and the accounting as one JSON object\n"
-            "The model (on the CPU engine unless --backend reference):\n",
+            "The model (on the fastest backend present — the CUDA engine where a GPU is, else the CPU\n"
+            "engine — unless --backend says otherwise):\n",
             DEFAULT_PROMPT_ESCAPED);
     model_flags_usage(f);
     fprintf(f, "The method (the same flags as bench, plot and the verify catalogue):\n");
@@ -55,7 +56,7 @@ static int own_flag(generate_args *a, int argc, char **argv, int *i) {
 static int parse(int argc, char **argv, generate_args *a) {
     memset(a, 0, sizeof *a);
     a->spec = method_spec_defaults();
-    a->models = model_flags_defaults(BACKEND_CPU); /* the fastest backend present */
+    a->models = model_flags_defaults(backend_cuda_on_device() ? BACKEND_CUDA : BACKEND_CPU); /* the fastest present */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);

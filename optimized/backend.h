@@ -57,10 +57,10 @@ typedef struct engine_backend engine_backend;
 struct engine_backend {
     const char *name;   /* "cpu", "cuda" */
     const char *device; /* what it runs on, in words */
-    int threads;      /* ≥ 1 (the CPU's products) */
-    int in_order;     /* 1: every sum in the reference's order (the exact cross-test mode) */
-    int kv_bf16;      /* the KV cache's element: 1 bf16, 0 float32 */
-    int host_memory;  /* 1: backend memory is host memory (results may be written straight into the caller's) */
+    int threads;        /* ≥ 1 (the CPU's products) */
+    int in_order;       /* 1: every sum in the reference's order (the exact cross-test mode) */
+    int kv_bf16;        /* the KV cache's element: 1 bf16, 0 float32 */
+    int host_memory;    /* 1: backend memory is host memory (results may be written straight into the caller's) */
     int max_tree_nodes;
     const model_config *cfg;
     void *impl;
@@ -103,5 +103,8 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
 /* The CUDA backend on the first CUDA device (or, in a build for the emulator, on the kernels' CPU emulator);
  * fails with a message in a build without it or on a machine without a device. */
 int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err);
+/* 1 when this build's CUDA backend runs on a device that is present (the fastest backend then), else 0 (no
+ * backend, the emulator, no device). */
+int backend_cuda_on_device(void);
 
 #endif

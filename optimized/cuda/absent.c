@@ -9,3 +9,5 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     return sp_fail(err, "--backend cuda: this binary was built without the CUDA backend (build/specula-cuda has it, "
                         "built where nvcc is found; build/specula-emu runs it on the CPU emulator)");
 }
+
+int backend_cuda_on_device(void) { return 0; }

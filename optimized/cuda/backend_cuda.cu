@@ -363,3 +363,12 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     c->mask = (uint64_t *)c_alloc(b, KN_TREE_MAX * sizeof(uint64_t), "tree masks");
     return 0;
 }
+
+int backend_cuda_on_device(void) {
+#ifdef KN_EMU
+    return 0; /* the emulator is the slowest backend there is */
+#else
+    char name[160];
+    return kn_dev_open(name, sizeof name) == cudaSuccess;
+#endif
+}

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# cuda-emu-cli.sh BUILD COUNTS — `--backend cuda` from the command line:
+# build/specula-emu runs the engine's CUDA backend on the kernels' CPU
+# emulator, so a speculative method goes through the CUDA host path here
+# (the embedded model with its draft on the same backend, and with its MTP
+# module; Medusa's trees are tested in the suite: on the embedded model's
+# heads a tree pass takes the emulator seconds); a binary
+# without the backend says where it is; the CPU engine's flags are refused
+# with the reason. Writes "passed failed skipped" to COUNTS. (The numbers
+# are checked against the reference in tests/gpu/test_engine_cuda.c.)
+set -u
+build=${1:-build}
+counts=${2:-/dev/null}
+pass=0 fail=0 skip=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-cuda-emu-XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+
+# run NAME STATUS PATTERN BINARY ARGS...: exits with STATUS and prints PATTERN (stdout and stderr together)
+run() {
+    local name=$1 status=$2 pattern=$3 bin=$4
+    shift 4
+    "$bin" "$@" >"$tmp/out" 2>&1
+    local rc=$?
+    if [ $rc -eq "$status" ] && grep -q -- "$pattern" "$tmp/out"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL cuda-emu-cli: $name: exit $rc, output: $(tail -3 "$tmp/out")"
+    fi
+}
+
+emu=$build/specula-emu
+run "a build without the backend names the one with it" 1 "build/specula-emu runs it on the CPU emulator" \
+    "$build/specula" generate --backend cuda --max-tokens 2
+run "--threads is the CPU engine's" 2 "only applies to --backend cpu (the CUDA backend runs on the device)" \
+    "$emu" generate --backend cuda --threads 2 --max-tokens 2
+run "--dtype is the CPU engine's" 2 "computes with bf16 weights" "$emu" generate --backend cuda --dtype f32 --max-tokens 2
+
+if [ -f models/tiny-shakespeare/model.safetensors ]; then
+    # 6 tokens each: the emulator runs a pass of the embedded model in about a tenth of a second
+    for method in "spec --k 3" "mtp --k 2"; do
+        run "generate --method $method" 0 "6 tokens in" "$emu" generate --backend cuda --method $method \
+            --prompt "ROMEO:" --max-tokens 6 --temperature 0.8 --seed 3
+    done
+else
+    skip=$((skip + 2))
+    echo "cuda-emu-cli: skipped 2 runs: models/tiny-shakespeare has no weights here"
+fi
+
+echo "cuda-emu-cli: $pass passed, $fail failed, $skip skipped"
+echo "$pass $fail $skip" >"$counts"
+[ $fail -eq 0 ]
