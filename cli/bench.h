@@ -42,6 +42,9 @@ typedef struct {
     double predicted; /* the cost model's speed-up over plain decoding (bench_model.c); NAN when not modelled */
 } bench_row;
 
+/* `specula bench --synthetic DIR ...` (bench_synthetic.c): its own flags, exit status as a command. */
+int bench_synthetic(int argc, char **argv);
+
 /* One generation of s as method_generate runs it, with the target and the
  * proposer behind timing wrappers that add their time to *split. */
 int bench_generate(const method_spec *s, const method_parts *parts, const int *prompt, int n_prompt, decode_output *out,

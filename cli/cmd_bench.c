@@ -54,6 +54,8 @@ static void usage(FILE *f) {
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
+            "  --synthetic DIR      time the passes on random weights of DIR's shapes instead (--backend cuda;\n"
+            "                       `specula bench --synthetic DIR --help` for its options)\n"
             "  --backend NAME       cuda (default where a GPU is) | cpu (default elsewhere) | reference;\n"
             "                       --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
@@ -364,6 +366,8 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
 }
 
 int cmd_bench(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--synthetic")) return bench_synthetic(argc, argv); /* a bench of its own */
     bench_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;

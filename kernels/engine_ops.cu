@@ -111,3 +111,32 @@ cudaError_t kn_copy_rows(float *dst, long dst_pitch, const float *src, long src_
     if (rows < 1 || width < 1 || dst_pitch < width || src_pitch < width) return cudaErrorInvalidValue;
     return KN_LAUNCH(copy_rows, rows, 256, 0, s, dst, dst_pitch, src, src_pitch, width);
 }
+
+/* splitmix64's finaliser: 24 good bits of (seed, i) → [0, 1). */
+__device__ __forceinline__ float unit_hash(uint64_t seed, size_t i) {
+    uint64_t x = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    x ^= x >> 31;
+    return (float)(x >> 40) * (1.0f / 16777216.0f);
+}
+
+__global__ void fill_f32(float *d, size_t n, float lo, float hi, uint64_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] = lo + (hi - lo) * unit_hash(seed, i);
+}
+
+__global__ void fill_bf16(uint16_t *d, size_t n, float lo, float hi, uint64_t seed) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] = kn_to_bf16(lo + (hi - lo) * unit_hash(seed, i));
+}
+
+cudaError_t kn_fill_f32(float *d, size_t n, float lo, float hi, uint64_t seed, cudaStream_t s) {
+    if (n < 1) return cudaErrorInvalidValue;
+    return KN_LAUNCH(fill_f32, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi, seed);
+}
+
+cudaError_t kn_fill_bf16(uint16_t *d, size_t n, float lo, float hi, uint64_t seed, cudaStream_t s) {
+    if (n < 1) return cudaErrorInvalidValue;
+    return KN_LAUNCH(fill_bf16, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi, seed);
+}

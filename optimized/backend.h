@@ -10,6 +10,7 @@
 #define SPECULA_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "engine_weights.h"
@@ -77,6 +78,9 @@ struct engine_backend {
      * loader's in place; a GPU gets device copies. NULL with a message when this backend cannot hold them. */
     eweight *(*place_weights)(engine_backend *b, const engine_weights *w, sp_error *err);
     void (*free_weights)(engine_backend *b, eweight *placed, const engine_weights *w);
+    /* The weight table of engine_weights_synthetic's layout filled with random values on the backend, scaled
+     * so that a deep stack stays finite (NULL where a backend has no use for it: the CPU's). */
+    eweight *(*synthesize_weights)(engine_backend *b, const engine_weights *w, uint64_t seed, sp_error *err);
 
     /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i of y does not depend on m (a
      * verify pass and a decode step agree). */

@@ -57,7 +57,7 @@ void engine_act_reserve(engine *e, int m) {
         const size_t bytes = (size_t)rows * (widths[i] ? widths[i] : 1) * sizeof(float);
         *bufs[i] = e->be.alloc(&e->be, bytes, "engine activations");
     }
-    if (!e->be.host_memory) {
+    if (a->logits || !e->be.host_memory) {
         if (a->logits) e->be.free(&e->be, a->logits);
         a->logits = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "logits");
     }
@@ -79,11 +79,19 @@ void engine_logits(engine *e, float *logits, const float *xn, int m) {
     engine_download(e, logits, y, (size_t)m * V);
 }
 
+void engine_act_reserve_logits(engine *e, int m) {
+    engine_act_reserve(e, m);
+    if (!e->act.logits)
+        e->act.logits = e->be.alloc(&e->be, (size_t)e->act.rows * e->cfg.vocab_size * sizeof(float), "logits");
+}
+
 const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {
     return &e->bw[engine_weight_index(&e->w, layer, role)];
 }
 
-int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *err) {
+/* Opens e on weights that are loaded (seed 0: the checkpoint at dir) or synthesized (the layout of dir's
+ * config.json, random values from seed, on the backend). */
+static int open_engine(engine *e, const char *dir, const engine_options *o, uint64_t seed, sp_error *err) {
     memset(e, 0, sizeof *e);
     e->opt = o ? *o : engine_defaults();
     const char *who = e->opt.cuda ? "cuda engine" : "cpu engine";
@@ -91,7 +99,8 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
     if (e->opt.cuda && e->opt.f32_weights)
         return sp_fail(err, "cuda engine: --dtype f32 is the CPU engine's exact mode; the CUDA backend computes with "
                             "bf16 weights");
-    if (engine_weights_load(&e->w, dir, e->opt.f32_weights, err)) return -1;
+    if (seed ? engine_weights_synthetic(&e->w, dir, err) : engine_weights_load(&e->w, dir, e->opt.f32_weights, err))
+        return -1;
     snprintf(e->path, sizeof e->path, "%s", dir);
     e->cfg = e->w.ck.cfg;
     const model_config *c = &e->cfg;
@@ -104,7 +113,12 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
     } else {
         backend_cpu_build(&e->be, &e->cfg, e->opt.threads, e->opt.f32_weights);
     }
-    e->bw = e->be.place_weights(&e->be, &e->w, err);
+    if (seed && !e->be.synthesize_weights) {
+        sp_fail(err, "%s: synthetic weights are for the CUDA backend (--backend cuda)", who);
+        e->bw = NULL;
+    } else {
+        e->bw = seed ? e->be.synthesize_weights(&e->be, &e->w, seed, err) : e->be.place_weights(&e->be, &e->w, err);
+    }
     if (!e->bw) {
         sp_wrap(err, "loading %s: ", dir);
         e->be.release(&e->be);
@@ -122,6 +136,14 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
     footprint_compute(c, 0, engine_weights_storage_bytes(&e->w), 4.0, &fp);
     e->weight_bytes_per_pass = fp.weight_bytes_per_step;
     return 0;
+}
+
+int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *err) {
+    return open_engine(e, dir, o, 0, err);
+}
+
+int engine_open_synthetic(engine *e, const char *dir, const engine_options *o, uint64_t seed, sp_error *err) {
+    return open_engine(e, dir, o, seed ? seed : 1, err);
 }
 
 void engine_close(engine *e) {

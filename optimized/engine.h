@@ -47,7 +47,7 @@ typedef struct {
     float *g, *u;        /* [rows, F] */
     float *mtp_in;       /* [rows, 2·D] */
     float *hidden_in;    /* [rows, D] the MTP module's input hidden states */
-    float *logits;       /* [rows, V] where the backend's memory is not the host's (else NULL) */
+    float *logits;       /* [rows, V] in backend memory: always on a device, on the CPU once a pass kept them */
     /* host memory: the DeltaNet state pointers of a layer's nodes */
     float **conv_state, **rec_state;
     const float **conv_from, **rec_from;
@@ -73,6 +73,9 @@ typedef struct engine {
 } engine;
 
 int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *err);
+/* An engine on random weights of the shapes dir/config.json gives, made on the backend (the CUDA backend only):
+ * benchmarks of a model whose weights are not here. */
+int engine_open_synthetic(engine *e, const char *dir, const engine_options *o, uint64_t seed, sp_error *err);
 void engine_close(engine *e);
 
 /* ---- sequences and slots (engine_seq.c) ------------------------------------------ */
@@ -98,6 +101,9 @@ void engine_slot_zero(engine *e, int slot);
  * DeltaNet slot the sequence's; end_tree gives back the slots of the tree's
  * other nodes and the cache blocks past the committed positions. */
 int engine_seq_path(const eseq *s, int node, int *path); /* path[depth[node]]; returns depth[node] */
+/* Holds a tree of n nodes (parent, depth as in engine_forward) for its verify pass: its arrays, and a DeltaNet
+ * slot for every node past the root. */
+int engine_seq_begin_tree(engine *e, eseq *s, const int *parent, const int *depth, int n, sp_error *err);
 void engine_seq_commit_kv(engine *e, eseq *s, int u, int from);
 void engine_seq_keep_state(engine *e, eseq *s, int node);
 void engine_seq_end_tree(engine *e, eseq *s);
@@ -119,9 +125,15 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
  * memory), when not NULL. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
+/* The same pass with the logits left where the backend computed them (the CPU's rows in e->act's host buffer, a
+ * GPU's on the device), as a round that samples where its logits are: what the benchmarks time. */
+int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
+                            int n_in_place, sp_error *err);
 
 /* Room for passes of m rows. */
 void engine_act_reserve(engine *e, int m);
+/* ... and for their logits in backend memory (always there on a device; on the CPU only once asked for). */
+void engine_act_reserve_logits(engine *e, int m);
 
 /* n floats of backend memory into host memory. */
 void engine_download(engine *e, float *host, const float *src, size_t n);

@@ -97,8 +97,9 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
     decoder_layer(e, NULL, p, layer, type, type_index); /* attention layers only: no DeltaNet state */
 }
 
-int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
-                   float *logits, float *hidden, sp_error *err) {
+/* The pass; logits into host rows (or none), or, in_place, into e->act.logits in backend memory. */
+static int forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
+                   float *logits, float *hidden, int in_place, sp_error *err) {
     const model_config *c = &e->cfg;
     const int D = c->hidden_size, V = c->vocab_size;
     for (int i = 1; i < m; i++)
@@ -121,8 +122,22 @@ int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, con
     }
     e->be.rmsnorm(&e->be, a->xn, a->x, small(e, 0, ROLE_FINAL_NORM), m, D, c->rms_norm_eps);
     if (hidden) engine_download(e, hidden, a->xn, (size_t)m * D);
-    if (logits) engine_logits(e, logits, a->xn, m);
+    if (in_place)
+        matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);
+    else if (logits)
+        engine_logits(e, logits, a->xn, m);
     if (e->be.status(&e->be, err)) return -1;
     s->pos += n_in_place;
     return 0;
+}
+
+int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
+                   float *logits, float *hidden, sp_error *err) {
+    return forward(e, s, tokens, parent, depth, m, n_in_place, logits, hidden, 0, err);
+}
+
+int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
+                            int n_in_place, sp_error *err) {
+    engine_act_reserve_logits(e, m);
+    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, NULL, 1, err);
 }

@@ -60,6 +60,24 @@ void engine_seq_end_tree(engine *e, eseq *s) {
     kv_table_truncate(&e->kv, &s->kv, s->pos); /* the blocks that held only the tree's other nodes */
 }
 
+int engine_seq_begin_tree(engine *e, eseq *s, const int *parent, const int *depth, int n, sp_error *err) {
+    if (s->verified) return sp_fail(err, "%s engine: a sequence verified twice without a commit", e->be.name);
+    if (n < 1 || n > e->be.max_tree_nodes)
+        return sp_fail(err, "%s engine: a tree of %d nodes (at most %d)", e->be.name, n, e->be.max_tree_nodes);
+    if (n > s->cap) {
+        s->parent = sp_xrealloc(s->parent, (size_t)n, sizeof(int), "tree parents");
+        s->depth = sp_xrealloc(s->depth, (size_t)n, sizeof(int), "tree depths");
+        s->node_slot = sp_xrealloc(s->node_slot, (size_t)n, sizeof(int), "tree slots");
+        s->cap = n;
+    }
+    memcpy(s->parent, parent, (size_t)n * sizeof(int));
+    memcpy(s->depth, depth, (size_t)n * sizeof(int));
+    s->node_slot[0] = s->slot;
+    for (int i = 1; i < n; i++) s->node_slot[i] = engine_slot_take(e);
+    s->verified = n; /* before the pass: a failing pass still gives the slots back at the commit or close */
+    return 0;
+}
+
 int engine_seq_path(const eseq *s, int node, int *path) {
     const int d = s->depth[node];
     for (int u = node; u > 0; u = s->parent[u]) path[s->depth[u] - 1] = u;
@@ -119,7 +137,7 @@ void engine_seq_close(engine *e, int seq) {
 
 eseq *engine_seq(engine *e, int seq, sp_error *err) {
     if (seq < 0 || seq >= e->n_seqs || !e->seqs[seq].open) {
-        sp_fail(err, "cpu engine: sequence %d is not open", seq);
+        sp_fail(err, "%s engine: sequence %d is not open", e->be.name, seq);
         return NULL;
     }
     return &e->seqs[seq];

@@ -28,7 +28,8 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
     engine *e = eng(t);
     eseq *s = engine_seq(e, seq, err);
     if (!s) return -1;
-    if (s->verified) return sp_fail(err, "cpu engine: sequence %d has a verified tree awaiting a commit", seq);
+    if (s->verified)
+        return sp_fail(err, "%s engine: sequence %d has a verified tree awaiting a commit", e->be.name, seq);
     int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
     for (int i = 0; i < ENGINE_PREFILL_CHUNK; i++) parent[i] = i - 1, depth[i] = i;
     const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
@@ -41,29 +42,12 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
     return 0;
 }
 
-/* Room in s for the arrays of a tree of n nodes. */
-static void reserve_tree(eseq *s, int n) {
-    if (n <= s->cap) return;
-    s->parent = sp_xrealloc(s->parent, (size_t)n, sizeof(int), "tree parents");
-    s->depth = sp_xrealloc(s->depth, (size_t)n, sizeof(int), "tree depths");
-    s->node_slot = sp_xrealloc(s->node_slot, (size_t)n, sizeof(int), "tree slots");
-    s->cap = n;
-}
-
 static int verify_one(engine *e, const target_job *job, const sampler_params *sp, sp_error *err) {
     eseq *s = engine_seq(e, job->seq, err);
     if (!s) return -1;
-    if (s->verified) return sp_fail(err, "cpu engine: sequence %d was verified twice without a commit", job->seq);
     const token_tree *tree = job->tree;
     const int n = tree->n, V = e->cfg.vocab_size;
-    if (n < 1 || n > e->be.max_tree_nodes)
-        return sp_fail(err, "%s engine: a tree of %d nodes (at most %d)", e->be.name, n, e->be.max_tree_nodes);
-    reserve_tree(s, n);
-    memcpy(s->parent, tree->parent, (size_t)n * sizeof(int));
-    memcpy(s->depth, tree->depth, (size_t)n * sizeof(int));
-    s->node_slot[0] = s->slot;
-    for (int i = 1; i < n; i++) s->node_slot[i] = engine_slot_take(e);
-    s->verified = n; /* before the pass: a failing pass still gives the slots back at the commit or close */
+    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
     if (engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err)) return -1;
     if (sp)
         for (int i = 0; i < n; i++) sampler_probs(sp, job->p + (size_t)i * V, job->p + (size_t)i * V, V);
@@ -81,8 +65,8 @@ static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
     eseq *s = engine_seq(e, seq, err);
     if (!s) return -1;
     if (node < 0 || node >= s->verified)
-        return sp_fail(err, "cpu engine: sequence %d: node %d is not in its verified tree of %d nodes", seq, node,
-                       s->verified);
+        return sp_fail(err, "%s engine: sequence %d: node %d is not in its verified tree of %d nodes", e->be.name, seq,
+                       node, s->verified);
     if (node > 0) {
         int path[ENGINE_MAX_TREE_NODES];
         const int d = engine_seq_path(s, node, path);

@@ -2,6 +2,7 @@
 #include "engine_weights.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,6 +88,23 @@ int engine_weights_load(engine_weights *ew, const char *dir, int f32, sp_error *
         return -1;
     }
     if (ew->ck.cfg.tie_word_embeddings) ew->w[ROLE_LM_HEAD] = ew->w[ROLE_EMBED];
+    return 0;
+}
+
+int engine_weights_synthetic(engine_weights *ew, const char *dir, sp_error *err) {
+    memset(ew, 0, sizeof *ew);
+    checkpoint *ck = &ew->ck;
+    if (config_load(dir, &ck->cfg, err)) return -1;
+    snprintf(ck->path, sizeof ck->path, "%s", dir);
+    ck->with_mtp = ck->cfg.mtp_num_layers > 0;
+    ck->specs = sp_xcalloc((size_t)layout_max_tensors(&ck->cfg), sizeof *ck->specs, "tensor specs");
+    ck->n_specs = layout_build(&ck->cfg, ck->with_mtp, ck->specs);
+    ck->storage_bytes = 2;
+    ew->matrix_dtype = DTYPE_BF16;
+    ew->n_slots = ck->cfg.num_layers + 1;
+    ew->w = sp_xcalloc((size_t)ew->n_slots * ROLE_COUNT, sizeof *ew->w, "engine weight table");
+    for (int i = 0; i < ck->n_specs; i++) /* no data on the host: only what a backend's copy will hold */
+        ew->w[slot_index(ew, &ck->specs[i])].dtype = is_matrix(&ck->specs[i]) ? DTYPE_BF16 : DTYPE_F32;
     return 0;
 }
 

@@ -31,6 +31,10 @@ typedef struct {
  * messages on a bad checkpoint. */
 int engine_weights_load(engine_weights *ew, const char *dir, int f32, sp_error *err);
 void engine_weights_free(engine_weights *ew);
+/* The table of a checkpoint that does not exist: the layout of DIR/config.json with no data anywhere (every
+ * entry's data NULL), for a backend to fill with random values of the right shapes (synthetic benchmarks of a
+ * model too large to ship). */
+int engine_weights_synthetic(engine_weights *ew, const char *dir, sp_error *err);
 
 /* The tensor of `role` in trunk layer `layer` (−1: the MTP module's layer;
  * ignored for the global roles); NULL data when the checkpoint has none. */

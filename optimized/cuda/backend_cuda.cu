@@ -133,6 +133,50 @@ static void c_free_weights(engine_backend *b, eweight *placed, const engine_weig
     free(placed);
 }
 
+/* The range a synthetic tensor's values are drawn from: products that keep unit-variance inputs at unit
+ * variance (±√(3/n_in)), norm weights near their identity (zero-centred ones near 0, the gated norm's near 1),
+ * decays of real models' range, so that 64 layers of random weights stay finite. */
+static void synthetic_range(const tensor_spec *t, float *lo, float *hi) {
+    float r = 1.0f;
+    *lo = -1.0f, *hi = 1.0f;
+    switch (t->kind) {
+    case TENSOR_MATRIX: r = sqrtf(3.0f / (float)t->shape[1]), *lo = -r, *hi = r; break;
+    case TENSOR_EMBEDDING: break;
+    case TENSOR_NORM: *lo = -0.05f, *hi = 0.05f; break;
+    case TENSOR_NORM_PLAIN: *lo = 0.9f, *hi = 1.1f; break;
+    case TENSOR_CONV: r = sqrtf(3.0f / (float)t->shape[2]), *lo = -r, *hi = r; break;
+    case TENSOR_A_LOG: *lo = 0.0f, *hi = 2.7f; break; /* A in [1, 15] */
+    case TENSOR_DT_BIAS: break;
+    }
+}
+
+static eweight *c_synthesize_weights(engine_backend *b, const engine_weights *w, uint64_t seed, sp_error *err) {
+    eweight *placed = (eweight *)sp_xcalloc((size_t)w->n_slots * ROLE_COUNT, sizeof *placed, "device weight table");
+    for (int i = 0; i < w->ck.n_specs; i++) {
+        size_t index, bytes;
+        const eweight *shape = engine_weight_entry(w, i, &index, &bytes);
+        const tensor_spec *t = &w->ck.specs[i];
+        float lo, hi;
+        synthetic_range(t, &lo, &hi);
+        void *dev = c_alloc(b, bytes, t->name);
+        const uint64_t stream = seed * 0x100000001b3ull + (uint64_t)i;
+        if (shape->dtype == DTYPE_BF16)
+            check(b, kn_fill_bf16((uint16_t *)dev, bytes / 2, lo, hi, stream, impl(b)->stream), "fill");
+        else
+            check(b, kn_fill_f32((float *)dev, bytes / 4, lo, hi, stream, impl(b)->stream), "fill");
+        placed[index].data = dev;
+        placed[index].dtype = shape->dtype;
+    }
+    if (w->ck.cfg.tie_word_embeddings) placed[ROLE_LM_HEAD] = placed[ROLE_EMBED];
+    sp_error failed;
+    if (b->status(b, &failed)) {
+        sp_fail(err, "%s", failed.msg);
+        b->free_weights(b, placed, w);
+        return NULL;
+    }
+    return placed;
+}
+
 /* ---- products and elementwise ops ------------------------------------------------------ */
 
 static void c_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
@@ -347,6 +391,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->zero = c_zero;
     b->place_weights = c_place_weights;
     b->free_weights = c_free_weights;
+    b->synthesize_weights = c_synthesize_weights;
     b->matmul = c_matmul;
     b->embed = c_embed;
     b->rmsnorm = c_rmsnorm;

@@ -29,12 +29,28 @@ run() {
     fi
 }
 
+# also NAME PATTERN: the last run's output also says PATTERN
+also() {
+    if grep -q -- "$2" "$tmp/out"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL cuda-emu-cli: $1"; fi
+}
+
 emu=$build/specula-emu
 run "a build without the backend names the one with it" 1 "build/specula-emu runs it on the CPU emulator" \
     "$build/specula" generate --backend cuda --max-tokens 2
 run "--threads is the CPU engine's" 2 "only applies to --backend cpu (the CUDA backend runs on the device)" \
     "$emu" generate --backend cuda --threads 2 --max-tokens 2
 run "--dtype is the CPU engine's" 2 "computes with bf16 weights" "$emu" generate --backend cuda --dtype f32 --max-tokens 2
+
+# the synthetic bench's whole path (random weights made by the backend, every kind of pass, the MTP step, the
+# prediction) on micro-tied's shapes, the smallest the kernels take: what tools/gpu-session.sh runs on a GPU
+"$build/genmodel" --quiet --preset micro-tied --seed 5 "$tmp/mt" || { echo "cuda-emu-cli: genmodel failed"; exit 1; }
+run "bench --synthetic times every pass" 0 "verify tree, 64 nodes" "$emu" bench --synthetic "$tmp/mt" --backend cuda \
+    --contexts 8 --runs 1 --copy-mib 1
+also "bench --synthetic predicts MTP-3" "predicted from the passes above"
+run "bench --synthetic needs the CUDA backend" 2 "made on the device: --backend cuda" "$emu" bench \
+    --synthetic "$tmp/mt" --backend cpu
+run "bench --synthetic without a GPU build" 1 "built without the CUDA backend" "$build/specula" bench \
+    --synthetic "$tmp/mt"
 
 if [ -f models/tiny-shakespeare/model.safetensors ]; then
     # 6 tokens each: the emulator runs a pass of the embedded model in about a tenth of a second
