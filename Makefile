@@ -9,7 +9,8 @@
 #                   in build/plots/ (gnuplot; PLOT_ARGS="--no-measure" skips the generations)
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
 #   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
-#   make gpu-check  validate and time the CUDA kernels on a GPU
+#   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
+#   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
 #   make format     clang-format every C/CUDA file
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
 #   make notebooks  compile and run every notebooks-c/ cell, compare with its output block
@@ -124,7 +125,7 @@ LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
-        notebooks-update exercise gemm-bench
+        notebooks-update exercise gemm-bench gpu-carry
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -314,6 +315,10 @@ plots: $(BUILD)/specula
 # differently) and never runs `deps`.
 gpu-check:
 	@tools/gpu-check.sh $(BUILD)/gpu
+
+# What a lent GPU session carries when its machine lacks the C libraries (tools/gpu-carry.sh).
+gpu-carry:
+	@tools/gpu-carry.sh $(BUILD)
 
 peer: all
 	@tools/peer/run.sh $(BUILD) $(PYTHON)
