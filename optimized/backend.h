@@ -82,6 +82,9 @@ struct engine_backend {
      * so that a deep stack stays finite (NULL where a backend has no use for it: the CPU's). */
     eweight *(*synthesize_weights)(engine_backend *b, const engine_weights *w, uint64_t seed, sp_error *err);
 
+    /* Before a pass's layers: what every layer of it shares (the CUDA backend uploads the nodes' positions,
+     * cache slots, tree masks and the block tables once here, not once per layer). */
+    void (*begin_pass)(engine_backend *b, const epass *p);
     /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i of y does not depend on m (a
      * verify pass and a decode step agree). */
     void (*matmul)(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k);

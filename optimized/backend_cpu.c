@@ -49,6 +49,11 @@ static void cpu_free_weights(engine_backend *b, eweight *placed, const engine_we
     (void)w;
 }
 
+static void cpu_begin_pass(engine_backend *b, const epass *p) {
+    (void)b;
+    (void)p; /* the cores read the pass's host arrays as they go */
+}
+
 static void cpu_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
     cpu_gemm_with(b->in_order ? CPU_GEMM_IN_ORDER : cpu_gemm_default_isa(), y, W->data, W->dtype, x, m, n, k,
                   b->threads);
@@ -122,6 +127,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->zero = cpu_zero;
     b->place_weights = cpu_place_weights;
     b->free_weights = cpu_free_weights;
+    b->begin_pass = cpu_begin_pass;
     b->matmul = cpu_matmul;
     b->embed = cpu_embed;
     b->rmsnorm = cpu_rmsnorm;

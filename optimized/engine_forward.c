@@ -114,6 +114,7 @@ static int forward(engine *e, eseq *s, const int *tokens, const int *parent, con
     kv_table_reserve(&e->kv, &s->kv, p.base, p.base + m); /* every node's keys and values at base + i */
     engine_act_reserve(e, m);
     eact *a = &e->act;
+    e->be.begin_pass(&e->be, &p);
     e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, m, D);
     int n_full = 0, n_lin = 0;
     for (int l = 0; l < c->num_layers; l++) {

@@ -35,9 +35,10 @@ typedef struct {
     cudaStream_t stream;
     char device[160];
     char failure[512]; /* the first failed launch since the last status call ("" none) */
-    /* device scratch, grown as passes grow */
-    int *tokens, *table, *pos, *slot, *parent;
+    /* device scratch, grown as passes grow; pos .. tables point into `table`, the pass's arrays (c_begin_pass) */
+    int *tokens, *table, *pos, *slot, *parent, *tables;
     uint64_t *mask;
+    int n_blocks;
     size_t tokens_cap, table_cap;
     float *q_rot, *att_work, *conv_slots, *rec_slots, *dq, *dk, *dv;
     size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap;
@@ -209,42 +210,43 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 
 /* ---- attention ----------------------------------------------------------------------- */
 
-/* Node t's RoPE position, cache slot and visible nodes (its ancestors in the pass and itself), on the device. */
-static void upload_nodes(engine_backend *b, const epass *p) {
+/* Node t's RoPE position, cache slot, parent and visible nodes (its ancestors in the pass and itself), and every
+ * attention layer's block table in the kernels' numbering (kv_cache.h's layout: block b of layer l is b·La + l),
+ * uploaded once per pass: [La, n_blocks] after the four node arrays in one buffer. */
+static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
-    int pos[KN_TREE_MAX], slot[KN_TREE_MAX], parent[KN_TREE_MAX];
+    const int m = p->m, La = p->kv->n_layers, n = p->table->n;
+    const size_t ints = 3 * (size_t)KN_TREE_MAX + 2 * (size_t)KN_TREE_MAX + (size_t)La * n;
+    if (ints > c->table_cap) {
+        scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
+        c->host_table = (int *)sp_xrealloc(c->host_table, c->table_cap, sizeof(int), "pass arrays");
+    }
+    int *pos = c->host_table, *slot = pos + KN_TREE_MAX, *parent = slot + KN_TREE_MAX;
     uint64_t mask[KN_TREE_MAX];
-    for (int t = 0; t < p->m; t++) {
+    for (int t = 0; t < m; t++) {
         pos[t] = p->base + p->depth[t];
         slot[t] = p->base + t;
         parent[t] = p->parent[t];
         mask[t] = ((uint64_t)1 << t) | (p->parent[t] >= 0 ? mask[p->parent[t]] : 0);
     }
-    c_upload(b, c->pos, pos, (size_t)p->m * sizeof(int));
-    c_upload(b, c->slot, slot, (size_t)p->m * sizeof(int));
-    c_upload(b, c->parent, parent, (size_t)p->m * sizeof(int));
-    c_upload(b, c->mask, mask, (size_t)p->m * sizeof(uint64_t));
-}
-
-/* Layer la's block table in the kernels' numbering (kv_cache.h's layout). */
-static const int *upload_table(engine_backend *b, const epass *p, int la) {
-    cuda_impl *c = impl(b);
-    const int n = p->table->n, La = p->kv->n_layers;
-    if ((size_t)n > c->table_cap) {
-        c->host_table = (int *)sp_xrealloc(c->host_table, (size_t)n * 2, sizeof(int), "block table");
-        scratch(b, &c->table, &c->table_cap, (size_t)n * 2, "block table");
-    }
-    for (int j = 0; j < n; j++) c->host_table[j] = p->table->blocks[j] * La + la;
-    c_upload(b, c->table, c->host_table, (size_t)n * sizeof(int));
-    return c->table;
+    memcpy(parent + KN_TREE_MAX, mask, (size_t)m * sizeof(uint64_t)); /* 2·KN_TREE_MAX ints hold the masks */
+    int *tables = parent + 3 * KN_TREE_MAX;
+    for (int la = 0; la < La; la++)
+        for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = p->table->blocks[j] * La + la;
+    c_upload(b, c->table, c->host_table, ints * sizeof(int));
+    c->pos = c->table;
+    c->slot = c->table + KN_TREE_MAX;
+    c->parent = c->table + 2 * KN_TREE_MAX;
+    c->mask = (uint64_t *)(c->table + 3 * KN_TREE_MAX);
+    c->tables = c->table + 5 * KN_TREE_MAX;
+    c->n_blocks = n;
 }
 
 static void c_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
     const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim, m = p->m;
-    upload_nodes(b, p);
-    const int *table = upload_table(b, p, la);
+    const int *table = c->tables + (size_t)la * c->n_blocks;
     float *q = scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
     uint16_t *Kc = (uint16_t *)p->kv->keys, *Vc = (uint16_t *)p->kv->values;
     check(b,
@@ -275,7 +277,6 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
     const model_config *cfg = b->cfg;
     const int C = config_conv_dim(cfg), K = cfg->conv_kernel, m = p->m;
     const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim;
-    upload_nodes(b, p);
     const size_t conv_per = (size_t)C * (K - 1), rec_per = (size_t)Hv * Dk * Dv;
     float *conv = scratch(b, &c->conv_slots, &c->conv_slots_cap, (size_t)m * conv_per, "conv states");
     float *rec = scratch(b, &c->rec_slots, &c->rec_slots_cap, (size_t)m * rec_per, "recurrent states");
@@ -309,8 +310,7 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
-    void *bufs[] = {c->tokens,   c->table,      c->pos,       c->slot, c->parent, c->mask, c->q_rot,
-                    c->att_work, c->conv_slots, c->rec_slots, c->dq,   c->dk,     c->dv};
+    void *bufs[] = {c->tokens, c->table, c->q_rot, c->att_work, c->conv_slots, c->rec_slots, c->dq, c->dk, c->dv};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     free(c->host_table);
@@ -392,6 +392,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->place_weights = c_place_weights;
     b->free_weights = c_free_weights;
     b->synthesize_weights = c_synthesize_weights;
+    b->begin_pass = c_begin_pass;
     b->matmul = c_matmul;
     b->embed = c_embed;
     b->rmsnorm = c_rmsnorm;
@@ -401,11 +402,6 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->deltanet = c_deltanet;
     b->status = c_status;
     b->release = c_release;
-    /* the per-node arrays of a pass: a tree has at most KN_TREE_MAX nodes */
-    c->pos = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node positions");
-    c->slot = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node slots");
-    c->parent = (int *)c_alloc(b, KN_TREE_MAX * sizeof(int), "node parents");
-    c->mask = (uint64_t *)c_alloc(b, KN_TREE_MAX * sizeof(uint64_t), "tree masks");
     return 0;
 }
 
