@@ -52,6 +52,16 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDevice(int *dev);
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev);
 template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+/* Blocks of `threads` threads and `smem` dynamic shared-memory bytes that fit
+ * on one multiprocessor, by Hopper's per-SM limits (2048 threads, 32 blocks,
+ * 228 KB of shared memory with 1 KB reserved per block) and, the emulator
+ * knowing no register counts, an assumed 64 registers per thread (65536 per
+ * SM): plausible, so the launchers' grid sizing runs as on a GPU. */
+cudaError_t emu_occupancy(int *blocks, int threads, size_t smem);
+template <class F>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, F, int threads, size_t smem) {
+    return emu_occupancy(blocks, threads, smem);
+}
 
 /* The number of multiprocessors the emulator pretends to have: small, so
  * that grids sized by the SM count stay cheap to emulate. */
