@@ -196,6 +196,17 @@ unsigned __ballot_sync(unsigned mask, int pred) {
     return bits;
 }
 
+unsigned emu_match_any(uint64_t value) {
+    int w = cur->warp;
+    warp_slot[w][cur->lane] = value;
+    warp_arrive();
+    unsigned bits = 0;
+    for (int l = 0; l < 32 && w * 32 + l < n_threads; l++)
+        if (fibers[w * 32 + l].state != F_DONE && warp_slot[w][l] == value) bits |= 1u << l;
+    warp_arrive();
+    return bits;
+}
+
 static float bf16_lo(uint32_t r) { return __uint_as_float(r << 16); }
 static float bf16_hi(uint32_t r) { return __uint_as_float(r & 0xffff0000u); }
 

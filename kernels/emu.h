@@ -124,6 +124,12 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned delt
     return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
 }
 unsigned __ballot_sync(unsigned mask, int pred);
+/* The live lanes whose value equals the caller's. */
+unsigned emu_match_any(uint64_t value);
+template <class T> static inline unsigned __match_any_sync(unsigned, T value) {
+    return emu_match_any(emu_to_bits(value));
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
 /* Fibers never run concurrently, so a plain read-modify-write is atomic. */
 template <class T> static inline T atomicAdd(T *p, T v) {
