@@ -29,8 +29,8 @@ static double max2(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tree) {
     size_t st_n = (size_t)C * (K - 1), x_n = (size_t)m * C;
     /* rotated: the input, the committed state and the weights (all read from HBM in a decode step) */
-    size_t sizes[3] = {x_n * 4, st_n * 4, (size_t)C * K * 4};
-    gc_rot rot = gc_rot_make(c, sizes, 3);
+    size_t sizes[5] = {x_n * 4, st_n * 4, (size_t)C * K * 4, x_n * 4, st_n * m * 4}; /* + out, slots */
+    gc_rot rot = gc_rot_make(c, sizes, 5);
     auto X = [&](int s) { return (float *)gc_rot_buf(&rot, s, 0); };
     auto ST0 = [&](int s) { return (float *)gc_rot_buf(&rot, s, 1); };
     auto Wc = [&](int s) { return (float *)gc_rot_buf(&rot, s, 2); };
@@ -39,8 +39,8 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
         gc_fill_f32(c, ST0(s), st_n, -2.0f, 2.0f, 820 + s);
         gc_fill_f32(c, Wc(s), (size_t)C * K, -1.0f, 1.0f, 840 + s);
     }
-    float *out = (float *)gc_dmalloc(x_n * 4);
-    float *slots = (float *)gc_dmalloc(st_n * m * 4);
+    /* the outputs rotate too (a tree's nodes read the slots the call wrote) */
+    float *out = (float *)gc_rot_buf(&rot, 0, 3), *slots = (float *)gc_rot_buf(&rot, 0, 4);
     int *parent_h = NULL, *parent = NULL;
     if (tree) {
         parent_h = (int *)gc_hmalloc((size_t)m * 4);
@@ -69,34 +69,38 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
             if (gc_status_for(err, CONV_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
                     int s = it % rot.n_sets;
-                    return vs[vi].fn(out, slots, ST0(s), X(s), Wc(s), parent, m, C, K, 0);
+                    return vs[vi].fn((float *)gc_rot_buf(&rot, s, 3), (float *)gc_rot_buf(&rot, s, 4), ST0(s), X(s),
+                                     Wc(s), parent, m, C, K, 0);
                 });
         }
         double bytes = 4.0 * (st_n + 2.0 * x_n + (double)C * K + st_n * m);
         gc_record(c, "conv", vs[vi].name, shape, m, err, CONV_BOUND, us, bytes, 0.0, note);
     }
     gc_rot_free(&rot);
-    gc_dfree(out), gc_dfree(slots);
     if (parent) gc_dfree(parent);
     free(parent_h), free(x_h), free(st_h), free(w_h), free(out_ref), free(slots_ref);
 }
 
 typedef struct {
     float *S0, *q, *k, *v, *a, *b, *A_log, *dt_bias;
+    float *out, *slots; /* outputs, rotated with the inputs */
 } delta_in;
 
 static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int Dk, int Dv, int tree) {
     size_t st_n = (size_t)Hv * Dk * Dv, qk_n = (size_t)m * Hk * Dk, v_n = (size_t)m * Hv * Dv, ab_n = (size_t)m * Hv;
     /* rotated: the committed state S0 (the bulk: 3 MB at the 27B shape), the
-     * step's inputs and the gate parameters, so every timed call reads them from HBM */
-    size_t sizes[8] = {st_n * 4, qk_n * 4, qk_n * 4, v_n * 4, ab_n * 4, ab_n * 4, (size_t)Hv * 4, (size_t)Hv * 4};
-    gc_rot rot = gc_rot_make(c, sizes, 8);
+     * step's inputs and the gate parameters, so every timed call reads them
+     * from HBM, and the outputs and state slots it writes (a tree's nodes
+     * read their parents' slots back) */
+    const size_t gates = 2 * ab_n + 2 * (size_t)Hv; /* a, b, A_log, dt_bias packed in one buffer */
+    size_t sizes[7] = {st_n * 4, qk_n * 4, qk_n * 4, v_n * 4, gates * 4, v_n * 4, st_n * m * 4}; /* …, out, slots */
+    gc_rot rot = gc_rot_make(c, sizes, 7);
     auto in = [&](int s) {
         delta_in d;
         d.S0 = (float *)gc_rot_buf(&rot, s, 0), d.q = (float *)gc_rot_buf(&rot, s, 1);
         d.k = (float *)gc_rot_buf(&rot, s, 2), d.v = (float *)gc_rot_buf(&rot, s, 3);
-        d.a = (float *)gc_rot_buf(&rot, s, 4), d.b = (float *)gc_rot_buf(&rot, s, 5);
-        d.A_log = (float *)gc_rot_buf(&rot, s, 6), d.dt_bias = (float *)gc_rot_buf(&rot, s, 7);
+        d.a = (float *)gc_rot_buf(&rot, s, 4), d.b = d.a + ab_n, d.A_log = d.b + ab_n, d.dt_bias = d.A_log + Hv;
+        d.out = (float *)gc_rot_buf(&rot, s, 5), d.slots = (float *)gc_rot_buf(&rot, s, 6);
         return d;
     };
     for (int s = 0; s < rot.n_sets; s++) {
@@ -110,7 +114,7 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         gc_fill_f32(c, d.A_log, (size_t)Hv, -1.0f, 1.0f, 906 + 10 * s);
         gc_fill_f32(c, d.dt_bias, (size_t)Hv, -1.0f, 1.0f, 907 + 10 * s);
     }
-    float *out = (float *)gc_dmalloc(v_n * 4), *slots = (float *)gc_dmalloc(st_n * m * 4);
+    float *out = in(0).out, *slots = in(0).slots;
     int *parent_h = NULL, *parent = NULL;
     if (tree) {
         parent_h = (int *)gc_hmalloc((size_t)m * 4);
@@ -146,8 +150,8 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
             if (gc_status_for(err, DELTA_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
                     const delta_in r = in(it % rot.n_sets);
-                    return vs[vi].fn(out, slots, r.S0, r.q, r.k, r.v, r.a, r.b, r.A_log, r.dt_bias, parent, m, Hk, Hv,
-                                     Dk, Dv, 0);
+                    return vs[vi].fn(r.out, r.slots, r.S0, r.q, r.k, r.v, r.a, r.b, r.A_log, r.dt_bias, parent, m, Hk,
+                                     Hv, Dk, Dv, 0);
                 });
         }
         double bytes = 4.0 * (st_n * (1.0 + m) + 2.0 * qk_n + 2.0 * v_n + 2.0 * ab_n + 2.0 * Hv);
@@ -155,7 +159,6 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         gc_record(c, "deltanet", vs[vi].name, shape, m, err, DELTA_BOUND, us, bytes, flops, note);
     }
     gc_rot_free(&rot);
-    gc_dfree(out), gc_dfree(slots);
     if (parent) gc_dfree(parent);
     free(parent_h), free(S0_h), free(q_h), free(k_h), free(v_h), free(a_h), free(b_h), free(Al_h), free(dt_h);
     free(out_ref), free(slots_ref);

@@ -51,6 +51,7 @@ typedef struct {
     char *base;
     size_t off[GC_ROT_MAX_BUFS], set_bytes;
     int n_bufs, n_sets;
+    char *own[GC_ROT_MAX_BUFS]; /* emulator: each buffer its own exact-size allocation (ASan sees overruns) */
 } gc_rot;
 gc_rot gc_rot_make(const gc_ctx *c, const size_t *sizes, int n_bufs);
 void *gc_rot_buf(const gc_rot *r, int set, int buf);

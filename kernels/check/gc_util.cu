@@ -82,15 +82,25 @@ gc_rot gc_rot_make(const gc_ctx *c, const size_t *sizes, int n_bufs) {
         r.set_bytes += (sizes[b] + 255) / 256 * 256;
     }
     if (r.set_bytes == 0) r.set_bytes = 256;
-    r.n_sets = c->emu ? 1 : gc_rotation_sets(r.set_bytes, c->l2_bytes, GC_ROT_MAX_SETS);
+    if (c->emu) { /* one copy, each buffer exact-size */
+        r.n_sets = 1;
+        for (int b = 0; b < n_bufs; b++) r.own[b] = (char *)gc_dmalloc(sizes[b]);
+        return r;
+    }
+    r.n_sets = gc_rotation_sets(r.set_bytes, c->l2_bytes, GC_ROT_MAX_SETS);
     r.base = (char *)gc_dmalloc(r.set_bytes * (size_t)r.n_sets);
     return r;
 }
 
-void *gc_rot_buf(const gc_rot *r, int set, int buf) { return r->base + (size_t)set * r->set_bytes + r->off[buf]; }
+void *gc_rot_buf(const gc_rot *r, int set, int buf) {
+    if (r->own[buf]) return r->own[buf];
+    return r->base + (size_t)set * r->set_bytes + r->off[buf];
+}
 
 void gc_rot_free(gc_rot *r) {
-    gc_dfree(r->base);
+    for (int b = 0; b < r->n_bufs; b++)
+        if (r->own[b]) gc_dfree(r->own[b]), r->own[b] = NULL;
+    if (r->base) gc_dfree(r->base);
     r->base = NULL;
 }
 
