@@ -197,6 +197,16 @@ static void matvec_shape(gc_ctx *c, const gc_matvec_shape *sh, const int *ms, in
     for (int cl = KN_MV_WARP_LANES; cl <= KN_MV_MMA_XBF16; cl++)
         if (!c->emu || cl == dispatched || n_out <= 80) ref[cl] = check_class(c, cl, sh, ms, n_ms, max_m, Y, W0, X0);
 
+    /* the control: the same comparison between two classes that round
+     * differently (fp32 activations against bf16 ones) must see differences,
+     * or the bit check above would be blind */
+    if (ref[KN_MV_WARP_LANES] && ref[KN_MV_MMA_XBF16]) {
+        double diff = bit_mismatch(ref[KN_MV_WARP_LANES], ref[KN_MV_MMA_XBF16], y_elems);
+        char note[96];
+        snprintf(note, sizeof note, "control: %.0f%% of v3's and b2's outputs differ (must be > 0)", 100.0 * diff);
+        gc_record(c, "matvec-bits", "control", sh->name, max_m, diff > 0.0 ? 0.0 : INFINITY, 0.0, NAN, 0.0, 0.0, note);
+    }
+
     /* what the engine runs: the table filled from these timings (left at
      * the default when nothing was timed), validated, timed, and checked bit
      * for bit against the m = 1 products of its class */
