@@ -2,7 +2,9 @@
  * batch (m ≤ 16), fp32 activations and accumulation (kn_matvec.h). Batch-1
  * decode is bandwidth-bound: a version is judged by the fraction of the
  * copy bandwidth it reaches while reading W once. Numbered versions, the
- * llm.c dev/cuda way; each says what changed. */
+ * llm.c dev/cuda way; each says what changed. kn_matvec, at the end, runs
+ * the pair (decode, batch) of one numerics class that its table names for
+ * the shape, so a verify pass rounds exactly as decoding does. */
 #include <string.h>
 
 #include "kn_common.cuh"
@@ -242,7 +244,8 @@ static cudaError_t launch_v5(float *Y, const uint16_t *W, const float *X, int m,
 
 /* b1: the v3 design with m accumulators per lane: each 16-byte weight load
  * is used for all m positions (fp32 FMAs on the CUDA cores, X fp32 through
- * the read-only cache). Simple, but X traffic grows with m. */
+ * the read-only cache). Simple, but X traffic grows with m. A row is v3's
+ * bits (class KN_MV_WARP_LANES). */
 template <bool VEC> __global__ void matvec_b1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row = blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP;
