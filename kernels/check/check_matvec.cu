@@ -40,7 +40,7 @@ static void decode_rows(kn_matvec_fn fn, const char *name, float *ref, float *Y,
  * products of each X[p] by the class's first version are the reference
  * (returned, host [max_m, n_out]), and every version of the class, at every
  * m of the shape, must reproduce them bit for bit (row p of the batch = the
- * decode product of X[p]). Rows "matvec-bits", err = the fraction of
+ * decode product of X[p]). Rows "mv-bits", err = the fraction of
  * differing outputs, bound 0. */
 static float *check_class(gc_ctx *c, int cl, const gc_matvec_shape *sh, const int *ms, int n_ms, int max_m, float *Y,
                           const uint16_t *W, const float *X) {
@@ -70,7 +70,7 @@ static float *check_class(gc_ctx *c, int cl, const gc_matvec_shape *sh, const in
                 gc_d2h(got, Y, (size_t)m * n_out * 4);
                 err = bit_mismatch(got, ref, (size_t)m * n_out);
             }
-            gc_record(c, "matvec-bits", vs[v].name, sh->name, m, err, 0.0, NAN, 0.0, 0.0, note);
+            gc_record(c, "mv-bits", vs[v].name, sh->name, m, err, 0.0, NAN, 0.0, 0.0, note);
         }
     }
     free(got);
@@ -91,7 +91,7 @@ static void select_pair(gc_ctx *c, const gc_matvec_shape *sh, int n_ms, const do
         for (int i = bits_first_row; i < c->res->n; i++) {
             const gc_row *r = &c->res->rows[i];
             for (int v = 0; v < n_versions; v++)
-                if (!strcmp(r->op, "matvec-bits") && !strcmp(r->version, vs[v].name) && vs[v].numerics == cl &&
+                if (!strcmp(r->op, "mv-bits") && !strcmp(r->version, vs[v].name) && vs[v].numerics == cl &&
                     r->status != GC_OK)
                     class_ok = 0;
         }
@@ -204,7 +204,7 @@ static void matvec_shape(gc_ctx *c, const gc_matvec_shape *sh, const int *ms, in
         double diff = bit_mismatch(ref[KN_MV_WARP_LANES], ref[KN_MV_MMA_XBF16], y_elems);
         char note[96];
         snprintf(note, sizeof note, "control: %.0f%% of v3's and b2's outputs differ (must be > 0)", 100.0 * diff);
-        gc_record(c, "matvec-bits", "control", sh->name, max_m, diff > 0.0 ? 0.0 : INFINITY, 0.0, NAN, 0.0, 0.0, note);
+        gc_record(c, "mv-bits", "control", sh->name, max_m, diff > 0.0 ? 0.0 : INFINITY, 0.0, NAN, 0.0, 0.0, note);
     }
 
     /* what the engine runs: the table filled from these timings (left at
@@ -226,7 +226,7 @@ static void matvec_shape(gc_ctx *c, const gc_matvec_shape *sh, const int *ms, in
         char note[96];
         double err = ref[d1->numerics] ? bit_mismatch(y_host, ref[d1->numerics], (size_t)m * n_out) : INFINITY;
         snprintf(note, sizeof note, "row p vs the m=1 products of %s's class, bit for bit", d1->name);
-        gc_record(c, "matvec-bits", name, sh->name, m, err, 0.0, NAN, 0.0, 0.0, note);
+        gc_record(c, "mv-bits", name, sh->name, m, err, 0.0, NAN, 0.0, 0.0, note);
     }
     for (int cl = 0; cl <= KN_MV_MMA_XBF16; cl++) free(ref[cl]);
     free(times);
