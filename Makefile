@@ -312,9 +312,14 @@ plots: $(BUILD)/specula
 
 # gpu-check needs only a C compiler and nvcc: it builds its own copy in
 # $(BUILD)/gpu (warnings not fatal: another machine's compiler may warn
-# differently) and never runs `deps`.
+# differently) and never runs `deps`. make turns any failure into its own
+# status 2, so the script's status (1 a validation failed or a family
+# crashed, 2 no CUDA device, 3 the build failed) is printed, kept in
+# $(BUILD)/gpu/gpu-check/exit-status, and is what tools/gpu-check.sh returns.
 gpu-check:
-	@tools/gpu-check.sh $(BUILD)/gpu
+	@tools/gpu-check.sh $(BUILD)/gpu; rc=$$?; \
+	if [ $$rc -ne 0 ]; then echo "make gpu-check: tools/gpu-check.sh exited with status $$rc (1 a validation failed or a family crashed, 2 no CUDA device, 3 the build failed; also in $(BUILD)/gpu/gpu-check/exit-status)" >&2; fi; \
+	exit $$rc
 
 # What a lent GPU session carries when its machine lacks the C libraries (tools/gpu-carry.sh).
 gpu-carry:

@@ -94,42 +94,49 @@ template <int DPL> __device__ __forceinline__ void load_row(const uint16_t *p, f
  * and each warp keeps an online softmax (running max, Σ, Σ p·v) per head.
  * The warps' states are merged in shared memory; with one split the block
  * writes the gated output, otherwise its partial (max, Σ, Σ p·v) per head. */
-template <int DPL>
-__global__ __launch_bounds__(256) void attention_split(float *out, const float *q, const float *qg, const uint16_t *Kc,
-                                                       const uint16_t *Vc, const int *bt, int ctx, int m,
-                                                       const uint64_t *mask, int H, int Hkv, float scale, int n_split,
-                                                       float *part_acc, float *part_m, float *part_l) {
+/* V4 (v4): the group's queries staged in shared memory instead of
+ * registers (48 fewer at Dh = 256) so two blocks fit on an SM (the cap of
+ * 128 registers), and a warp loads the K and V rows of two positions
+ * (c and c + 8) before it uses either, so four 16-byte loads per lane are in
+ * flight rather than two. The positions are taken in the same order. */
+template <int DPL, bool V4>
+__global__ __launch_bounds__(256, V4 ? 2 : 1) void attention_split(float *out, const float *q, const float *qg,
+                                                                   const uint16_t *Kc, const uint16_t *Vc,
+                                                                   const int *bt, int ctx, int m, const uint64_t *mask,
+                                                                   int H, int Hkv, float scale, int n_split,
+                                                                   float *part_acc, float *part_m, float *part_l) {
     const int Dh = DPL * KN_WARP;
     __shared__ float sm_acc[ATT_WARPS][DPL * KN_WARP];
     __shared__ float sm_m[ATT_WARPS], sm_l[ATT_WARPS];
+    __shared__ float sm_q[V4 ? ATT_MAX_GROUP : 1][DPL * KN_WARP];
     int kvh = blockIdx.x, t = blockIdx.y, split = blockIdx.z;
     int group = H / Hkv, lane = threadIdx.x % KN_WARP, warp = threadIdx.x / KN_WARP;
     int n = ctx + m, per = (n + n_split - 1) / n_split;
     int c0 = split * per, c1 = c0 + per < n ? c0 + per : n;
 
-    float qr[ATT_MAX_GROUP][DPL], acc[ATT_MAX_GROUP][DPL], mx[ATT_MAX_GROUP], l[ATT_MAX_GROUP];
+    float qr[V4 ? 1 : ATT_MAX_GROUP][DPL], acc[ATT_MAX_GROUP][DPL], mx[ATT_MAX_GROUP], l[ATT_MAX_GROUP];
 #pragma unroll
     for (int j = 0; j < ATT_MAX_GROUP; j++) {
         mx[j] = -INFINITY, l[j] = 0.0f;
 #pragma unroll
         for (int e = 0; e < DPL; e++) {
             acc[j][e] = 0.0f;
-            qr[j][e] = j < group ? q[((size_t)t * H + kvh * group + j) * Dh + lane * DPL + e] : 0.0f;
+            if (!V4) qr[j][e] = j < group ? q[((size_t)t * H + kvh * group + j) * Dh + lane * DPL + e] : 0.0f;
         }
     }
-    for (int c = c0 + warp; c < c1; c += ATT_WARPS) {
-        int s = candidate_slot(c, ctx, t, mask);
-        if (s < 0) continue; /* uniform across the warp */
-        size_t off = kn_paged_offset(bt, s, kvh, lane * DPL, Hkv, Dh);
-        float kr[DPL], vr[DPL];
-        load_row<DPL>(Kc + off, kr);
-        load_row<DPL>(Vc + off, vr);
+    if (V4) {
+        for (int i = threadIdx.x; i < group * Dh; i += blockDim.x)
+            sm_q[i / Dh][i % Dh] = q[((size_t)t * H + kvh * group) * Dh + i];
+        __syncthreads();
+    }
+    /* one position's online-softmax update for every head of the group */
+    auto update = [&](const float *kr, const float *vr) {
 #pragma unroll
         for (int j = 0; j < ATT_MAX_GROUP; j++) {
             if (j >= group) break;
             float dot = 0.0f;
 #pragma unroll
-            for (int e = 0; e < DPL; e++) dot += qr[j][e] * kr[e];
+            for (int e = 0; e < DPL; e++) dot += (V4 ? sm_q[j][lane * DPL + e] : qr[j][e]) * kr[e];
             float sc = kn_warp_sum(dot) * scale;
             float m_new = fmaxf(mx[j], sc);
             float corr = expf(mx[j] - m_new), p = expf(sc - m_new);
@@ -137,6 +144,35 @@ __global__ __launch_bounds__(256) void attention_split(float *out, const float *
 #pragma unroll
             for (int e = 0; e < DPL; e++) acc[j][e] = acc[j][e] * corr + p * vr[e];
             mx[j] = m_new;
+        }
+    };
+    if (V4) {
+        for (int c = c0 + warp; c < c1; c += 2 * ATT_WARPS) {
+            int cb = c + ATT_WARPS;
+            int sa = candidate_slot(c, ctx, t, mask), sb = cb < c1 ? candidate_slot(cb, ctx, t, mask) : -1;
+            float ka[DPL], va[DPL], kb[DPL], vb[DPL];
+            if (sa >= 0) { /* uniform across the warp */
+                size_t off = kn_paged_offset(bt, sa, kvh, lane * DPL, Hkv, Dh);
+                load_row<DPL>(Kc + off, ka);
+                load_row<DPL>(Vc + off, va);
+            }
+            if (sb >= 0) {
+                size_t off = kn_paged_offset(bt, sb, kvh, lane * DPL, Hkv, Dh);
+                load_row<DPL>(Kc + off, kb);
+                load_row<DPL>(Vc + off, vb);
+            }
+            if (sa >= 0) update(ka, va);
+            if (sb >= 0) update(kb, vb);
+        }
+    } else {
+        for (int c = c0 + warp; c < c1; c += ATT_WARPS) {
+            int s = candidate_slot(c, ctx, t, mask);
+            if (s < 0) continue; /* uniform across the warp */
+            size_t off = kn_paged_offset(bt, s, kvh, lane * DPL, Hkv, Dh);
+            float kr[DPL], vr[DPL];
+            load_row<DPL>(Kc + off, kr);
+            load_row<DPL>(Vc + off, vr);
+            update(kr, vr);
         }
     }
     /* merge the warps, one head at a time */
@@ -217,7 +253,7 @@ static cudaError_t launch_v1(float *out, const float *q, const float *qg, const 
 
 static cudaError_t launch_split(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
                                 const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh,
-                                float scale, float *work, size_t work_floats, cudaStream_t s, int n_split) {
+                                float scale, float *work, size_t work_floats, cudaStream_t s, int n_split, int v4) {
     int group = H / Hkv, dpl = Dh / KN_WARP;
     if (group > ATT_MAX_GROUP || (dpl != 2 && dpl != 4 && dpl != 8))
         return launch_v1(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s);
@@ -225,9 +261,13 @@ static cudaError_t launch_split(float *out, const float *q, const float *qg, con
     if (n_split > 1 && work_floats < parts * (size_t)(Dh + 2)) return cudaErrorInvalidValue;
     float *part_acc = work, *part_m = work + parts * Dh, *part_l = part_m + parts;
     void (*k)(float *, const float *, const float *, const uint16_t *, const uint16_t *, const int *, int, int,
-              const uint64_t *, int, int, float, int, float *, float *, float *) = dpl == 8   ? attention_split<8>
-                                                                                   : dpl == 4 ? attention_split<4>
-                                                                                              : attention_split<2>;
+              const uint64_t *, int, int, float, int, float *, float *, float *) =
+        v4 ? (dpl == 8   ? attention_split<8, true>
+              : dpl == 4 ? attention_split<4, true>
+                         : attention_split<2, true>)
+           : (dpl == 8   ? attention_split<8, false>
+              : dpl == 4 ? attention_split<4, false>
+                         : attention_split<2, false>);
     dim3 grid(Hkv, m, n_split);
     cudaError_t e = KN_LAUNCH(k, grid, ATT_WARPS * KN_WARP, 0, s, out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, scale,
                               n_split, part_acc, part_m, part_l);
@@ -241,7 +281,27 @@ static cudaError_t launch_v2(float *out, const float *q, const float *qg, const 
                              const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh, float scale,
                              float *work, size_t work_floats, cudaStream_t s) {
     if (!attn_args_ok(ctx, m, H, Hkv, Dh)) return cudaErrorInvalidValue;
-    return launch_split(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, 1);
+    return launch_split(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, 1, 0);
+}
+
+/* v3 and v4: about `per_sm` blocks per SM, but at least 64 positions per split. */
+static cudaError_t launch_splits(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
+                                 const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh,
+                                 float scale, float *work, size_t work_floats, cudaStream_t s, int per_sm, int v4) {
+    int n = ctx + m;
+    int want = kn_ceil_div((long)per_sm * kn_sm_count(), (long)m * Hkv);
+    int most = kn_ceil_div(n, 64);
+    int n_split = want < most ? want : most;
+    if (n_split > KN_ATTN_MAX_SPLIT) n_split = KN_ATTN_MAX_SPLIT;
+    if (n_split < 1) n_split = 1;
+    return launch_split(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, n_split, v4);
+}
+
+static cudaError_t launch_v4(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
+                             const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh, float scale,
+                             float *work, size_t work_floats, cudaStream_t s) {
+    if (!attn_args_ok(ctx, m, H, Hkv, Dh)) return cudaErrorInvalidValue;
+    return launch_splits(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, 2, 1);
 }
 
 static cudaError_t launch_v3(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
@@ -255,7 +315,7 @@ static cudaError_t launch_v3(float *out, const float *q, const float *qg, const 
     int n_split = want < most ? want : most;
     if (n_split > KN_ATTN_MAX_SPLIT) n_split = KN_ATTN_MAX_SPLIT;
     if (n_split < 1) n_split = 1;
-    return launch_split(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, n_split);
+    return launch_split(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s, n_split, 0);
 }
 
 static const kn_attention_version versions[] = {
@@ -263,7 +323,15 @@ static const kn_attention_version versions[] = {
     {"v2", "block per (query, KV head): K/V rows read once for the GQA group, 16-byte loads, online softmax",
      launch_v2},
     {"v3", "v2 split over positions across blocks (flash-decoding) + a combine pass", launch_v3},
+    {"v4", "v3 with q in shared memory (<= 128 registers: 2 blocks of 256 per SM), two positions in flight per warp",
+     launch_v4},
 };
+
+cudaError_t kn_attention(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
+                         const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh, float scale,
+                         float *work, size_t work_floats, cudaStream_t s) {
+    return launch_v4(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s);
+}
 
 const kn_attention_version *kn_attention_versions(int *count) {
     *count = (int)(sizeof versions / sizeof versions[0]);

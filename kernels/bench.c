@@ -12,6 +12,7 @@
 void gc_results_init(gc_results *r) {
     memset(r, 0, sizeof *r);
     r->copy_gbs = NAN;
+    r->read_gbs = NAN;
 }
 
 void gc_results_free(gc_results *r) {
@@ -60,15 +61,29 @@ int gc_results_append_file(const gc_results *r, const char *path, sp_error *err)
         }
     }
     FILE *f = a.f; /* a failed write sets ferror, which the commit checks */
-    if (r->device[0]) fprintf(f, "device\t%s\n", r->device);
-    if (!isnan(r->copy_gbs)) fprintf(f, "copy\t%.6g\n", r->copy_gbs);
-    for (int i = 0; i < r->n; i++) {
-        gc_row w = r->rows[i];
-        clean_field(w.op), clean_field(w.version), clean_field(w.shape), clean_field(w.note);
-        fprintf(f, "row\t%s\t%s\t%s\t%d\t%.6g\t%.6g\t%d\t%.6g\t%.6g\t%.6g\t%s\n", w.op, w.version, w.shape, w.m, w.err,
-                w.bound, w.status, w.us, w.bytes, w.flops, w.note);
-    }
+    if (r->device[0]) gc_results_write_device(f, r->device);
+    gc_results_write_ceilings(f, r->copy_gbs, r->read_gbs);
+    for (int i = 0; i < r->n; i++) gc_results_write_row(f, &r->rows[i]);
     return atomic_commit(&a, err);
+}
+
+void gc_results_write_device(FILE *f, const char *device) {
+    char d[96];
+    snprintf(d, sizeof d, "%s", device);
+    clean_field(d);
+    fprintf(f, "device\t%s\n", d);
+}
+
+void gc_results_write_ceilings(FILE *f, double copy_gbs, double read_gbs) {
+    if (!isnan(copy_gbs)) fprintf(f, "copy\t%.6g\n", copy_gbs);
+    if (!isnan(read_gbs)) fprintf(f, "read\t%.6g\n", read_gbs);
+}
+
+void gc_results_write_row(FILE *f, const gc_row *row) {
+    gc_row w = *row;
+    clean_field(w.op), clean_field(w.version), clean_field(w.shape), clean_field(w.note);
+    fprintf(f, "row\t%s\t%s\t%s\t%d\t%.6g\t%.6g\t%d\t%.6g\t%.6g\t%.6g\t%s\n", w.op, w.version, w.shape, w.m, w.err,
+            w.bound, w.status, w.us, w.bytes, w.flops, w.note);
 }
 
 /* Splits line at tabs in place: up to max fields. */
@@ -94,6 +109,7 @@ int gc_results_read_file(gc_results *r, const char *path, sp_error *err) {
     int lineno = 0, status = 0;
     while (fgets(line, sizeof line, f)) {
         lineno++;
+        if (!strchr(line, '\n') && feof(f)) break; /* the last row of a run that crashed while writing it */
         line[strcspn(line, "\n")] = '\0';
         if (!line[0]) continue;
         char *fld[12];
@@ -102,6 +118,8 @@ int gc_results_read_file(gc_results *r, const char *path, sp_error *err) {
             copy_field(r->device, sizeof r->device, fld[1]);
         } else if (!strcmp(fld[0], "copy") && n == 2) {
             r->copy_gbs = strtod(fld[1], NULL);
+        } else if (!strcmp(fld[0], "read") && n == 2) {
+            r->read_gbs = strtod(fld[1], NULL);
         } else if (!strcmp(fld[0], "row") && n == 12) {
             gc_row *w = gc_results_add(r);
             copy_field(w->op, sizeof w->op, fld[1]);
@@ -117,7 +135,7 @@ int gc_results_read_file(gc_results *r, const char *path, sp_error *err) {
             copy_field(w->note, sizeof w->note, fld[11]);
         } else if (status == 0) { /* report the first bad line */
             status = sp_fail(err,
-                             "%s:%d: expected a device, copy or row line of 2, 2 or 12 tab-separated fields, "
+                             "%s:%d: expected a device, copy, read or row line of 2, 2, 2 or 12 tab-separated fields, "
                              "found %d field(s) starting '%.40s'",
                              path, lineno, n, fld[0]);
         }
@@ -255,6 +273,9 @@ void gc_print_table(FILE *f, const gc_results *r) {
         fprintf(f, "copy bandwidth: not measured\n");
     else
         fprintf(f, "copy bandwidth (device-to-device, read + write): %.0f GB/s\n", r->copy_gbs);
+    if (!isnan(r->read_gbs))
+        fprintf(f, "read-only bandwidth (streaming reads, no writes): %.0f GB/s = %.1f %% of copy\n", r->read_gbs,
+                isnan(r->copy_gbs) ? NAN : 100.0 * r->read_gbs / r->copy_gbs);
     fprintf(f, TABLE_HEAD);
     char line[512];
     for (int i = 0; i < r->n; i++) {
@@ -284,36 +305,58 @@ const gc_row *gc_best_row(const gc_results *r, const char *op, const char *shape
         if (w->status != GC_OK || isnan(w->us) || w->m != m || strcmp(w->op, op) || strcmp(w->shape, shape)) continue;
         if (prefix && strncmp(w->version, prefix, strlen(prefix))) continue;
         if (skip && !strncmp(w->version, skip, strlen(skip))) continue;
+        if ((!prefix || strncmp(prefix, GC_ENGINE_PREFIX, strlen(GC_ENGINE_PREFIX))) &&
+            !strncmp(w->version, GC_ENGINE_PREFIX, strlen(GC_ENGINE_PREFIX)))
+            continue;
         if (!best || w->us < best->us) best = w;
     }
     return best;
 }
 
+const gc_row *gc_engine_row(const gc_results *r, const char *op, const char *shape, int m) {
+    return gc_best_row(r, op, shape, m, GC_ENGINE_PREFIX, NULL);
+}
+
+double gc_plan_us(const gc_results *r, const char *op, const char *shape, int m) {
+    const gc_row *e = gc_engine_row(r, op, shape, m);
+    return e ? e->us : gc_best_us(r, op, shape, m);
+}
+
 void gc_print_matvec_summary(FILE *f, const gc_results *r) {
     int n = 0;
     const gc_matvec_shape *shapes = gc_matvec_shapes(&n);
-    fprintf(f, "\nmatvec at the 27B shapes: best m=1 (share of copy bandwidth), best m=4 and its cost over m=1, "
-               "cuBLAS beside\n");
-    fprintf(f, "%-26s %-13s %9s %6s | %-13s %9s %6s | %9s %9s %6s\n", "shape", "m=1 best", "us", "%copy", "m=4 best",
-            "us", "x m=1", "cublas m1", "cublas m4", "ratio");
+    size_t pre = strlen(GC_ENGINE_PREFIX);
+    fprintf(f, "\nmatvec at the 27B shapes: what the engine dispatches (kn_matvec, its table filled from this run's "
+               "validated timings) at m=1 (share of copy bandwidth) and m=4 (cost over m=1); the fastest validated "
+               "version beside it; cuBLAS\n");
+    fprintf(f, "%-26s %-9s %9s %6s | %-9s %9s %6s | %-13s %9s | %-13s %9s | %9s %9s %6s\n", "shape", "engine m1", "us",
+            "%copy", "engine m4", "us", "x m=1", "fastest m=1", "us", "fastest m=4", "us", "cublas m1", "cublas m4",
+            "ratio");
     for (int i = 0; i < n; i++) {
         if (!shapes[i].real) continue;
         const char *sh = shapes[i].name;
+        const gc_row *e1 = gc_engine_row(r, "matvec", sh, 1), *e4 = gc_engine_row(r, "matvec", sh, 4);
         const gc_row *b1 = gc_best_row(r, "matvec", sh, 1, NULL, "cublas");
         const gc_row *b4 = gc_best_row(r, "matvec", sh, 4, NULL, "cublas");
         const gc_row *c1 = gc_best_row(r, "matvec", sh, 1, "cublas", NULL);
         const gc_row *c4 = gc_best_row(r, "matvec", sh, 4, "cublas", NULL);
-        char v1[24], v4[24], u1[16], u4[16], p1[16], q4[16], cu1[16], cu4[16], cr[16];
+        char ev1[24], ev4[24], v1[24], v4[24], eu1[16], eu4[16], p1[16], q4[16], u1[16], u4[16], cu1[16], cu4[16],
+            cr[16];
+        snprintf(ev1, sizeof ev1, "%s", e1 ? e1->version + pre : "-");
+        snprintf(ev4, sizeof ev4, "%s", e4 ? e4->version + pre : "-");
         snprintf(v1, sizeof v1, "%s", b1 ? b1->version : "-");
         snprintf(v4, sizeof v4, "%s", b4 ? b4->version : "-");
+        fmt_num(eu1, sizeof eu1, e1 ? e1->us : NAN, 9, 2, 0);
+        fmt_num(eu4, sizeof eu4, e4 ? e4->us : NAN, 9, 2, 0);
+        fmt_num(p1, sizeof p1, e1 ? gc_row_pct_copy(e1, r->copy_gbs) : NAN, 6, 1, 0);
+        fmt_num(q4, sizeof q4, e1 && e4 ? e4->us / e1->us : NAN, 6, 3, 0);
         fmt_num(u1, sizeof u1, b1 ? b1->us : NAN, 9, 2, 0);
         fmt_num(u4, sizeof u4, b4 ? b4->us : NAN, 9, 2, 0);
-        fmt_num(p1, sizeof p1, b1 ? gc_row_pct_copy(b1, r->copy_gbs) : NAN, 6, 1, 0);
-        fmt_num(q4, sizeof q4, b1 && b4 ? b4->us / b1->us : NAN, 6, 3, 0);
         fmt_num(cu1, sizeof cu1, c1 ? c1->us : NAN, 9, 2, 0);
         fmt_num(cu4, sizeof cu4, c4 ? c4->us : NAN, 9, 2, 0);
         fmt_num(cr, sizeof cr, c1 && c4 ? c4->us / c1->us : NAN, 6, 3, 0);
-        fprintf(f, "%-26.26s %-13s %s %s | %-13s %s %s | %s %s %s\n", sh, v1, u1, p1, v4, u4, q4, cu1, cu4, cr);
+        fprintf(f, "%-26.26s %-9s %s %s | %-9s %s %s | %-13s %s | %-13s %s | %s %s %s\n", sh, ev1, eu1, p1, ev4, eu4,
+                q4, v1, u1, v4, u4, cu1, cu4, cr);
     }
 }
 
@@ -423,7 +466,7 @@ static double row_bytes(const gc_results *r, const char *op, const char *shape, 
 gc_estimate gc_estimate_plan(const gc_results *r, const gc_plan_item *items, int n) {
     gc_estimate e = {0.0, 0, 0.0};
     for (int i = 0; i < n; i++) {
-        double us = gc_best_us(r, items[i].op, items[i].shape, items[i].m);
+        double us = gc_plan_us(r, items[i].op, items[i].shape, items[i].m);
         if (isnan(us)) {
             e.n_missing++;
             continue;
@@ -448,7 +491,7 @@ static gc_estimate print_plan(FILE *f, const gc_results *r, const char *title, i
     gc_estimate e = gc_estimate_plan(r, items, n);
     fprintf(f, "%s\n", title);
     for (int i = 0; i < n; i++) {
-        double us = gc_best_us(r, items[i].op, items[i].shape, items[i].m);
+        double us = gc_plan_us(r, items[i].op, items[i].shape, items[i].m);
         char t[32];
         if (isnan(us))
             snprintf(t, sizeof t, "not measured");
@@ -468,9 +511,9 @@ static gc_estimate print_plan(FILE *f, const gc_results *r, const char *title, i
 
 void gc_print_estimate(FILE *f, const gc_results *r, int ctx) {
     fprintf(f,
-            "\nQwen3.8-27B estimate at context %d: sum of the best validated kernel times, each op counted per "
-            "layer type (48 DeltaNet, 16 attention layers, MLP per layer, lm_head); launch gaps, embedding and "
-            "residual adds not counted\n",
+            "\nQwen3.8-27B estimate at context %d: sum of the kernel times, each op counted per layer type (48 "
+            "DeltaNet, 16 attention layers, MLP per layer, lm_head) - for matvec the version the engine dispatches, "
+            "for the other ops the fastest validated one; launch gaps, embedding and residual adds not counted\n",
             ctx);
     gc_estimate dec = print_plan(f, r, "decode step (m = 1):", 1, ctx, 0);
     gc_estimate ver = print_plan(f, r, "verify pass of k+1 = 4 positions (chain):", 4, ctx, 0);

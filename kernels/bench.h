@@ -53,6 +53,7 @@ typedef struct {
     gc_row *rows;
     int n, cap;
     double copy_gbs; /* device-to-device copy, bytes read + written per second / 1e9 (NAN: not measured) */
+    double read_gbs; /* read-only streaming, bytes read per second / 1e9 (NAN: not measured) */
     char device[96];
 } gc_results;
 
@@ -65,6 +66,12 @@ gc_row *gc_results_add(gc_results *r);
  * -1 with the file, the line and what was wrong in err. */
 int gc_results_append_file(const gc_results *r, const char *path, sp_error *err);
 int gc_results_read_file(gc_results *r, const char *path, sp_error *err);
+/* The file's lines one at a time, for a run that appends each row as it is
+ * measured (and flushes), so a crash keeps the rows before it: the reader
+ * ignores a last line cut short (no newline). */
+void gc_results_write_device(FILE *f, const char *device);
+void gc_results_write_ceilings(FILE *f, double copy_gbs, double read_gbs); /* NAN: not written */
+void gc_results_write_row(FILE *f, const gc_row *row);
 
 /* ‖out − ref‖₂ / ‖ref‖₂ in double. A NaN or infinity in out, or a nonzero
  * difference against a zero reference, gives INFINITY. */
@@ -78,7 +85,8 @@ double gc_median(double *v, int n);
 
 /* How many copies of a working set of `bytes` to rotate through so that the
  * data touched between two uses of one copy is at least 4× the L2: between
- * 1 and max_sets. */
+ * 1 and max_sets (gpucheck passes 65536, so only a working set under 4 KB
+ * falls short). */
 int gc_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets);
 
 /* Which output rows to validate: all of them when n_out ≤ max_rows, else
@@ -101,19 +109,34 @@ void gc_print_table(FILE *f, const gc_results *r);
 /* One row as it appears in the table (no newline). */
 void gc_format_row(char *buf, size_t size, const gc_row *row, double copy_gbs);
 
+/* Rows of what the engine runs (kn_matvec through its dispatch table) carry
+ * this prefix before the dispatched version's name: "engine:v4". */
+#define GC_ENGINE_PREFIX "engine:"
+
 /* Smallest median µs among the validated (GC_OK), timed rows of (op, shape, m);
- * NAN when there is none. */
+ * NAN when there is none. The engine's rows (GC_ENGINE_PREFIX) count too:
+ * they are one of the versions, run through the dispatch. */
 double gc_best_us(const gc_results *r, const char *op, const char *shape, int m);
 
 /* The validated, timed row of (op, shape, m) with the smallest time, among
  * versions whose name starts with `prefix` (NULL: any) and not with `skip`
- * (NULL: none); NULL when there is none. */
+ * (NULL: none); NULL when there is none. The engine's rows are left out
+ * unless `prefix` asks for them. */
 const gc_row *gc_best_row(const gc_results *r, const char *op, const char *shape, int m, const char *prefix,
                           const char *skip);
 
-/* Per 27B matvec shape: the best m = 1 version and its share of the copy
- * bandwidth, the best m = 4 version and its time over the m = 1 time, and
- * cuBLAS's m = 1 and m = 4 times beside them. */
+/* The engine's row of (op, shape, m): the validated, timed row whose version
+ * starts with GC_ENGINE_PREFIX (what kn_matvec dispatched); NULL: none. */
+const gc_row *gc_engine_row(const gc_results *r, const char *op, const char *shape, int m);
+
+/* The time the estimate uses for (op, shape, m): the engine's row when there
+ * is one (what the engine would run), else the fastest validated version. */
+double gc_plan_us(const gc_results *r, const char *op, const char *shape, int m);
+
+/* Per 27B matvec shape: the version the engine dispatches at m = 1 and its
+ * share of the copy bandwidth, at m = 4 and its time over the m = 1 time;
+ * the fastest validated versions beside them; cuBLAS's m = 1 and m = 4
+ * times. */
 void gc_print_matvec_summary(FILE *f, const gc_results *r);
 
 /* ---- the shapes the harness runs ------------------------------------------ */

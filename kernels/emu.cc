@@ -109,6 +109,19 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev) {
     return cudaSuccess;
 }
 
+cudaError_t emu_occupancy(int *blocks, int threads, size_t smem) {
+    *blocks = 0;
+    if (threads < 1 || threads > EMU_MAX_THREADS || smem > EMU_MAX_SMEM) return cudaErrorInvalidValue;
+    int n = 2048 / threads;
+    if (n > 32) n = 32;
+    int by_regs = 65536 / (64 * threads);
+    if (n > by_regs) n = by_regs;
+    int by_smem = (int)((228 * 1024) / (smem + 1024));
+    if (n > by_smem) n = by_smem;
+    *blocks = n;
+    return cudaSuccess;
+}
+
 const uint3 &emu_thread_idx(void) { return cur->tid; }
 int emu_lane(void) { return cur->lane; }
 void *emu_dyn_smem(void) { return dyn_smem; }
@@ -179,6 +192,17 @@ unsigned __ballot_sync(unsigned mask, int pred) {
     unsigned bits = 0;
     for (int l = 0; l < 32 && w * 32 + l < n_threads; l++)
         if (fibers[w * 32 + l].state != F_DONE && warp_slot[w][l]) bits |= 1u << l;
+    warp_arrive();
+    return bits;
+}
+
+unsigned emu_match_any(uint64_t value) {
+    int w = cur->warp;
+    warp_slot[w][cur->lane] = value;
+    warp_arrive();
+    unsigned bits = 0;
+    for (int l = 0; l < 32 && w * 32 + l < n_threads; l++)
+        if (fibers[w * 32 + l].state != F_DONE && warp_slot[w][l] == value) bits |= 1u << l;
     warp_arrive();
     return bits;
 }

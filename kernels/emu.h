@@ -52,6 +52,16 @@ cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDevice(int *dev);
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev);
 template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+/* Blocks of `threads` threads and `smem` dynamic shared-memory bytes that fit
+ * on one multiprocessor, by Hopper's per-SM limits (2048 threads, 32 blocks,
+ * 228 KB of shared memory with 1 KB reserved per block) and, the emulator
+ * knowing no register counts, an assumed 64 registers per thread (65536 per
+ * SM): plausible, so the launchers' grid sizing runs as on a GPU. */
+cudaError_t emu_occupancy(int *blocks, int threads, size_t smem);
+template <class F>
+static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, F, int threads, size_t smem) {
+    return emu_occupancy(blocks, threads, smem);
+}
 
 /* The number of multiprocessors the emulator pretends to have: small, so
  * that grids sized by the SM count stay cheap to emulate. */
@@ -114,6 +124,12 @@ template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned delt
     return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
 }
 unsigned __ballot_sync(unsigned mask, int pred);
+/* The live lanes whose value equals the caller's. */
+unsigned emu_match_any(uint64_t value);
+template <class T> static inline unsigned __match_any_sync(unsigned, T value) {
+    return emu_match_any(emu_to_bits(value));
+}
+static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 
 /* Fibers never run concurrently, so a plain read-modify-write is atomic. */
 template <class T> static inline T atomicAdd(T *p, T v) {

@@ -50,6 +50,11 @@ typedef struct {
 KN_API const kn_rope_kv_version *kn_rope_kv_versions(int *count);
 KN_API const kn_attention_version *kn_attention_versions(int *count);
 
+/* The engine's attention: the fastest design (v4), arguments as kn_attention_fn. */
+KN_API cudaError_t kn_attention(float *out, const float *q, const float *qg, const uint16_t *Kc, const uint16_t *Vc,
+                                const int *block_table, int ctx, int m, const uint64_t *tree_mask, int H, int Hkv,
+                                int Dh, float scale, float *work, size_t work_floats, cudaStream_t stream);
+
 /* Scratch floats any attention version needs for these sizes. */
 KN_API size_t kn_attention_work_floats(int ctx, int m, int H, int Hkv, int Dh);
 

@@ -137,14 +137,36 @@ __device__ __forceinline__ void kn_mma_bf16(float d[4], const uint32_t a[4], con
 #endif
 }
 
-/* The device's multiprocessor count (grids of persistent kernels). */
-static inline int kn_sm_count(void) {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return 1;
-    return n > 0 ? n : 1;
+/* The current device's attributes the launchers size grids with, read once
+ * per device and cached (cudaDeviceGetAttribute is not free on a hot path:
+ * a decode step makes hundreds of launches). Benign race: two threads that
+ * miss at once both store the same values. */
+#define KN_MAX_DEVICES 16
+typedef struct {
+    int ready;
+    int sm_count;   /* multiprocessors */
+    int smem_optin; /* dynamic shared memory a block may opt in to, bytes */
+} kn_device_info;
+
+static inline const kn_device_info *kn_device(void) {
+    static kn_device_info cache[KN_MAX_DEVICES];
+    static kn_device_info fallback = {1, 1, 48 * 1024};
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= KN_MAX_DEVICES) return &fallback;
+    kn_device_info *d = &cache[dev];
+    if (!__atomic_load_n(&d->ready, __ATOMIC_ACQUIRE)) {
+        int n = 0, smem = 0;
+        if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) n = 1;
+        if (cudaDeviceGetAttribute(&smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess || smem < 1)
+            smem = 48 * 1024;
+        d->sm_count = n, d->smem_optin = smem;
+        __atomic_store_n(&d->ready, 1, __ATOMIC_RELEASE);
+    }
+    return d;
 }
+
+/* The device's multiprocessor count (grids of persistent kernels). */
+static inline int kn_sm_count(void) { return kn_device()->sm_count; }
 
 static inline int kn_ceil_div(long a, long b) { return (int)((a + b - 1) / b); }
 

@@ -18,21 +18,51 @@
 typedef cudaError_t (*kn_matvec_fn)(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
                                     cudaStream_t stream);
 
+/* Numerics classes. The versions of one class compute every output with the
+ * same sequence of fp32 operations whatever m (same products, same order of
+ * the additions, same reduction tree), so row p of a batch product is bit
+ * for bit the m = 1 product of X[p]: a verify pass and plain decoding round
+ * the activations alike and pick the same greedy token. Given the same
+ * alignment: the 16-byte path (n_in % 8 == 0, W and X 16-byte aligned) and
+ * the element path add in different orders. gpucheck checks every class. */
+enum {
+    KN_MV_ALONE = 0,       /* no bitwise partner (v1, v2, cuBLAS) */
+    KN_MV_WARP_LANES = 1,  /* warp per row, lanes over 16-byte steps: v3, v4, b1, b3 */
+    KN_MV_BLOCK_LANES = 2, /* block per row, threads over 16-byte steps: v5, b5 */
+    KN_MV_MMA_XBF16 = 3    /* X rounded to bf16, mma.m16n8k16, fixed warp order: b2 at any m */
+};
+
 typedef struct {
     const char *name; /* "v1" … ; "-xbf16" suffix: activations rounded to bf16 */
     const char *what; /* one line: what changed from the previous version */
     kn_matvec_fn fn;
-    int max_m;  /* largest m the version accepts (1 for the decode kernels) */
-    int x_bf16; /* rounds X to bf16 */
+    int max_m;    /* largest m the version accepts (1 for the decode kernels) */
+    int x_bf16;   /* rounds X to bf16 */
+    int numerics; /* KN_MV_* class */
 } kn_matvec_version;
 
 /* Decode (m = 1) versions, then batch versions; the last batch entry is the
  * cuBLAS baseline when cuBLAS is compiled in. */
 KN_API const kn_matvec_version *kn_matvec_versions(int *count);
 
-/* The version the engine uses for a given m (the fastest validated design). */
+/* The engine's product: runs kn_matvec_dispatch(m, n_out, n_in). m ≤ 16. */
 KN_API cudaError_t kn_matvec(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
                              cudaStream_t stream);
+
+/* The dispatch table. Per shape [n_out, n_in], the version for m = 1 and the
+ * one for 1 < m ≤ 16, named as in kn_matvec_versions; both of one numerics
+ * class other than KN_MV_ALONE (decode and verify round alike), the batch
+ * version taking every m ≤ 16. gpucheck fills it from its validated
+ * timings (the fastest class pair per shape) and prints what it chose.
+ * Returns 0, or −1 with the table unchanged (unknown name, classes that
+ * differ, a full table). Not thread-safe: fill it before launching.
+ * Shapes not in the table get the default: v4 / b3 (fp32 activations), or
+ * v5 / b5 when n_out < 4 × the SM count (too few rows for a warp per row). */
+#define KN_MATVEC_TABLE 64
+KN_API int kn_matvec_select(int n_out, int n_in, const char *decode_version, const char *batch_version);
+KN_API void kn_matvec_select_reset(void); /* back to the default for every shape */
+/* The version kn_matvec runs for (m, n_out, n_in). */
+KN_API const kn_matvec_version *kn_matvec_dispatch(int m, int n_out, int n_in);
 
 /* X[n] fp32 → Xb[n] bf16 (round to nearest even), for the cuBLAS baseline. */
 KN_API cudaError_t kn_f32_to_bf16(uint16_t *out, const float *in, long n, cudaStream_t stream);

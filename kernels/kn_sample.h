@@ -38,8 +38,12 @@ typedef struct {
 } kn_probs_version;
 
 KN_API const kn_probs_version *kn_probs_versions(int *count);
-/* Scratch doubles kn_probs needs: m·V. */
+/* Scratch doubles kn_probs (and every version) needs: m·(V + 24768). */
 KN_API size_t kn_probs_work_doubles(int m, int V);
+/* The engine's processed distributions: the fastest validated version (v2,
+ * several blocks per row). work: kn_probs_work_doubles(m, V) doubles. */
+KN_API cudaError_t kn_probs(float *probs, const float *logits, int m, int V, sampler_params sp, double *work,
+                            size_t work_doubles, cudaStream_t stream);
 
 KN_API cudaError_t kn_sample(int *tokens, const float *probs, int m, int V, uint64_t seed, uint32_t purpose,
                              uint64_t index0, cudaStream_t stream);

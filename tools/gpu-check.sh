@@ -5,16 +5,19 @@
 # fault in one family cannot hide the others), then prints the one table and
 # the Qwen3.8-27B estimate of all rows. The full log, the rows (TSV) and the
 # table go to BUILD/gpu-check/ and, when $OUT is set, to $OUT as well.
-# Exit status: 0 every validation passed; 1 a validation failed or a family
-# crashed or timed out; 2 no CUDA device; 3 the build failed. Safe to rerun:
-# every run starts a fresh log and result file.
+# Exit status: 0 every validation passed; 1 a validation failed, a family
+# (or the probe) crashed or timed out; 2 no CUDA device; 3 the build failed.
+# The status is also written to BUILD/gpu-check/exit-status (make reports
+# any failure as its own 2). Every family appends its rows to the TSV as it
+# measures them, so a crash keeps the rows before it. Safe to rerun: every
+# run starts a fresh log and result file.
 set -u
 build=${1:-build/gpu}
 dir=$build/gpu-check
 mkdir -p "$dir"
 log=$dir/gpu-check.log
 results=$dir/results.tsv
-rm -f "$log" "$results" "$dir/table.txt"
+rm -f "$log" "$results" "$dir/table.txt" "$dir/exit-status"
 if [ -n "${OUT:-}" ] && mkdir -p "$OUT" 2>/dev/null; then
     exec > >(tee "$log" "$OUT/gpu-check.log") 2>&1
 else
@@ -22,8 +25,8 @@ else
     exec > >(tee "$log") 2>&1
 fi
 tee_pid=$!
-# let tee write the last lines before the script's caller moves on
-trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null' EXIT
+# record the status, and let tee write the last lines before the script's caller moves on
+trap 'rc=$?; echo "$rc" > "$dir/exit-status"; [ -n "$OUT" ] && cp "$dir/exit-status" "$OUT/" 2>/dev/null; exec >&- 2>&-; wait "$tee_pid" 2>/dev/null; exit $rc' EXIT
 
 seed=${GPU_CHECK_SEED:-$(date +%s)}
 echo "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), seed $seed"
@@ -42,15 +45,18 @@ if ! make --no-print-directory -j"$(nproc)" BUILD="$build" WERROR= NVCC="$nvcc" 
 fi
 echo "build: $((SECONDS - start)) s"
 bin=$build/cuda/gpucheck
-if ! "$bin" --probe; then
-    echo "gpu-check: no usable CUDA device"
-    exit 2
-fi
+"$bin" --probe
+rc=$?
+case $rc in
+0) ;;
+4) echo "gpu-check: no usable CUDA device"; exit 2 ;; # gpucheck's "no CUDA device"
+*) echo "gpu-check: the probe itself failed with status $rc (above 128: killed by signal $((rc - 128)))"; exit 1 ;;
+esac
 
 status=0
 # family:seconds — guards that add up to 6 minutes (with the build, under 7);
 # a normal run takes a fraction of each.
-for spec in copy:30 matvec:120 norm:30 rope_kv:30 attention:60 deltanet:45 sample:45; do
+for spec in copy:30 matvec:150 norm:30 rope_kv:30 attention:45 deltanet:40 sample:40; do
     fam=${spec%%:*} limit=${spec##*:}
     t0=$SECONDS
     timeout --signal=KILL "$limit" "$bin" --only "$fam" --seed "$seed" --results "$results"
@@ -59,6 +65,7 @@ for spec in copy:30 matvec:120 norm:30 rope_kv:30 attention:60 deltanet:45 sampl
     case $rc in
     0) ;;
     1) status=1 ;;
+    4) echo "gpu-check: family $fam found no CUDA device after the probe found one"; status=1 ;;
     137) echo "gpu-check: family $fam ran past its $limit s limit"; status=1 ;;
     *) echo "gpu-check: family $fam ended with status $rc (see above)"; status=1 ;;
     esac

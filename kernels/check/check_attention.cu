@@ -23,7 +23,6 @@
  * wrongly masked or dropped is caught at the small tree cases, where it
  * moves the output by far more. */
 #define ATT_BOUND 1e-4
-#define ATT_MAX_SETS 8
 #define THETA 1e7
 #define EPS 1e-6f
 
@@ -74,17 +73,22 @@ static void rope_case(gc_ctx *c, const att_case *ac) {
     int m = ac->m, H = ac->H, Hkv = ac->Hkv, Dh = ac->Dh, R = ac->R, slots = ac->ctx + m;
     pool_info pi = pool_for(slots, Hkv, Dh, c->seed ^ 0x51);
     size_t qg_n = (size_t)m * H * 2 * Dh, kv_n = (size_t)m * Hkv * Dh, q_n = (size_t)m * H * Dh;
-    float *qg = (float *)gc_dmalloc(qg_n * 4), *k = (float *)gc_dmalloc(kv_n * 4), *v = (float *)gc_dmalloc(kv_n * 4);
-    float *qn = (float *)gc_dmalloc((size_t)Dh * 4), *kn = (float *)gc_dmalloc((size_t)Dh * 4);
+    /* rotated inputs: q + gate, k, v and the two norm weights */
+    size_t sizes[5] = {qg_n * 4, kv_n * 4, kv_n * 4, (size_t)Dh * 4, (size_t)Dh * 4};
+    gc_rot rot = gc_rot_make(c, sizes, 5);
+    auto in = [&](int s, int b) { return (float *)gc_rot_buf(&rot, s, b); };
+    float *qg = in(0, 0), *k = in(0, 1), *v = in(0, 2), *qn = in(0, 3), *kn = in(0, 4);
     float *q_out = (float *)gc_dmalloc(q_n * 4);
     uint16_t *Kc = (uint16_t *)gc_dmalloc(pi.pool_elems * 2), *Vc = (uint16_t *)gc_dmalloc(pi.pool_elems * 2);
     int *bt = (int *)gc_dmalloc((size_t)pi.n_blocks * 4), *pos = (int *)gc_dmalloc((size_t)m * 4);
     int *slot = (int *)gc_dmalloc((size_t)m * 4);
-    gc_fill_f32(c, qg, qg_n, -2.0f, 2.0f, 600);
-    gc_fill_f32(c, k, kv_n, -2.0f, 2.0f, 601);
-    gc_fill_f32(c, v, kv_n, -2.0f, 2.0f, 602);
-    gc_fill_f32(c, qn, (size_t)Dh, -0.5f, 0.5f, 603);
-    gc_fill_f32(c, kn, (size_t)Dh, -0.5f, 0.5f, 604);
+    for (int s = 0; s < rot.n_sets; s++) {
+        gc_fill_f32(c, in(s, 0), qg_n, -2.0f, 2.0f, 600 + 10 * s);
+        gc_fill_f32(c, in(s, 1), kv_n, -2.0f, 2.0f, 601 + 10 * s);
+        gc_fill_f32(c, in(s, 2), kv_n, -2.0f, 2.0f, 602 + 10 * s);
+        gc_fill_f32(c, in(s, 3), (size_t)Dh, -0.5f, 0.5f, 603 + 10 * s);
+        gc_fill_f32(c, in(s, 4), (size_t)Dh, -0.5f, 0.5f, 604 + 10 * s);
+    }
     int *pos_h = (int *)gc_hmalloc((size_t)m * 4), *slot_h = (int *)gc_hmalloc((size_t)m * 4);
     for (int t = 0; t < m; t++) pos_h[t] = ac->ctx + 7919 * t % 100003, slot_h[t] = ac->ctx + t; /* large angles too */
     gc_h2d(bt, pi.bt_host, (size_t)pi.n_blocks * 4);
@@ -139,14 +143,16 @@ static void rope_case(gc_ctx *c, const att_case *ac) {
             }
             if (gc_status_for(err, ROPE_KV_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
-                    (void)it;
-                    return vs[vi].fn(q_out, Kc, Vc, bt, qg, k, v, qn, kn, pos, slot, m, H, Hkv, Dh, R, THETA, EPS, 0);
+                    int s = it % rot.n_sets;
+                    return vs[vi].fn(q_out, Kc, Vc, bt, in(s, 0), in(s, 1), in(s, 2), in(s, 3), in(s, 4), pos, slot, m,
+                                     H, Hkv, Dh, R, THETA, EPS, 0);
                 });
         }
         double bytes = 4.0 * m * H * Dh * 2 + 4.0 * kv_n * 2 + 2.0 * kv_n * 2 + 8.0 * Dh;
         gc_record(c, "rope_kv", vs[vi].name, ac->shape, m, err, ROPE_KV_BOUND, us, bytes, 0.0, note);
     }
-    gc_dfree(qg), gc_dfree(k), gc_dfree(v), gc_dfree(qn), gc_dfree(kn), gc_dfree(q_out), gc_dfree(Kc), gc_dfree(Vc);
+    gc_rot_free(&rot);
+    gc_dfree(q_out), gc_dfree(Kc), gc_dfree(Vc);
     gc_dfree(bt), gc_dfree(pos), gc_dfree(slot);
     free(pi.bt_host), free(pos_h), free(slot_h), free(qg_h), free(k_h), free(v_h), free(qn_h), free(kn_h);
     free(q_ref), free(K_ref), free(V_ref), free(K_got), free(V_got), free(kv_got), free(kv_ref);
@@ -156,19 +162,22 @@ static void attention_case(gc_ctx *c, const att_case *ac) {
     int m = ac->m, H = ac->H, Hkv = ac->Hkv, Dh = ac->Dh, ctx = ac->ctx, slots = ctx + m;
     pool_info pi = pool_for(slots, Hkv, Dh, c->seed ^ 0xa7);
     size_t q_n = (size_t)m * H * Dh, qg_n = 2 * q_n;
-    int n_sets = c->emu ? 1 : gc_rotation_sets(pi.pool_elems * 4, c->l2_bytes, ATT_MAX_SETS);
-    uint16_t *Kc[ATT_MAX_SETS] = {0}, *Vc[ATT_MAX_SETS] = {0};
-    for (int s = 0; s < n_sets; s++) {
-        Kc[s] = (uint16_t *)gc_dmalloc(pi.pool_elems * 2);
-        Vc[s] = (uint16_t *)gc_dmalloc(pi.pool_elems * 2);
-        gc_fill_bf16(c, Kc[s], pi.pool_elems, -1.0f, 1.0f, 700 + s);
-        gc_fill_bf16(c, Vc[s], pi.pool_elems, -1.0f, 1.0f, 720 + s);
-    }
-    float *q = (float *)gc_dmalloc(q_n * 4), *qg = (float *)gc_dmalloc(qg_n * 4), *out = (float *)gc_dmalloc(q_n * 4);
+    /* rotated: the K and V pools (the bulk) and the queries */
+    size_t sizes[4] = {pi.pool_elems * 2, pi.pool_elems * 2, q_n * 4, qg_n * 4};
+    gc_rot rot = gc_rot_make(c, sizes, 4);
+    auto Kc = [&](int s) { return (uint16_t *)gc_rot_buf(&rot, s, 0); };
+    auto Vc = [&](int s) { return (uint16_t *)gc_rot_buf(&rot, s, 1); };
+    auto q = [&](int s) { return (float *)gc_rot_buf(&rot, s, 2); };
+    auto qg = [&](int s) { return (float *)gc_rot_buf(&rot, s, 3); };
     /* queries of a few units make the softmax peaked enough that every
      * position's weight matters at small contexts */
-    gc_fill_f32(c, q, q_n, -3.0f, 3.0f, 740);
-    gc_fill_f32(c, qg, qg_n, -3.0f, 3.0f, 741);
+    for (int s = 0; s < rot.n_sets; s++) {
+        gc_fill_bf16(c, Kc(s), pi.pool_elems, -1.0f, 1.0f, 700 + s);
+        gc_fill_bf16(c, Vc(s), pi.pool_elems, -1.0f, 1.0f, 720 + 1000 * s);
+        gc_fill_f32(c, q(s), q_n, -3.0f, 3.0f, 740 + 1000 * s);
+        gc_fill_f32(c, qg(s), qg_n, -3.0f, 3.0f, 741 + 1000 * s);
+    }
+    float *out = (float *)gc_dmalloc(q_n * 4);
     int *bt = (int *)gc_dmalloc((size_t)pi.n_blocks * 4);
     gc_h2d(bt, pi.bt_host, (size_t)pi.n_blocks * 4);
     uint64_t *mask_h = NULL, *mask = NULL;
@@ -185,8 +194,8 @@ static void attention_case(gc_ctx *c, const att_case *ac) {
     uint16_t *K_h = (uint16_t *)gc_hmalloc(pi.pool_elems * 2), *V_h = (uint16_t *)gc_hmalloc(pi.pool_elems * 2);
     float *q_h = (float *)gc_hmalloc(q_n * 4), *qg_h = (float *)gc_hmalloc(qg_n * 4),
           *ref = (float *)gc_hmalloc(q_n * 4);
-    gc_d2h(K_h, Kc[0], pi.pool_elems * 2), gc_d2h(V_h, Vc[0], pi.pool_elems * 2);
-    gc_d2h(q_h, q, q_n * 4), gc_d2h(qg_h, qg, qg_n * 4);
+    gc_d2h(K_h, Kc(0), pi.pool_elems * 2), gc_d2h(V_h, Vc(0), pi.pool_elems * 2);
+    gc_d2h(q_h, q(0), q_n * 4), gc_d2h(qg_h, qg(0), qg_n * 4);
     twin_attention(ref, q_h, qg_h, K_h, V_h, pi.bt_host, ctx, m, mask_h, H, Hkv, Dh, scale);
 
     int nv = 0;
@@ -195,7 +204,7 @@ static void attention_case(gc_ctx *c, const att_case *ac) {
         char note[96] = "";
         double err = INFINITY, us = NAN;
         gc_poison(out, q_n * 4);
-        cudaError_t e = vs[vi].fn(out, q, qg, Kc[0], Vc[0], bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_n, 0);
+        cudaError_t e = vs[vi].fn(out, q(0), qg(0), Kc(0), Vc(0), bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_n, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -203,16 +212,17 @@ static void attention_case(gc_ctx *c, const att_case *ac) {
             err = gc_compare_f32(out, ref, q_n, note, sizeof note);
             if (gc_status_for(err, ATT_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
-                    int s = it % n_sets;
-                    return vs[vi].fn(out, q, qg, Kc[s], Vc[s], bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_n, 0);
+                    int s = it % rot.n_sets;
+                    return vs[vi].fn(out, q(s), qg(s), Kc(s), Vc(s), bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_n,
+                                     0);
                 });
         }
         double bytes = 2.0 * 2.0 * slots * Hkv * Dh + 3.0 * 4.0 * q_n;
         double flops = 4.0 * m * H * (double)slots * Dh;
         gc_record(c, "attention", vs[vi].name, ac->shape, m, err, ATT_BOUND, us, bytes, flops, note);
     }
-    for (int s = 0; s < n_sets; s++) gc_dfree(Kc[s]), gc_dfree(Vc[s]);
-    gc_dfree(q), gc_dfree(qg), gc_dfree(out), gc_dfree(bt), gc_dfree(work);
+    gc_rot_free(&rot);
+    gc_dfree(out), gc_dfree(bt), gc_dfree(work);
     if (mask) gc_dfree(mask);
     free(mask_h), free(pi.bt_host), free(K_h), free(V_h), free(q_h), free(qg_h), free(ref);
 }

@@ -14,7 +14,6 @@
  * differ by the O(1) update k·uᵀ). */
 #define CONV_BOUND 1e-5
 #define DELTA_BOUND 1e-4
-#define DN_MAX_SETS 8
 
 /* parent[m] of a random tree (tree) or a chain written out (not tree). */
 static void make_parents(int *parent, int m, int tree, uint64_t seed) {
@@ -29,17 +28,19 @@ static double max2(double a, double b) { return (a > b || isnan(a)) ? a : b; }
 
 static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tree) {
     size_t st_n = (size_t)C * (K - 1), x_n = (size_t)m * C;
-    int n_sets = c->emu ? 1 : gc_rotation_sets((st_n * (m + 1) + 2 * x_n) * 4, c->l2_bytes, DN_MAX_SETS);
-    float *x[DN_MAX_SETS] = {0}, *st0[DN_MAX_SETS] = {0};
-    for (int s = 0; s < n_sets; s++) {
-        x[s] = (float *)gc_dmalloc(x_n * 4);
-        st0[s] = (float *)gc_dmalloc(st_n * 4);
-        gc_fill_f32(c, x[s], x_n, -2.0f, 2.0f, 800 + s);
-        gc_fill_f32(c, st0[s], st_n, -2.0f, 2.0f, 820 + s);
+    /* rotated: the input, the committed state and the weights (all read from HBM in a decode step) */
+    size_t sizes[5] = {x_n * 4, st_n * 4, (size_t)C * K * 4, x_n * 4, st_n * m * 4}; /* + out, slots */
+    gc_rot rot = gc_rot_make(c, sizes, 5);
+    auto X = [&](int s) { return (float *)gc_rot_buf(&rot, s, 0); };
+    auto ST0 = [&](int s) { return (float *)gc_rot_buf(&rot, s, 1); };
+    auto Wc = [&](int s) { return (float *)gc_rot_buf(&rot, s, 2); };
+    for (int s = 0; s < rot.n_sets; s++) {
+        gc_fill_f32(c, X(s), x_n, -2.0f, 2.0f, 800 + s);
+        gc_fill_f32(c, ST0(s), st_n, -2.0f, 2.0f, 820 + s);
+        gc_fill_f32(c, Wc(s), (size_t)C * K, -1.0f, 1.0f, 840 + s);
     }
-    float *w = (float *)gc_dmalloc((size_t)C * K * 4), *out = (float *)gc_dmalloc(x_n * 4);
-    float *slots = (float *)gc_dmalloc(st_n * m * 4);
-    gc_fill_f32(c, w, (size_t)C * K, -1.0f, 1.0f, 840);
+    /* the outputs rotate too (a tree's nodes read the slots the call wrote) */
+    float *out = (float *)gc_rot_buf(&rot, 0, 3), *slots = (float *)gc_rot_buf(&rot, 0, 4);
     int *parent_h = NULL, *parent = NULL;
     if (tree) {
         parent_h = (int *)gc_hmalloc((size_t)m * 4);
@@ -49,7 +50,7 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
     }
     float *x_h = (float *)gc_hmalloc(x_n * 4), *st_h = (float *)gc_hmalloc(st_n * 4);
     float *w_h = (float *)gc_hmalloc((size_t)C * K * 4);
-    gc_d2h(x_h, x[0], x_n * 4), gc_d2h(st_h, st0[0], st_n * 4), gc_d2h(w_h, w, (size_t)C * K * 4);
+    gc_d2h(x_h, X(0), x_n * 4), gc_d2h(st_h, ST0(0), st_n * 4), gc_d2h(w_h, Wc(0), (size_t)C * K * 4);
     float *out_ref = (float *)gc_hmalloc(x_n * 4), *slots_ref = (float *)gc_hmalloc(st_n * m * 4);
     twin_conv_step(out_ref, slots_ref, st_h, x_h, w_h, parent_h, m, C, K);
     int nv = 0;
@@ -58,7 +59,7 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
         char note[96] = "";
         double err = INFINITY, us = NAN;
         gc_poison(out, x_n * 4), gc_poison(slots, st_n * m * 4);
-        cudaError_t e = vs[vi].fn(out, slots, st0[0], x[0], w, parent, m, C, K, 0);
+        cudaError_t e = vs[vi].fn(out, slots, ST0(0), X(0), Wc(0), parent, m, C, K, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -67,43 +68,53 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
                        gc_compare_f32(slots, slots_ref, st_n * m, note, sizeof note));
             if (gc_status_for(err, CONV_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
-                    int s = it % n_sets;
-                    return vs[vi].fn(out, slots, st0[s], x[s], w, parent, m, C, K, 0);
+                    int s = it % rot.n_sets;
+                    return vs[vi].fn((float *)gc_rot_buf(&rot, s, 3), (float *)gc_rot_buf(&rot, s, 4), ST0(s), X(s),
+                                     Wc(s), parent, m, C, K, 0);
                 });
         }
         double bytes = 4.0 * (st_n + 2.0 * x_n + (double)C * K + st_n * m);
         gc_record(c, "conv", vs[vi].name, shape, m, err, CONV_BOUND, us, bytes, 0.0, note);
     }
-    for (int s = 0; s < n_sets; s++) gc_dfree(x[s]), gc_dfree(st0[s]);
-    gc_dfree(w), gc_dfree(out), gc_dfree(slots);
+    gc_rot_free(&rot);
     if (parent) gc_dfree(parent);
     free(parent_h), free(x_h), free(st_h), free(w_h), free(out_ref), free(slots_ref);
 }
 
 typedef struct {
-    float *S0, *q, *k, *v, *a, *b;
+    float *S0, *q, *k, *v, *a, *b, *A_log, *dt_bias;
+    float *out, *slots; /* outputs, rotated with the inputs */
 } delta_in;
 
 static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int Dk, int Dv, int tree) {
     size_t st_n = (size_t)Hv * Dk * Dv, qk_n = (size_t)m * Hk * Dk, v_n = (size_t)m * Hv * Dv, ab_n = (size_t)m * Hv;
-    int n_sets = c->emu ? 1 : gc_rotation_sets(st_n * 4 * (m + 1), c->l2_bytes, DN_MAX_SETS);
-    delta_in in[DN_MAX_SETS];
-    for (int s = 0; s < n_sets; s++) {
-        in[s].S0 = (float *)gc_dmalloc(st_n * 4);
-        in[s].q = (float *)gc_dmalloc(qk_n * 4), in[s].k = (float *)gc_dmalloc(qk_n * 4);
-        in[s].v = (float *)gc_dmalloc(v_n * 4);
-        in[s].a = (float *)gc_dmalloc(ab_n * 4), in[s].b = (float *)gc_dmalloc(ab_n * 4);
-        gc_fill_f32(c, in[s].S0, st_n, -0.5f, 0.5f, 900 + 10 * s);
-        gc_fill_f32(c, in[s].q, qk_n, -1.0f, 1.0f, 901 + 10 * s);
-        gc_fill_f32(c, in[s].k, qk_n, -1.0f, 1.0f, 902 + 10 * s);
-        gc_fill_f32(c, in[s].v, v_n, -1.0f, 1.0f, 903 + 10 * s);
-        gc_fill_f32(c, in[s].a, ab_n, -2.0f, 2.0f, 904 + 10 * s);
-        gc_fill_f32(c, in[s].b, ab_n, -3.0f, 3.0f, 905 + 10 * s);
+    /* rotated: the committed state S0 (the bulk: 3 MB at the 27B shape), the
+     * step's inputs and the gate parameters, so every timed call reads them
+     * from HBM, and the outputs and state slots it writes (a tree's nodes
+     * read their parents' slots back) */
+    const size_t gates = 2 * ab_n + 2 * (size_t)Hv; /* a, b, A_log, dt_bias packed in one buffer */
+    size_t sizes[7] = {st_n * 4, qk_n * 4, qk_n * 4, v_n * 4, gates * 4, v_n * 4, st_n * m * 4}; /* …, out, slots */
+    gc_rot rot = gc_rot_make(c, sizes, 7);
+    auto in = [&](int s) {
+        delta_in d;
+        d.S0 = (float *)gc_rot_buf(&rot, s, 0), d.q = (float *)gc_rot_buf(&rot, s, 1);
+        d.k = (float *)gc_rot_buf(&rot, s, 2), d.v = (float *)gc_rot_buf(&rot, s, 3);
+        d.a = (float *)gc_rot_buf(&rot, s, 4), d.b = d.a + ab_n, d.A_log = d.b + ab_n, d.dt_bias = d.A_log + Hv;
+        d.out = (float *)gc_rot_buf(&rot, s, 5), d.slots = (float *)gc_rot_buf(&rot, s, 6);
+        return d;
+    };
+    for (int s = 0; s < rot.n_sets; s++) {
+        delta_in d = in(s);
+        gc_fill_f32(c, d.S0, st_n, -0.5f, 0.5f, 900 + 10 * s);
+        gc_fill_f32(c, d.q, qk_n, -1.0f, 1.0f, 901 + 10 * s);
+        gc_fill_f32(c, d.k, qk_n, -1.0f, 1.0f, 902 + 10 * s);
+        gc_fill_f32(c, d.v, v_n, -1.0f, 1.0f, 903 + 10 * s);
+        gc_fill_f32(c, d.a, ab_n, -2.0f, 2.0f, 904 + 10 * s);
+        gc_fill_f32(c, d.b, ab_n, -3.0f, 3.0f, 905 + 10 * s);
+        gc_fill_f32(c, d.A_log, (size_t)Hv, -1.0f, 1.0f, 906 + 10 * s);
+        gc_fill_f32(c, d.dt_bias, (size_t)Hv, -1.0f, 1.0f, 907 + 10 * s);
     }
-    float *A_log = (float *)gc_dmalloc((size_t)Hv * 4), *dt_bias = (float *)gc_dmalloc((size_t)Hv * 4);
-    gc_fill_f32(c, A_log, (size_t)Hv, -1.0f, 1.0f, 990);
-    gc_fill_f32(c, dt_bias, (size_t)Hv, -1.0f, 1.0f, 991);
-    float *out = (float *)gc_dmalloc(v_n * 4), *slots = (float *)gc_dmalloc(st_n * m * 4);
+    float *out = in(0).out, *slots = in(0).slots;
     int *parent_h = NULL, *parent = NULL;
     if (tree) {
         parent_h = (int *)gc_hmalloc((size_t)m * 4);
@@ -116,9 +127,10 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
     float *v_h = (float *)gc_hmalloc(v_n * 4), *a_h = (float *)gc_hmalloc(ab_n * 4),
           *b_h = (float *)gc_hmalloc(ab_n * 4);
     float *Al_h = (float *)gc_hmalloc((size_t)Hv * 4), *dt_h = (float *)gc_hmalloc((size_t)Hv * 4);
-    gc_d2h(S0_h, in[0].S0, st_n * 4), gc_d2h(q_h, in[0].q, qk_n * 4), gc_d2h(k_h, in[0].k, qk_n * 4);
-    gc_d2h(v_h, in[0].v, v_n * 4), gc_d2h(a_h, in[0].a, ab_n * 4), gc_d2h(b_h, in[0].b, ab_n * 4);
-    gc_d2h(Al_h, A_log, (size_t)Hv * 4), gc_d2h(dt_h, dt_bias, (size_t)Hv * 4);
+    const delta_in d0 = in(0);
+    gc_d2h(S0_h, d0.S0, st_n * 4), gc_d2h(q_h, d0.q, qk_n * 4), gc_d2h(k_h, d0.k, qk_n * 4);
+    gc_d2h(v_h, d0.v, v_n * 4), gc_d2h(a_h, d0.a, ab_n * 4), gc_d2h(b_h, d0.b, ab_n * 4);
+    gc_d2h(Al_h, d0.A_log, (size_t)Hv * 4), gc_d2h(dt_h, d0.dt_bias, (size_t)Hv * 4);
     float *out_ref = (float *)gc_hmalloc(v_n * 4), *slots_ref = (float *)gc_hmalloc(st_n * m * 4);
     twin_delta_step(out_ref, slots_ref, S0_h, q_h, k_h, v_h, a_h, b_h, Al_h, dt_h, parent_h, m, Hk, Hv, Dk, Dv);
     int nv = 0;
@@ -127,9 +139,8 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         char note[96] = "";
         double err = INFINITY, us = NAN;
         gc_poison(out, v_n * 4), gc_poison(slots, st_n * m * 4);
-        const delta_in *d = &in[0];
-        cudaError_t e =
-            vs[vi].fn(out, slots, d->S0, d->q, d->k, d->v, d->a, d->b, A_log, dt_bias, parent, m, Hk, Hv, Dk, Dv, 0);
+        cudaError_t e = vs[vi].fn(out, slots, d0.S0, d0.q, d0.k, d0.v, d0.a, d0.b, d0.A_log, d0.dt_bias, parent, m, Hk,
+                                  Hv, Dk, Dv, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -138,20 +149,16 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
                        gc_compare_f32(slots, slots_ref, st_n * m, note, sizeof note));
             if (gc_status_for(err, DELTA_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
-                    const delta_in *r = &in[it % n_sets];
-                    return vs[vi].fn(out, slots, r->S0, r->q, r->k, r->v, r->a, r->b, A_log, dt_bias, parent, m, Hk, Hv,
-                                     Dk, Dv, 0);
+                    const delta_in r = in(it % rot.n_sets);
+                    return vs[vi].fn(r.out, r.slots, r.S0, r.q, r.k, r.v, r.a, r.b, r.A_log, r.dt_bias, parent, m, Hk,
+                                     Hv, Dk, Dv, 0);
                 });
         }
         double bytes = 4.0 * (st_n * (1.0 + m) + 2.0 * qk_n + 2.0 * v_n + 2.0 * ab_n + 2.0 * Hv);
         double flops = 6.0 * m * (double)st_n;
         gc_record(c, "deltanet", vs[vi].name, shape, m, err, DELTA_BOUND, us, bytes, flops, note);
     }
-    for (int s = 0; s < n_sets; s++) {
-        gc_dfree(in[s].S0), gc_dfree(in[s].q), gc_dfree(in[s].k), gc_dfree(in[s].v), gc_dfree(in[s].a);
-        gc_dfree(in[s].b);
-    }
-    gc_dfree(A_log), gc_dfree(dt_bias), gc_dfree(out), gc_dfree(slots);
+    gc_rot_free(&rot);
     if (parent) gc_dfree(parent);
     free(parent_h), free(S0_h), free(q_h), free(k_h), free(v_h), free(a_h), free(b_h), free(Al_h), free(dt_h);
     free(out_ref), free(slots_ref);

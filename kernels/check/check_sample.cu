@@ -43,8 +43,12 @@ static void probs_case(gc_ctx *c, const char *shape, int m, int V, sampler_param
     float *lg_h = host_logits(m, V, c->seed ^ (uint64_t)V ^ ((uint64_t)m << 32), ties, specials);
     float *ref = (float *)gc_hmalloc(n * 4), *got = (float *)gc_hmalloc(n * 4);
     twin_probs(ref, lg_h, m, V, &sp);
-    float *lg = (float *)gc_dmalloc(n * 4), *pr = (float *)gc_dmalloc(n * 4);
+    /* the logits rotated (copies of set 0), so a timed call reads them from HBM */
+    size_t sizes[1] = {n * 4};
+    gc_rot rot = gc_rot_make(c, sizes, 1);
+    float *lg = (float *)gc_rot_buf(&rot, 0, 0), *pr = (float *)gc_dmalloc(n * 4);
     gc_h2d(lg, lg_h, n * 4);
+    for (int s = 1; s < rot.n_sets; s++) gc_d2d(gc_rot_buf(&rot, s, 0), lg, n * 4);
     size_t work_n = kn_probs_work_doubles(m, V);
     double *work = (double *)gc_dmalloc(work_n * 8);
     int nv = 0;
@@ -68,13 +72,14 @@ static void probs_case(gc_ctx *c, const char *shape, int m, int V, sampler_param
             }
             if (gc_status_for(err, PROBS_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
-                    (void)it;
-                    return vs[vi].fn(pr, lg, m, V, sp, work, work_n, 0);
+                    return vs[vi].fn(pr, (const float *)gc_rot_buf(&rot, it % rot.n_sets, 0), m, V, sp, work, work_n,
+                                     0);
                 });
         }
         gc_record(c, "probs", vs[vi].name, shape, m, err, PROBS_BOUND, us, 8.0 * n, 0.0, note);
     }
-    gc_dfree(lg), gc_dfree(pr), gc_dfree(work);
+    gc_rot_free(&rot);
+    gc_dfree(pr), gc_dfree(work);
     free(lg_h), free(ref), free(got);
 }
 
@@ -83,8 +88,11 @@ static void sample_case(gc_ctx *c, const char *shape, int m, int V, sampler_para
     float *lg_h = host_logits(m, V, c->seed ^ 0x5a, 0, 0);
     float *pr_h = (float *)gc_hmalloc(n * 4);
     twin_probs(pr_h, lg_h, m, V, &sp);
-    float *pr = (float *)gc_dmalloc(n * 4);
+    size_t sizes[1] = {n * 4}; /* the distributions rotated (copies of set 0) */
+    gc_rot rot = gc_rot_make(c, sizes, 1);
+    float *pr = (float *)gc_rot_buf(&rot, 0, 0);
     gc_h2d(pr, pr_h, n * 4);
+    for (int s = 1; s < rot.n_sets; s++) gc_d2d(gc_rot_buf(&rot, s, 0), pr, n * 4);
     int *tok = (int *)gc_dmalloc((size_t)m * 4);
     int *got = (int *)gc_hmalloc((size_t)m * 4), *want = (int *)gc_hmalloc((size_t)m * 4);
     int mismatches = 0, draws = 0;
@@ -108,9 +116,13 @@ static void sample_case(gc_ctx *c, const char *shape, int m, int V, sampler_para
     if (mismatches && !note[0])
         snprintf(note, sizeof note, "%d of %d draws differ from sampler_sample", mismatches, draws);
     if (gc_status_for(err, DRAW_BOUND) == GC_OK)
-        us = gc_time_us(c, [&](int it) { return kn_sample(tok, pr, m, V, seed, RNG_SAMPLE, (uint64_t)it, 0); });
+        us = gc_time_us(c, [&](int it) {
+            return kn_sample(tok, (const float *)gc_rot_buf(&rot, it % rot.n_sets, 0), m, V, seed, RNG_SAMPLE,
+                             (uint64_t)it, 0);
+        });
     gc_record(c, "sample", "v1", shape, m, err, DRAW_BOUND, us, 4.0 * n, 0.0, note);
-    gc_dfree(pr), gc_dfree(tok);
+    gc_rot_free(&rot);
+    gc_dfree(tok);
     free(lg_h), free(pr_h), free(got), free(want);
 }
 
@@ -148,8 +160,12 @@ static void accept_case(gc_ctx *c, const char *shape, int k, int V, sampler_para
     float *p_h = (float *)gc_hmalloc(pn * 4), *q_h = (float *)gc_hmalloc(qn * 4);
     twin_probs(p_h, lp, k + 1, V, &sp);
     twin_probs(q_h, lq, k, V, &sp);
-    float *p = (float *)gc_dmalloc(pn * 4), *q = (float *)gc_dmalloc(qn * 4);
+    size_t sizes[2] = {pn * 4, qn * 4}; /* p and q rotated (copies of set 0) */
+    gc_rot rot = gc_rot_make(c, sizes, 2);
+    float *p = (float *)gc_rot_buf(&rot, 0, 0), *q = (float *)gc_rot_buf(&rot, 0, 1);
     gc_h2d(p, p_h, pn * 4), gc_h2d(q, q_h, qn * 4);
+    for (int s = 1; s < rot.n_sets; s++)
+        gc_d2d(gc_rot_buf(&rot, s, 0), p, pn * 4), gc_d2d(gc_rot_buf(&rot, s, 1), q, qn * 4);
     int *draft = (int *)gc_dmalloc((size_t)k * 4), *res = (int *)gc_dmalloc(3 * 4);
     int *draft_h = (int *)gc_hmalloc((size_t)k * 4);
     uint64_t seed = c->seed ^ 0xfeedull;
@@ -196,11 +212,15 @@ static void accept_case(gc_ctx *c, const char *shape, int k, int V, sampler_para
     if (gc_status_for(err, DRAW_BOUND) == GC_OK) {
         for (int i = 0; i < k; i++) draft_h[i] = sampler_argmax(q_h + (size_t)i * V, V);
         gc_h2d(draft, draft_h, (size_t)k * 4);
-        us =
-            gc_time_us(c, [&](int it) { return kn_accept_chain(res, p, q, draft, k, V, seed, (uint64_t)it, 1000, 0); });
+        us = gc_time_us(c, [&](int it) {
+            int s = it % rot.n_sets;
+            return kn_accept_chain(res, (const float *)gc_rot_buf(&rot, s, 0), (const float *)gc_rot_buf(&rot, s, 1),
+                                   draft, k, V, seed, (uint64_t)it, 1000, 0);
+        });
     }
     gc_record(c, "accept", "v1", shape, k + 1, err, DRAW_BOUND, us, 8.0 * V, 0.0, note);
-    gc_dfree(p), gc_dfree(q), gc_dfree(draft), gc_dfree(res);
+    gc_rot_free(&rot);
+    gc_dfree(draft), gc_dfree(res);
     free(lp), free(lq), free(p_h), free(q_h), free(draft_h);
 }
 

@@ -21,6 +21,8 @@ typedef struct {
     size_t l2_bytes;
     gc_results *res;
     int n_fail;
+    FILE *tsv;                         /* --results: each row appended and flushed as it is measured (or NULL) */
+    double tsv_copy_gbs, tsv_read_gbs; /* the ceilings last written to tsv */
 } gc_ctx;
 
 #define GC_CUDA(call) gc_cuda_check((call), #call, __FILE__, __LINE__)
@@ -30,11 +32,30 @@ void *gc_dmalloc(size_t bytes);
 void gc_dfree(void *p);
 void gc_h2d(void *dst, const void *src, size_t bytes);
 void gc_d2h(void *dst, const void *src, size_t bytes);
+void gc_d2d(void *dst, const void *src, size_t bytes);
 /* 0xff bytes: NaN as fp32 and as bf16, so unwritten outputs show. */
 void gc_poison(void *p, size_t bytes);
 /* Waits for the device; a failure here is a kernel fault: reported, fatal. */
 void gc_sync(const char *after);
 void *gc_hmalloc(size_t bytes); /* host, zeroed, never NULL */
+
+/* Rotation of a timed op's inputs: n_sets copies of its buffers sizes[0..n_bufs),
+ * laid end to end in one allocation (each buffer 256-byte aligned), enough
+ * copies that the bytes read between two uses of one copy are at least 4×
+ * the L2 (gc_rotation_sets, up to GC_ROT_MAX_SETS): a call timed on copy
+ * it % n_sets reads its inputs from HBM, not from the L2, however small the
+ * op. One copy on the emulator. */
+#define GC_ROT_MAX_BUFS 8
+#define GC_ROT_MAX_SETS 65536
+typedef struct {
+    char *base;
+    size_t off[GC_ROT_MAX_BUFS], set_bytes;
+    int n_bufs, n_sets;
+    char *own[GC_ROT_MAX_BUFS]; /* emulator: each buffer its own exact-size allocation (ASan sees overruns) */
+} gc_rot;
+gc_rot gc_rot_make(const gc_ctx *c, const size_t *sizes, int n_bufs);
+void *gc_rot_buf(const gc_rot *r, int set, int buf);
+void gc_rot_free(gc_rot *r);
 
 /* Uniform values in [lo, hi) from a hash of (seed, stream, index). */
 void gc_fill_f32(const gc_ctx *c, float *d, size_t n, float lo, float hi, uint64_t stream);
@@ -44,8 +65,9 @@ void gc_fill_bf16(const gc_ctx *c, uint16_t *d, size_t n, float lo, float hi, ui
  * returns ‖dev − ref‖/‖ref‖ (INFINITY with a note when entries are NaN). */
 double gc_compare_f32(const float *dev, const float *ref, size_t n, char *note, size_t note_size);
 
-/* Records one row and prints it at once (the log shows progress). Counts
- * a GC_FAIL in c->n_fail. */
+/* Records one row, prints it and appends it to c->tsv at once (the log
+ * shows progress; a crash later keeps the row). Counts a GC_FAIL in
+ * c->n_fail. */
 gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *shape, int m, double err, double bound,
                   double us, double bytes, double flops, const char *note);
 /* Status from an error and its bound: FAIL when err > bound or not finite. */
@@ -94,7 +116,7 @@ template <class F> double gc_time_us(const gc_ctx *c, F launch) {
 }
 
 /* Families: each validates and times one op family's versions. */
-void gc_family_copy(gc_ctx *c);
+void gc_family_copy(gc_ctx *c); /* copy and read-only bandwidth: the ceilings */
 void gc_family_matvec(gc_ctx *c);
 void gc_family_norm(gc_ctx *c);
 void gc_family_rope_kv(gc_ctx *c);

@@ -4,7 +4,7 @@
  * families from the unit tests instead).
  *   gpucheck [--only FAMILY[,FAMILY…]] [--validate-only] [--seed N] [--results FILE]
  *   gpucheck --report FILE        the table and estimate of the rows in FILE
- *   gpucheck --probe              exit 0 when a CUDA device is usable
+ *   gpucheck --probe              exit 0 when a CUDA device is usable, GC_EXIT_NO_DEVICE when none
  *   gpucheck --list               the families */
 #ifndef KN_EMU
 #include <string.h>
@@ -12,15 +12,21 @@
 
 #include "gc.cuh"
 
+/* "No CUDA device", apart from usage (2), CUDA errors (3) and crashes (a
+ * signal), so a caller never reports a crash as a missing device. */
+#define GC_EXIT_NO_DEVICE 4
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: gpucheck [--only FAMILY[,FAMILY...]] [--validate-only] [--seed N] [--results FILE]\n"
             "       gpucheck --report FILE | --probe | --list\n"
             "Validates every CUDA kernel version against its CPU twin (fresh random inputs, outputs\n"
             "poisoned with NaN), times it with CUDA events (median of %d samples, rotating buffers),\n"
-            "and prints one table and the Qwen3.8-27B estimate. --results appends the rows to FILE\n"
-            "(tab-separated) so separate runs can be reported together with --report.\n"
-            "Exit status: 0 all validated, 1 a validation failed, 2 usage or no device, 3 a CUDA error.\n",
+            "and prints one table and the Qwen3.8-27B estimate. --results appends each row to FILE\n"
+            "(tab-separated) as it is measured, flushed, so a crash keeps the rows before it and\n"
+            "separate runs can be reported together with --report.\n"
+            "Exit status: 0 all validated, 1 a validation failed, 2 usage, 3 a CUDA error,\n"
+            "4 no CUDA device (--probe too); killed by a signal: a crash.\n",
             GC_SAMPLES);
 }
 
@@ -77,7 +83,7 @@ int main(int argc, char **argv) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--probe")) {
-            return probe(1) > 0 ? 0 : 1;
+            return probe(1) > 0 ? 0 : GC_EXIT_NO_DEVICE;
         } else if (!strcmp(argv[i], "--list")) {
             int n = 0;
             const gc_family *f = gc_families(&n);
@@ -102,7 +108,7 @@ int main(int argc, char **argv) {
     }
     if (probe(0) == 0) {
         probe(1);
-        return 2;
+        return GC_EXIT_NO_DEVICE;
     }
     int n_fam = 0;
     const gc_family *fams = gc_families(&n_fam);
@@ -133,19 +139,28 @@ int main(int argc, char **argv) {
     c.seed = seed;
     c.l2_bytes = prop.l2CacheSize > 0 ? (size_t)prop.l2CacheSize : (size_t)50 << 20;
     c.res = &res;
+    c.tsv_copy_gbs = c.tsv_read_gbs = NAN;
+    if (results) {
+        c.tsv = fopen(results, "a");
+        if (!c.tsv) {
+            fprintf(stderr, "gpucheck: %s: cannot open the results file to append to it\n", results);
+            return 3;
+        }
+        gc_results_write_device(c.tsv, res.device);
+        fflush(c.tsv);
+    }
     printf("gpucheck: %s; seed %llu (replay with --seed %llu)\n", res.device, (unsigned long long)seed,
            (unsigned long long)seed);
     fflush(stdout);
     for (int j = 0; j < n_fam; j++) {
         if (!in_list(only, fams[j].name)) continue;
-        if (validate_only && !strcmp(fams[j].name, "copy")) continue;
+        if (validate_only && !strcmp(fams[j].name, "copy")) continue; /* the ceilings are timings only */
         printf("== %s: %s\n", fams[j].name, fams[j].what);
         fflush(stdout);
         fams[j].run(&c);
     }
-    sp_error err;
-    if (results && gc_results_append_file(&res, results, &err) != 0) {
-        fprintf(stderr, "gpucheck: %s\n", err.msg);
+    if (c.tsv && (fflush(c.tsv) != 0 || ferror(c.tsv) || fclose(c.tsv) != 0)) {
+        fprintf(stderr, "gpucheck: %s: writing the results failed\n", results);
         return 3;
     }
     if (!only) { /* a whole run reports itself; partial runs are reported together with --report */

@@ -23,6 +23,7 @@ void *gc_dmalloc(size_t bytes) {
 void gc_dfree(void *p) { free(p); }
 void gc_h2d(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 void gc_d2h(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void gc_d2d(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
 void gc_poison(void *p, size_t bytes) { memset(p, 0xff, bytes); }
 void gc_sync(const char *after) {
     cudaError_t e = cudaGetLastError();
@@ -44,6 +45,9 @@ void *gc_dmalloc(size_t bytes) {
 void gc_dfree(void *p) { GC_CUDA(cudaFree(p)); }
 void gc_h2d(void *dst, const void *src, size_t bytes) { GC_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice)); }
 void gc_d2h(void *dst, const void *src, size_t bytes) { GC_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost)); }
+void gc_d2d(void *dst, const void *src, size_t bytes) {
+    GC_CUDA(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
 void gc_poison(void *p, size_t bytes) { GC_CUDA(cudaMemset(p, 0xff, bytes)); }
 void gc_sync(const char *after) {
     cudaError_t e = cudaDeviceSynchronize();
@@ -63,6 +67,41 @@ void *gc_hmalloc(size_t bytes) {
         exit(3);
     }
     return p;
+}
+
+gc_rot gc_rot_make(const gc_ctx *c, const size_t *sizes, int n_bufs) {
+    gc_rot r;
+    memset(&r, 0, sizeof r);
+    if (n_bufs < 1 || n_bufs > GC_ROT_MAX_BUFS) {
+        fprintf(stderr, "gc_rot_make: %d buffers (1 to %d)\n", n_bufs, GC_ROT_MAX_BUFS);
+        exit(3);
+    }
+    r.n_bufs = n_bufs;
+    for (int b = 0; b < n_bufs; b++) {
+        r.off[b] = r.set_bytes;
+        r.set_bytes += (sizes[b] + 255) / 256 * 256;
+    }
+    if (r.set_bytes == 0) r.set_bytes = 256;
+    if (c->emu) { /* one copy, each buffer exact-size */
+        r.n_sets = 1;
+        for (int b = 0; b < n_bufs; b++) r.own[b] = (char *)gc_dmalloc(sizes[b]);
+        return r;
+    }
+    r.n_sets = gc_rotation_sets(r.set_bytes, c->l2_bytes, GC_ROT_MAX_SETS);
+    r.base = (char *)gc_dmalloc(r.set_bytes * (size_t)r.n_sets);
+    return r;
+}
+
+void *gc_rot_buf(const gc_rot *r, int set, int buf) {
+    if (r->own[buf]) return r->own[buf];
+    return r->base + (size_t)set * r->set_bytes + r->off[buf];
+}
+
+void gc_rot_free(gc_rot *r) {
+    for (int b = 0; b < r->n_bufs; b++)
+        if (r->own[b]) gc_dfree(r->own[b]), r->own[b] = NULL;
+    if (r->base) gc_dfree(r->base);
+    r->base = NULL;
 }
 
 /* splitmix64: a good 64-bit mix, the same on host and device. */
@@ -138,6 +177,13 @@ gc_row *gc_record(gc_ctx *c, const char *op, const char *version, const char *sh
     r->bytes = bytes;
     r->flops = flops;
     if (r->status == GC_FAIL) c->n_fail++;
+    if (c->tsv) {
+        double cg = c->res->copy_gbs, rg = c->res->read_gbs;
+        if (!isnan(cg) && !(cg == c->tsv_copy_gbs)) gc_results_write_ceilings(c->tsv, cg, NAN), c->tsv_copy_gbs = cg;
+        if (!isnan(rg) && !(rg == c->tsv_read_gbs)) gc_results_write_ceilings(c->tsv, NAN, rg), c->tsv_read_gbs = rg;
+        gc_results_write_row(c->tsv, r);
+        fflush(c->tsv);
+    }
     if (!c->emu) { /* the unit tests stay quiet; they report failed rows themselves */
         char line[512];
         gc_format_row(line, sizeof line, r, c->res->copy_gbs);

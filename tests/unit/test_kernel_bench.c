@@ -125,6 +125,38 @@ START_TEST(test_results_file) {
 }
 END_TEST
 
+/* Rows written one at a time, as gpucheck does while it measures: a run
+ * that crashed in the middle of a row leaves a last line without its
+ * newline, which the reader drops, keeping every complete row. */
+START_TEST(test_results_streamed) {
+    char dir[256], path[512];
+    harness_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/results.tsv", dir);
+    FILE *fp = fopen(path, "w");
+    ck_assert_ptr_nonnull(fp);
+    gc_results_write_device(fp, "NVIDIA H200, 132 SMs");
+    gc_row r;
+    fill_row(&r, "copy", "memcpy", "1 GiB d2d", 1, 500.0, GC_OK);
+    gc_results_write_ceilings(fp, 4300.0, NAN);
+    gc_results_write_row(fp, &r);
+    gc_results_write_ceilings(fp, NAN, 4100.0);
+    fill_row(&r, "matvec", "v4", "q_proj 12288x5120", 1, 31.25, GC_OK);
+    gc_results_write_row(fp, &r);
+    fprintf(fp, "row\tmatvec\tv5\tq_pr"); /* the crash */
+    fclose(fp);
+    gc_results b;
+    gc_results_init(&b);
+    sp_error err;
+    ck_assert_msg(gc_results_read_file(&b, path, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(b.n, 2);
+    ck_assert_double_eq_tol(b.copy_gbs, 4300.0, 1e-9);
+    ck_assert_double_eq_tol(b.read_gbs, 4100.0, 1e-9);
+    ck_assert_str_eq(b.rows[1].version, "v4");
+    gc_results_free(&b);
+    harness_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_format_row) {
     gc_row r;
     memset(&r, 0, sizeof r);
@@ -161,6 +193,17 @@ START_TEST(test_best_us) {
     ck_assert_str_eq(gc_best_row(&r, "matvec", "lm_head 248320x5120", 1, NULL, "cublas")->version, "v4");
     ck_assert_str_eq(gc_best_row(&r, "matvec", "lm_head 248320x5120", 1, "cublas", NULL)->version, "cublas-xbf16");
     ck_assert_ptr_null(gc_best_row(&r, "matvec", "lm_head 248320x5120", 4, "cublas", NULL));
+    /* the engine's row (kn_matvec through its dispatch) is what the estimate
+     * uses, even when a version alone was faster; "fastest" leaves it out */
+    ck_assert_ptr_null(gc_engine_row(&r, "matvec", "lm_head 248320x5120", 1));
+    ck_assert_double_eq(gc_plan_us(&r, "matvec", "lm_head 248320x5120", 1), 550.0); /* no engine row: the fastest */
+    fill_row(gc_results_add(&r), "matvec", GC_ENGINE_PREFIX "v3", "lm_head 248320x5120", 1, 610.0, GC_OK);
+    fill_row(gc_results_add(&r), "matvec", GC_ENGINE_PREFIX "v3", "lm_head 248320x5120", 4, 599.0, GC_FAIL);
+    ck_assert_str_eq(gc_engine_row(&r, "matvec", "lm_head 248320x5120", 1)->version, GC_ENGINE_PREFIX "v3");
+    ck_assert_ptr_null(gc_engine_row(&r, "matvec", "lm_head 248320x5120", 4)); /* not validated */
+    ck_assert_double_eq(gc_plan_us(&r, "matvec", "lm_head 248320x5120", 1), 610.0);
+    ck_assert_double_eq(gc_plan_us(&r, "matvec", "lm_head 248320x5120", 4), 650.0);
+    ck_assert_str_eq(gc_best_row(&r, "matvec", "lm_head 248320x5120", 1, NULL, "cublas")->version, "v4");
     gc_results_free(&r);
 }
 END_TEST
@@ -276,6 +319,7 @@ Suite *kernel_bench_suite(void) {
     tcase_add_test(tc, test_rel_error);
     tcase_add_test(tc, test_status_and_bounds);
     tcase_add_test(tc, test_rotation_and_reps);
+    tcase_add_test(tc, test_results_streamed);
     tcase_add_test(tc, test_pick_rows);
     tcase_add_test(tc, test_results_file);
     tcase_add_test(tc, test_format_row);
