@@ -44,7 +44,6 @@ typedef struct {
     size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap;
     int *host_table; /* [table_cap] */
     /* the version of each kernel family the engine runs */
-    kn_matvec_fn matvec;
     kn_rmsnorm_fn rmsnorm;
     kn_gatednorm_fn gatednorm;
     kn_swiglu_fn swiglu;
@@ -181,10 +180,13 @@ static eweight *c_synthesize_weights(engine_backend *b, const engine_weights *w,
 /* ---- products and elementwise ops ------------------------------------------------------ */
 
 static void c_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
-    const kn_matvec_fn product = impl(b)->matvec;
+    /* kn_matvec's dispatch pairs an m = 1 and an m > 1 version of one numerics class per shape (kn_matvec.h):
+     * a row of a verify pass is bit for bit the decode step's product of that position, so both pick the same
+     * greedy token (test_engine_cuda.c's canaries) */
     for (int r = 0; r < m; r += KN_MATVEC_MAX_M) { /* the batch kernels take up to 16 rows per weight read */
         const int rows = m - r < KN_MATVEC_MAX_M ? m - r : KN_MATVEC_MAX_M;
-        check(b, product(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
+        check(b,
+              kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
               "matvec");
     }
 }
@@ -339,19 +341,6 @@ static int shapes_ok(const model_config *c, sp_error *err) {
     return why ? sp_fail(err, "cuda engine: the CUDA kernels need %s", why) : 0;
 }
 
-/* The product the engine runs for every m: a version whose row i does not depend on m and whose activations
- * stay float32 ("b1": each lane adds its share of a row in the same order whatever m is, then the same warp
- * sum), so a verify pass computes a decode step's floats and both pick the same greedy token. The tensor-core
- * version (b2) rounds the activations to bf16, and kn_matvec's m = 1 kernel (v4) adds in another order: mixing
- * them made verify passes and decode steps disagree (test_engine_cuda.c's greedy canaries). */
-static kn_matvec_fn engine_product(void) {
-    int n = 0;
-    const kn_matvec_version *v = kn_matvec_versions(&n);
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v[i].name, "b1")) return v[i].fn;
-    return NULL; /* every build has b1 */
-}
-
 /* The newest version of a family: its last entry. */
 template <class V> static const V *newest(const V *(*list)(int *)) {
     int n = 0;
@@ -368,7 +357,6 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
         free(c);
         return sp_fail(err, "--backend cuda: no usable CUDA device (%s)", cudaGetErrorString(e));
     }
-    c->matvec = engine_product();
     c->rmsnorm = newest(kn_rmsnorm_versions)->fn;
     c->gatednorm = newest(kn_gatednorm_versions)->fn;
     c->swiglu = newest(kn_swiglu_versions)->fn;

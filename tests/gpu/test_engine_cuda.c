@@ -25,8 +25,8 @@ static engine_options cuda_options(void) {
 }
 
 /* Why the bound: the CUDA backend reads the same bf16 weights as the
- * reference (widened exactly) and keeps its activations in float32 (the
- * product it runs, "b1", does not round them), but holds the KV cache in
+ * reference (widened exactly) and keeps its activations in float32 (kn_matvec's
+ * default versions, v4 and b3, do not round them), but holds the KV cache in
  * bf16 (each key and value rounded by up to 2⁻⁹ of itself) and adds in the
  * kernels' orders. Measured on the emulator (2026-11-30): micro-tied's
  * logits off by 4.1e-3 of the largest value, hidden states 4.4e-3, MTP
