@@ -192,6 +192,8 @@ seq -s' ' 0 1087 | awk '{printf "["; for (i = 1; i <= NF; i++) { n = $i; printf 
     else printf "[0,0,%d]", n - 1056 } print "]" }' >"$tmp/tree-big.json"
 gm "--tree of 1088 paths" 1 "1088 paths, at most 255" -- --method medusa --tree "$tmp/tree-big.json"
 gm "--k with --method medusa" 2 "--k" -- --method medusa --k 3
+gm "--ngram 0" 2 "--ngram" -- --method lookup --ngram 0
+gm "--ngram with --method spec" 2 "--ngram" -- --method spec --ngram 2
 row bench "--runs 0" 2 "--runs" -- bench "$m" --runs 0
 row bench "--method beam" 2 "--method" -- bench "$m" --method beam
 row bench "--tokens -5" 2 "--tokens" -- bench "$m" --tokens -5

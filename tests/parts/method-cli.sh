@@ -40,7 +40,7 @@ m=$tmp/micro
 # generate: the help lists every flag of the table; the MTP default above temperature 0 is sampled drafts
 "$specula" generate --help >"$tmp/help"
 for flag in --method --k --temperature --top-k --top-p --min-p --seed --max-tokens --no-eos --mtp-sample \
-    --mtp-argmax --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
+    --mtp-argmax --ngram --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
     --num-return --model --draft --medusa; do
     check "generate --help lists $flag" grep -q -- "^  $flag" "$tmp/help"
 done

@@ -291,7 +291,8 @@ START_TEST(test_methods_match_the_greedy_oracle) {
                                         "--method mtp --k 4 --temperature 0 --mtp-sample",
                                         "--method medusa --temperature 0",
                                         "--method medusa --temperature 0 --rule exact",
-                                        "--method medusa --temperature 0 --rule exact-norepl"};
+                                        "--method medusa --temperature 0 --rule exact-norepl",
+                                        "--method lookup --k 4 --ngram 2 --temperature 0"};
     const int V = tf.m.cfg.vocab_size;
     for (int p = 0; p < 6; p++) {
         int prompt[5], n = 1 + p % 5, want[N_TOKENS], want_ref[N_TOKENS];
