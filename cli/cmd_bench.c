@@ -29,7 +29,8 @@ static void usage(FILE *f) {
             "on the CPU engine (or --backend reference): plain decoding, MTP when the model has an MTP\n"
             "module, draft-model speculation when a draft is given or sits beside the model as\n"
             "MODEL-draft, Medusa when heads are given or sit beside it as\n"
-            "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
+            "MODEL-medusa/medusa_heads.safetensors, and prompt lookup (it needs no model). Prints the median tokens/s "
+            "of N runs of N tokens,\n"
             "the weight bytes read per token and the implied bandwidth: the engine reads its weights\n"
             "once per pass; the reference evaluates every position on its own over float32 copies, so\n"
             "it reads them once per position at 4 bytes per parameter. Every row is built from the same\n"
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
             "m = 1, 2, 4, 8, 16, 32, 64 and k + 1, one draft and one MTP step, the Medusa heads' round and the\n"
             "pass over their tree (medians of interleaved reps at the runs' middle position); from them and\n"
             "the runs' alpha each row's predicted speed-up, E / (t(m)/t(1) + P/t(1)) (E = E(alpha, k) for a\n"
-            "chain, the measured tokens per pass for Medusa; P the proposer per round), beside the measured\n"
+            "chain, the measured tokens per pass for Medusa and lookup; P the proposer per round; lookup's\n"
+            "t(m) is t(k + 1) in the rounds whose lookup hit, t(1) in the rest), beside the measured\n"
             "one, the time per token each part of the runs took, and for rows more than 15 %% off, why.\n"
             "  --runs N             runs per row (default 5); run r uses seed S + r (S: --seed, default 1)\n"
             "  --tokens N           tokens per run (default 64)\n"
@@ -51,12 +53,13 @@ static void usage(FILE *f) {
             "                       apart the prefill rate (prompt tokens / time to the first token) and the\n"
             "                       decode rate (tokens after the first / the time they took); max RSS; the\n"
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
-            "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
+            "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa | lookup)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
             "  --backend NAME       cpu (default) | reference; --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
             default_model_dir());
-    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
+    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA) | (1u << METHOD_LOOKUP),
+                      refused);
 }
 
 typedef struct {
@@ -248,8 +251,9 @@ static int parse(int argc, char **argv, bench_args *a) {
     if (method_spec_given(&a->base, "--method")) {
         a->only_given = 1;
         a->only = a->base.kind;
-        if (a->only != METHOD_SPEC && a->only != METHOD_MTP && a->only != METHOD_MEDUSA) {
-            fprintf(stderr, "specula bench: --method %s: bench compares spec, mtp or medusa with plain decoding\n",
+        if (a->only != METHOD_SPEC && a->only != METHOD_MTP && a->only != METHOD_MEDUSA && a->only != METHOD_LOOKUP) {
+            fprintf(stderr,
+                    "specula bench: --method %s: bench compares spec, mtp, medusa or lookup with plain decoding\n",
                     method_kind_name(a->only));
             return 2;
         }
@@ -258,13 +262,14 @@ static int parse(int argc, char **argv, bench_args *a) {
 }
 
 /* The rows: plain decoding first (the baseline of the ratios), then every
- * method the models allow (or the one asked for). */
+ * method the models allow (or the one asked for); prompt lookup needs no
+ * model beside the target, so every model allows it. */
 static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *rows, int *n) {
     const method_kind plain = a->base.sampling.temperature == 0 ? METHOD_GREEDY : METHOD_SAMPLE;
-    const method_kind kinds[4] = {plain, METHOD_MTP, METHOD_SPEC, METHOD_MEDUSA};
-    const int present[4] = {1, lm->parts.mtp != NULL, lm->parts.draft != NULL, lm->parts.heads != NULL};
+    const method_kind kinds[BENCH_MAX_ROWS] = {plain, METHOD_MTP, METHOD_SPEC, METHOD_MEDUSA, METHOD_LOOKUP};
+    const int present[BENCH_MAX_ROWS] = {1, lm->parts.mtp != NULL, lm->parts.draft != NULL, lm->parts.heads != NULL, 1};
     *n = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < BENCH_MAX_ROWS; i++) {
         if (!present[i] || (i > 0 && (a->plain_only || (a->only_given && kinds[i] != a->only)))) continue;
         sp_error err;
         if (method_spec_for(&a->base, kinds[i], &rows[*n].spec, &err)) {
@@ -374,10 +379,10 @@ int cmd_bench(int argc, char **argv) {
         models_release(&lm);
         return 2;
     }
-    bench_row rows[4];
+    bench_row rows[BENCH_MAX_ROWS];
     memset(rows, 0, sizeof rows);
-    for (int i = 0; i < 4; i++) rows[i].predicted = NAN;
-    int n = 0, ok[4] = {0}, status = 0;
+    for (int i = 0; i < BENCH_MAX_ROWS; i++) rows[i].predicted = NAN;
+    int n = 0, ok[BENCH_MAX_ROWS] = {0}, status = 0;
     if (plan_rows(&a, &lm, rows, &n)) {
         models_release(&lm);
         return 1;

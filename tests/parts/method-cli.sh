@@ -88,7 +88,7 @@ check "bench --method mtp: plain decoding and MTP only" \
     test "$(sed '/^engine B\/token/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
-expect_error "bench --method sample" 2 "bench compares spec, mtp or medusa" bench "$m" --method sample
+expect_error "bench --method sample" 2 "bench compares spec, mtp, medusa or lookup" bench "$m" --method sample
 # bench --plain --json (what make bench-peers reads): the plain row alone, prefill and decode rates apart
 "$specula" bench "$m" --runs 1 --tokens 8 --prompt-tokens 6 --plain --json >"$tmp/bench3" 2>&1
 check "bench --plain --json exits 0" test $? -eq 0
