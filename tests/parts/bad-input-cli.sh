@@ -209,6 +209,7 @@ row verify "--alpha 2" 2 "--alpha" -- verify --alpha 2
 row plot "--prompts 0" 2 "--prompts" -- plot --prompts 0 --no-measure --out "$tmp/plots"
 row plot "--term unknown" 2 "--term" -- plot --term jpeg --out "$tmp/plots"
 row plot "--alpha 1.5" 2 "--alpha" -- plot --alpha 1.5 --out "$tmp/plots"
+row plot "--ngram" 2 "--ngram" -- plot --ngram 2 --out "$tmp/plots"
 row plot "--tokens past the context" 2 "--tokens 2000" -- plot --model "$m" --tokens 2000 --term none --out "$tmp/plots"
 row plot "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
 row plot "--model missing" 1 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"
