@@ -18,6 +18,7 @@
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
+#include "tokenizer.h"
 
 /* Method flags bench sets itself. */
 static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NULL};
@@ -47,6 +48,8 @@ static void usage(FILE *f) {
             "  --runs N             runs per row (default 5); run r uses seed S + r (S: --seed, default 1)\n"
             "  --tokens N           tokens per run (default 64)\n"
             "  --prompt-tokens N    prompt length: ids 1, 2, ..., N (modulo the vocabulary; default 4)\n"
+            "  --prompt TEXT        the prompt as text instead, encoded with MODEL/tokenizer.json (text that the\n"
+            "                       continuation repeats is where prompt lookup drafts)\n"
             "  --plain              only the plain decoding row (no cost model unless --cost-reps is given)\n"
             "  --cost-reps N        reps of each pass cost (default 9; 0: no cost model)\n"
             "  --json               one JSON object instead of the table: per row the median tokens/s, and\n"
@@ -66,6 +69,9 @@ typedef struct {
     method_spec base;
     model_flags models;
     int runs, tokens, prompt_tokens;
+    const char *prompt_text; /* --prompt; NULL: ids 1..prompt_tokens */
+    int prompt_tokens_given;
+    int *prompt;   /* [prompt_tokens] the prompt's ids */
     int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
     int cost_reps_given;
     int only_given, plain_only, json;
@@ -149,9 +155,7 @@ static int spread(int i, int n, int loops) { return (i + 1) * n / loops - i * n 
  * figure samples the same stretch of time. Rows that fail are left out (ok[i] = 0); costs that fail leave c
  * empty (no predictions). 0, or 1 when something failed (printed). */
 static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *rows, int *ok, int n, bench_costs *c) {
-    const int V = models_config(lm)->vocab_size;
-    int *prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *prompt, "bench prompt");
-    for (int i = 0; i < a->prompt_tokens; i++) prompt[i] = (i + 1) % V;
+    const int *prompt = a->prompt;
     row_samples *x = sp_xcalloc((size_t)n, sizeof *x, "bench samples");
     const method_spec *medusa = NULL;
     for (int i = 0; i < n; i++) {
@@ -190,7 +194,6 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
         rows[i].predicted = ok[i] && bench_model_row(c, &rows[i], &m) == 0 ? m.speedup : NAN;
     }
     free(x);
-    free(prompt);
     return status;
 }
 
@@ -200,8 +203,11 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
     if (!strcmp(f, "--runs")) return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 64, &a->runs) ? 1 : -1;
     if (!strcmp(f, "--tokens"))
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->tokens) ? 1 : -1;
-    if (!strcmp(f, "--prompt-tokens"))
+    if (!strcmp(f, "--prompt-tokens")) {
+        a->prompt_tokens_given = 1;
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->prompt_tokens) ? 1 : -1;
+    }
+    if (!strcmp(f, "--prompt")) return (a->prompt_text = arg_value(argc, argv, i)) ? 1 : -1;
     if (!strcmp(f, "--cost-reps")) {
         a->cost_reps_given = 1;
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 0, 1000, &a->cost_reps) ? 1 : -1;
@@ -243,6 +249,10 @@ static int parse(int argc, char **argv, bench_args *a) {
         method_cli_refuse(&a->base, refused + 1, "bench runs --tokens tokens with EOS off", "bench") ||
         method_cli_refuse(&a->base, beam_flags, "bench has no beam search row", "bench"))
         return 2;
+    if (a->prompt_text && a->prompt_tokens_given) {
+        fprintf(stderr, "specula bench: give --prompt TEXT or --prompt-tokens N, not both\n");
+        return 2;
+    }
     if (a->plain_only && !a->cost_reps_given) a->cost_reps = 0; /* the plain rate alone, as make bench-peers asks */
     if (a->plain_only && method_spec_given(&a->base, "--method")) {
         fprintf(stderr, "specula bench: give --plain or --method, not both\n");
@@ -366,6 +376,42 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
     printf("]}\n");
 }
 
+/* The prompt's ids into a->prompt: --prompt through the tokenizer beside the model (setting
+ * a->prompt_tokens), else 1, 2, ..., prompt_tokens modulo V. 0, or 2 with a message. */
+static int bench_prompt(bench_args *a, const char *dir, int V) {
+    a->prompt = NULL;
+    if (!a->prompt_text) {
+        a->prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *a->prompt, "bench prompt");
+        for (int i = 0; i < a->prompt_tokens; i++) a->prompt[i] = (i + 1) % V;
+        return 0;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    tokenizer tok;
+    sp_error err;
+    if (tokenizer_load(&tok, path, &err)) {
+        fprintf(stderr, "specula bench: --prompt needs the model's tokenizer: %s\n", err.msg);
+        return 2;
+    }
+    int rc = tokenizer_encode(&tok, a->prompt_text, strlen(a->prompt_text), &a->prompt, &a->prompt_tokens, &err);
+    tokenizer_free(&tok);
+    if (rc) {
+        fprintf(stderr, "specula bench: --prompt: %s\n", err.msg);
+        return 2;
+    }
+    if (a->prompt_tokens == 0) {
+        fprintf(stderr, "specula bench: --prompt encodes to no tokens\n");
+        return 2;
+    }
+    for (int i = 0; i < a->prompt_tokens; i++)
+        if (a->prompt[i] >= V) {
+            fprintf(stderr, "specula bench: token %d of --prompt is outside the model's vocabulary (%d)\n",
+                    a->prompt[i], V);
+            return 2;
+        }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     bench_args a;
     int rc = parse(argc, argv, &a);
@@ -375,7 +421,10 @@ int cmd_bench(int argc, char **argv) {
     /* --plain runs the target alone: no companion is loaded (nor counted in max RSS) */
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
     if (models_load(&lm, &a.models, companions, companions, "bench")) return 1;
-    if (context_check(models_config(&lm), "--prompt-tokens", a.prompt_tokens, "--tokens", a.tokens, "bench")) {
+    if (bench_prompt(&a, dir, models_config(&lm)->vocab_size) ||
+        context_check(models_config(&lm), a.prompt_text ? NULL : "--prompt-tokens", a.prompt_tokens, "--tokens",
+                      a.tokens, "bench")) {
+        free(a.prompt);
         models_release(&lm);
         return 2;
     }
@@ -397,6 +446,7 @@ int cmd_bench(int argc, char **argv) {
         bench_costs_print(&costs, backend_name(a.models.backend));
         bench_model_print(&costs, rows, ok, n);
     }
+    free(a.prompt);
     models_release(&lm);
     return status;
 }

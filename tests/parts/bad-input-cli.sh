@@ -198,6 +198,8 @@ row bench "--runs 0" 2 "--runs" -- bench "$m" --runs 0
 row bench "--method beam" 2 "--method" -- bench "$m" --method beam
 row bench "--tokens -5" 2 "--tokens" -- bench "$m" --tokens -5
 row bench "--prompt-tokens + --tokens past the context" 2 "--tokens 1000" -- bench "$m" --plain --prompt-tokens 100 --tokens 1000
+row bench "--prompt with --prompt-tokens" 2 "--prompt" -- bench "$m" --prompt "to be" --prompt-tokens 3
+row bench "--prompt, no tokenizer beside the model" 2 "tokenizer" -- bench "$m" --plain --prompt "to be"
 
 # ---- the other commands ---------------------------------------------------------------
 row logits "--out into a missing folder" 1 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"

@@ -82,6 +82,15 @@ check "bench exits 0" test $? -eq 0
 check "bench's MTP row: sampled drafts above temperature 0" grep -qE "^mtp .*mtp k=4, sampled drafts, exact rule$" "$tmp/bench"
 check "bench's plain row at temperature 0.9 is sampling" grep -qE "^sample " "$tmp/bench"
 check "bench's draft row" grep -qE "^spec .*spec k=4, exact rule$" "$tmp/bench"
+check "bench's prompt-lookup row" grep -qE "^lookup .*lookup k=4, ngram 3, exact rule$" "$tmp/bench"
+"$specula" bench "$m" --runs 1 --tokens 8 --method lookup --ngram 2 --k 3 --cost-reps 1 >"$tmp/bench4" 2>&1
+check "bench --method lookup --ngram 2 --k 3" grep -qE "^lookup .*lookup k=3, ngram 2, exact rule$" "$tmp/bench4"
+check "bench --method lookup: in the cost model (m = k + 1)" grep -qE "^lookup +([0-9.]+|-) +[0-9.]+ +4 " "$tmp/bench4"
+if [ -f models/tiny-shakespeare/model.safetensors ]; then # --prompt needs a tokenizer beside the model
+    "$specula" bench --runs 1 --tokens 8 --method lookup --cost-reps 0 --prompt "To be, or not to be: to be" \
+        --json >"$tmp/bench5" 2>&1
+    check "bench --prompt TEXT: the encoded prompt's length" grep -qE '"prompt_tokens": [0-9]+, ' "$tmp/bench5"
+fi
 "$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --mtp-argmax --k 2 --method mtp >"$tmp/bench2" 2>&1
 check "bench --method mtp --mtp-argmax --k 2" grep -qE "^mtp .*mtp k=2, argmax drafts, exact rule$" "$tmp/bench2"
 check "bench --method mtp: plain decoding and MTP only" \
