@@ -8,7 +8,8 @@
  * q/p) = 1 for a one-hot q); the correction drawn from p; the residual left
  * unnormalised. Their laws are computed (spec_law with the lookups as the
  * draft rows), so each size is planned: power 0.999 at p < 1e-12, × 1.5.
- * The engine runs the grid's L = 3 row with its commit slip as control. */
+ * The engine runs the grid's L = 3 row with its commit slip as control in
+ * engine_dist (test_engine_dist.c). */
 #include <check.h>
 
 #include "harness.h"
@@ -19,17 +20,10 @@
 START_TEST(test_lookup_follows_the_target) { stat_run_catalogue("lookup", LOOKUP_CAP); }
 END_TEST
 
-START_TEST(test_lookup_on_the_engine_follows_the_target) {
-    static const char *const cases[] = {"lookup k=2 ngram 1 T=1", NULL};
-    stat_run_on_engine(cases, LOOKUP_CAP);
-}
-END_TEST
-
 Suite *lookup_dist_suite(void) {
     Suite *s = suite_create("lookup_dist");
     TCase *tc = harness_tcase("lookup_dist", 240);
     tcase_add_test(tc, test_lookup_follows_the_target);
-    tcase_add_test(tc, test_lookup_on_the_engine_follows_the_target);
     suite_add_tcase(s, tc);
     return s;
 }
