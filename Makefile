@@ -125,7 +125,7 @@ LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
-        notebooks-update exercise gemm-bench gpu-carry
+        notebooks-update exercise exercise-deps gemm-bench gpu-carry
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -280,8 +280,11 @@ notebooks-update: $(LIB)
 # An exercise's checker builds the project's suites with the student's FILE
 # (default: the exercise's starter.c; FILE=reference checks the reference);
 # SUITE=name runs only that one of its suites, CASE=name only its test cases of that name.
+# exercise-deps builds what every checker links, so that checkers can run side by side
+# (tests/parts/exercises.sh) without two makes building the same file.
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
-exercise: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
+exercise-deps: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
+exercise: exercise-deps
 	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
 	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" \
 	    $(if $(SUITE),--suite $(SUITE)) $(if $(CASE),--case $(CASE)) $(or $(EX),$(error give EX=N)) $(FILE)

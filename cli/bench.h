@@ -30,6 +30,9 @@ typedef struct {
     double total;          /* the run's wall time */
 } bench_per_token;
 
+/* Rows of the table: plain decoding, MTP, draft model, Medusa, prompt lookup. */
+#define BENCH_MAX_ROWS 5
+
 typedef struct {
     method_spec spec; /* what the row runs */
     double median_tps, tokens_per_pass;

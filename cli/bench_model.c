@@ -4,8 +4,10 @@
  *     S = E / (t(m)/t(1) + P/t(1)),
  * m the nodes one round verifies (k + 1 for a chain, the tree's nodes for
  * Medusa), P the proposer's time per round (k steps of one position; the
- * Medusa heads once), E = E(α̂, k) for a chain and the measured tokens per
- * pass for Medusa (a tree has no single α). With t(m) = t(1) this is
+ * Medusa heads once; nothing for prompt lookup), E = E(α̂, k) for a chain
+ * and the measured tokens per pass for Medusa (a tree has no single α) and
+ * for prompt lookup (whose rounds propose k drafts or none: t(m) is then
+ * t(k + 1) and t(1) in the proportion of its rounds that had drafts). With t(m) = t(1) this is
  * spec_speedup (analysis/spec_model.h); here t(m) is measured, since what a
  * verify of k + 1 positions costs beside a decode step is the question.
  * Where a run is more than 15 % off its prediction, the time each part of
@@ -38,6 +40,19 @@ int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out
         out->r = i < 0 ? NAN : c->pass_ratio[i];
         out->prop_ms = k * (kind == METHOD_SPEC ? c->draft_step_ms : c->mtp_step_ms);
         out->c = k * (kind == METHOD_SPEC ? c->draft_ratio : c->mtp_ratio);
+    } else if (kind == METHOD_LOOKUP) {
+        /* a round verifies k + 1 nodes when its lookup hit, the root alone when not; E is the measured
+         * tokens per pass (α̂ says how drafts fare, not how often there are any); a lookup reads no
+         * weights, and its search is not timed apart (P = 0) */
+        const int k = row->spec.k, i = size_at(c, k + 1);
+        long hit = 0;
+        for (int j = 0; j <= ACC_MAX_DEPTH + 1; j++) hit += row->pooled.length_hist[j];
+        const double f = row->pooled.target_passes ? (double)hit / row->pooled.target_passes : 0;
+        out->alpha = accounting_alpha(&row->pooled);
+        out->m = k + 1;
+        out->pass_ms = i < 0 ? NAN : f * c->pass_ms[i] + (1 - f) * out->t1_ms;
+        out->r = i < 0 ? NAN : f * c->pass_ratio[i] + (1 - f);
+        out->prop_ms = 0, out->c = 0;
     } else if (kind == METHOD_MEDUSA) {
         out->m = c->medusa_nodes;
         out->pass_ms = c->medusa_pass_ms, out->r = c->medusa_pass_ratio;
@@ -109,16 +124,17 @@ static void explain(const bench_row *row, const bench_model *m, const bench_row 
 }
 
 void bench_model_print(const bench_costs *c, const bench_row *rows, const int *ok, int n) {
-    bench_model m[4];
-    int have[4] = {0}, flagged = 0;
-    for (int i = 0; i < n && i < 4; i++) have[i] = ok[i] && bench_model_row(c, &rows[i], &m[i]) == 0;
+    bench_model m[BENCH_MAX_ROWS];
+    int have[BENCH_MAX_ROWS] = {0}, flagged = 0;
+    for (int i = 0; i < n && i < BENCH_MAX_ROWS; i++) have[i] = ok[i] && bench_model_row(c, &rows[i], &m[i]) == 0;
     if (!have[0]) return; /* no baseline measured in this run */
     printf("\ncost model: predicted = E / (t(m)/t(1) + P/t(1)); E = E(alpha, k) for a chain, the measured tokens per "
-           "pass\nfor Medusa (a tree); m the nodes a round verifies; P the proposer per round (k steps; the heads "
-           "once)\n");
+           "pass\nfor Medusa (a tree) and lookup (rounds of k drafts or none); m the nodes a round verifies (lookup: "
+           "t(m) mixes\nt(k + 1) and t(1) as its rounds did); P the proposer per round (k steps; the heads once; a "
+           "lookup 0)\n");
     printf("%-8s %7s %7s %5s %10s %8s %10s %9s %7s\n", "method", "alpha", "E", "m", "t(m)/t(1)", "P/t(1)", "predicted",
            "measured", "gap");
-    double gap[4] = {0};
+    double gap[BENCH_MAX_ROWS] = {0};
     for (int i = 0; i < n; i++) {
         if (!have[i]) continue;
         const double measured = rows[i].median_tps / rows[0].median_tps;

@@ -18,6 +18,7 @@
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
+#include "tokenizer.h"
 
 /* Method flags bench sets itself. */
 static const char *const refused[] = {"--method", "--max-tokens", "--no-eos", NULL};
@@ -30,7 +31,8 @@ static void usage(FILE *f) {
             "plain decoding, MTP when the model has an MTP\n"
             "module, draft-model speculation when a draft is given or sits beside the model as\n"
             "MODEL-draft, Medusa when heads are given or sit beside it as\n"
-            "MODEL-medusa/medusa_heads.safetensors. Prints the median tokens/s of N runs of N tokens,\n"
+            "MODEL-medusa/medusa_heads.safetensors, and prompt lookup (it needs no model). Prints the median tokens/s "
+            "of N runs of N tokens,\n"
             "the weight bytes read per token and the implied bandwidth: the engine reads its weights\n"
             "once per pass; the reference evaluates every position on its own over float32 copies, so\n"
             "it reads them once per position at 4 bytes per parameter. Every row is built from the same\n"
@@ -41,18 +43,21 @@ static void usage(FILE *f) {
             "m = 1, 2, 4, 8, 16, 32, 64 and k + 1, one draft and one MTP step, the Medusa heads' round and the\n"
             "pass over their tree (medians of interleaved reps at the runs' middle position); from them and\n"
             "the runs' alpha each row's predicted speed-up, E / (t(m)/t(1) + P/t(1)) (E = E(alpha, k) for a\n"
-            "chain, the measured tokens per pass for Medusa; P the proposer per round), beside the measured\n"
+            "chain, the measured tokens per pass for Medusa and lookup; P the proposer per round; lookup's\n"
+            "t(m) is t(k + 1) in the rounds whose lookup hit, t(1) in the rest), beside the measured\n"
             "one, the time per token each part of the runs took, and for rows more than 15 %% off, why.\n"
             "  --runs N             runs per row (default 5); run r uses seed S + r (S: --seed, default 1)\n"
             "  --tokens N           tokens per run (default 64)\n"
             "  --prompt-tokens N    prompt length: ids 1, 2, ..., N (modulo the vocabulary; default 4)\n"
+            "  --prompt TEXT        the prompt as text instead, encoded with MODEL/tokenizer.json (text that the\n"
+            "                       continuation repeats is where prompt lookup drafts)\n"
             "  --plain              only the plain decoding row (no cost model unless --cost-reps is given)\n"
             "  --cost-reps N        reps of each pass cost (default 9; 0: no cost model)\n"
             "  --json               one JSON object instead of the table: per row the median tokens/s, and\n"
             "                       apart the prefill rate (prompt tokens / time to the first token) and the\n"
             "                       decode rate (tokens after the first / the time they took); max RSS; the\n"
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
-            "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa)\n"
+            "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa | lookup)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
             "  --synthetic DIR      time the passes on random weights of DIR's shapes instead (--backend cuda;\n"
             "                       `specula bench --synthetic DIR --help` for its options)\n"
@@ -60,13 +65,17 @@ static void usage(FILE *f) {
             "                       --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
             default_model_dir());
-    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
+    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA) | (1u << METHOD_LOOKUP),
+                      refused);
 }
 
 typedef struct {
     method_spec base;
     model_flags models;
     int runs, tokens, prompt_tokens;
+    const char *prompt_text; /* --prompt; NULL: ids 1..prompt_tokens */
+    int prompt_tokens_given;
+    int *prompt;   /* [prompt_tokens] the prompt's ids */
     int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
     int cost_reps_given;
     int only_given, plain_only, json;
@@ -150,9 +159,7 @@ static int spread(int i, int n, int loops) { return (i + 1) * n / loops - i * n 
  * figure samples the same stretch of time. Rows that fail are left out (ok[i] = 0); costs that fail leave c
  * empty (no predictions). 0, or 1 when something failed (printed). */
 static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *rows, int *ok, int n, bench_costs *c) {
-    const int V = models_config(lm)->vocab_size;
-    int *prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *prompt, "bench prompt");
-    for (int i = 0; i < a->prompt_tokens; i++) prompt[i] = (i + 1) % V;
+    const int *prompt = a->prompt;
     row_samples *x = sp_xcalloc((size_t)n, sizeof *x, "bench samples");
     const method_spec *medusa = NULL;
     for (int i = 0; i < n; i++) {
@@ -191,7 +198,6 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
         rows[i].predicted = ok[i] && bench_model_row(c, &rows[i], &m) == 0 ? m.speedup : NAN;
     }
     free(x);
-    free(prompt);
     return status;
 }
 
@@ -201,8 +207,11 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
     if (!strcmp(f, "--runs")) return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 64, &a->runs) ? 1 : -1;
     if (!strcmp(f, "--tokens"))
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->tokens) ? 1 : -1;
-    if (!strcmp(f, "--prompt-tokens"))
+    if (!strcmp(f, "--prompt-tokens")) {
+        a->prompt_tokens_given = 1;
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 1, 1 << 16, &a->prompt_tokens) ? 1 : -1;
+    }
+    if (!strcmp(f, "--prompt")) return (a->prompt_text = arg_value(argc, argv, i)) ? 1 : -1;
     if (!strcmp(f, "--cost-reps")) {
         a->cost_reps_given = 1;
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 0, 1000, &a->cost_reps) ? 1 : -1;
@@ -244,6 +253,10 @@ static int parse(int argc, char **argv, bench_args *a) {
         method_cli_refuse(&a->base, refused + 1, "bench runs --tokens tokens with EOS off", "bench") ||
         method_cli_refuse(&a->base, beam_flags, "bench has no beam search row", "bench"))
         return 2;
+    if (a->prompt_text && a->prompt_tokens_given) {
+        fprintf(stderr, "specula bench: give --prompt TEXT or --prompt-tokens N, not both\n");
+        return 2;
+    }
     if (a->plain_only && !a->cost_reps_given) a->cost_reps = 0; /* the plain rate alone, as make bench-peers asks */
     if (a->plain_only && method_spec_given(&a->base, "--method")) {
         fprintf(stderr, "specula bench: give --plain or --method, not both\n");
@@ -252,8 +265,9 @@ static int parse(int argc, char **argv, bench_args *a) {
     if (method_spec_given(&a->base, "--method")) {
         a->only_given = 1;
         a->only = a->base.kind;
-        if (a->only != METHOD_SPEC && a->only != METHOD_MTP && a->only != METHOD_MEDUSA) {
-            fprintf(stderr, "specula bench: --method %s: bench compares spec, mtp or medusa with plain decoding\n",
+        if (a->only != METHOD_SPEC && a->only != METHOD_MTP && a->only != METHOD_MEDUSA && a->only != METHOD_LOOKUP) {
+            fprintf(stderr,
+                    "specula bench: --method %s: bench compares spec, mtp, medusa or lookup with plain decoding\n",
                     method_kind_name(a->only));
             return 2;
         }
@@ -262,13 +276,14 @@ static int parse(int argc, char **argv, bench_args *a) {
 }
 
 /* The rows: plain decoding first (the baseline of the ratios), then every
- * method the models allow (or the one asked for). */
+ * method the models allow (or the one asked for); prompt lookup needs no
+ * model beside the target, so every model allows it. */
 static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *rows, int *n) {
     const method_kind plain = a->base.sampling.temperature == 0 ? METHOD_GREEDY : METHOD_SAMPLE;
-    const method_kind kinds[4] = {plain, METHOD_MTP, METHOD_SPEC, METHOD_MEDUSA};
-    const int present[4] = {1, lm->parts.mtp != NULL, lm->parts.draft != NULL, lm->parts.heads != NULL};
+    const method_kind kinds[BENCH_MAX_ROWS] = {plain, METHOD_MTP, METHOD_SPEC, METHOD_MEDUSA, METHOD_LOOKUP};
+    const int present[BENCH_MAX_ROWS] = {1, lm->parts.mtp != NULL, lm->parts.draft != NULL, lm->parts.heads != NULL, 1};
     *n = 0;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < BENCH_MAX_ROWS; i++) {
         if (!present[i] || (i > 0 && (a->plain_only || (a->only_given && kinds[i] != a->only)))) continue;
         sp_error err;
         if (method_spec_for(&a->base, kinds[i], &rows[*n].spec, &err)) {
@@ -365,6 +380,42 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
     printf("]}\n");
 }
 
+/* The prompt's ids into a->prompt: --prompt through the tokenizer beside the model (setting
+ * a->prompt_tokens), else 1, 2, ..., prompt_tokens modulo V. 0, or 2 with a message. */
+static int bench_prompt(bench_args *a, const char *dir, int V) {
+    a->prompt = NULL;
+    if (!a->prompt_text) {
+        a->prompt = sp_xcalloc((size_t)a->prompt_tokens, sizeof *a->prompt, "bench prompt");
+        for (int i = 0; i < a->prompt_tokens; i++) a->prompt[i] = (i + 1) % V;
+        return 0;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    tokenizer tok;
+    sp_error err;
+    if (tokenizer_load(&tok, path, &err)) {
+        fprintf(stderr, "specula bench: --prompt needs the model's tokenizer: %s\n", err.msg);
+        return 2;
+    }
+    int rc = tokenizer_encode(&tok, a->prompt_text, strlen(a->prompt_text), &a->prompt, &a->prompt_tokens, &err);
+    tokenizer_free(&tok);
+    if (rc) {
+        fprintf(stderr, "specula bench: --prompt: %s\n", err.msg);
+        return 2;
+    }
+    if (a->prompt_tokens == 0) {
+        fprintf(stderr, "specula bench: --prompt encodes to no tokens\n");
+        return 2;
+    }
+    for (int i = 0; i < a->prompt_tokens; i++)
+        if (a->prompt[i] >= V) {
+            fprintf(stderr, "specula bench: token %d of --prompt is outside the model's vocabulary (%d)\n",
+                    a->prompt[i], V);
+            return 2;
+        }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--synthetic")) return bench_synthetic(argc, argv); /* a bench of its own */
@@ -376,14 +427,17 @@ int cmd_bench(int argc, char **argv) {
     /* --plain runs the target alone: no companion is loaded (nor counted in max RSS) */
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
     if (models_load(&lm, &a.models, companions, companions, "bench")) return 1;
-    if (context_check(models_config(&lm), "--prompt-tokens", a.prompt_tokens, "--tokens", a.tokens, "bench")) {
+    if (bench_prompt(&a, dir, models_config(&lm)->vocab_size) ||
+        context_check(models_config(&lm), a.prompt_text ? NULL : "--prompt-tokens", a.prompt_tokens, "--tokens",
+                      a.tokens, "bench")) {
+        free(a.prompt);
         models_release(&lm);
         return 2;
     }
-    bench_row rows[4];
+    bench_row rows[BENCH_MAX_ROWS];
     memset(rows, 0, sizeof rows);
-    for (int i = 0; i < 4; i++) rows[i].predicted = NAN;
-    int n = 0, ok[4] = {0}, status = 0;
+    for (int i = 0; i < BENCH_MAX_ROWS; i++) rows[i].predicted = NAN;
+    int n = 0, ok[BENCH_MAX_ROWS] = {0}, status = 0;
     if (plan_rows(&a, &lm, rows, &n)) {
         models_release(&lm);
         return 1;
@@ -398,6 +452,7 @@ int cmd_bench(int argc, char **argv) {
         bench_costs_print(&costs, backend_name(a.models.backend));
         bench_model_print(&costs, rows, ok, n);
     }
+    free(a.prompt);
     models_release(&lm);
     return status;
 }

@@ -180,10 +180,13 @@ static int parse(int argc, char **argv, plot_args *a) {
 #undef VALUE
     }
     static const char *const beam_flags[] = {"--beams", "--length-penalty", "--early-stopping", "--num-return", NULL};
+    static const char *const lookup_flags[] = {"--ngram", NULL};
     if (model_flags_backend_check(&a->models, "plot") ||
         method_cli_refuse(&a->base, refused, "plot measures each method at --temperatures for --tokens tokens",
                           "plot") ||
-        method_cli_refuse(&a->base, beam_flags, "plot measures no beam search", "plot"))
+        method_cli_refuse(&a->base, beam_flags, "plot measures no beam search", "plot") ||
+        method_cli_refuse(&a->base, lookup_flags, "plot measures the draft model, MTP and Medusa, not prompt lookup",
+                          "plot"))
         return 2;
     if (custom_device) a->device.name = "custom device (--bandwidth/--tflops)";
     a->mo.temperatures = a->temperatures;

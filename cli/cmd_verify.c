@@ -41,8 +41,8 @@ static void usage(FILE *f) {
             "must reject. Runs on random micro models (vocabulary %d); takes a few minutes. Each case's\n"
             "method is written in the flags of `specula generate` (shown by --list), built by the same\n"
             "factory as generate, bench and plot.\n"
-            "  --method NAME        only one method's default rows (sample | spec | mtp | medusa | typical | beam;\n"
-            "                       with --all its whole grid), or one case by name (see --list)\n"
+            "  --method NAME        only one method's default rows (sample | spec | mtp | medusa | typical |\n"
+            "                       lookup | beam; with --all its whole grid), or one case by name (see --list)\n"
             "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
             "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
             "                       (it applies to the default rows; a grid case named alone reports it)\n"
@@ -395,7 +395,9 @@ static int list_cases(const verify_args *a, int none) {
         verify_case_control_text(c, a->engine, control, sizeof control);
         fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
                 pair_text(c, a->engine), c->L, control);
-        fprintf(f, "  %-7s   %s --max-tokens %d --no-eos\n", "", c->flags, c->max_tokens);
+        fprintf(f, "  %-7s   %s --max-tokens %d --no-eos", "", c->flags, c->max_tokens);
+        for (int i = 0; i < c->n_prompt_ids; i++) fprintf(f, "%s%d", i ? "," : " --tokens ", c->prompt_ids[i]);
+        fputc('\n', f);
     }
     if (!a->engine)
         fprintf(f, "  %-7s %-32s %-23s      controls: planted slips of the rules\n", "default", "beam",

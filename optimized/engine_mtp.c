@@ -19,18 +19,13 @@ typedef struct {
 
 static const float *small(const engine *e, tensor_role r) { return (const float *)engine_bweight(e, -1, r)->data; }
 
-static int m_step(stepper *st, const int *tokens, const float *h, int n, float *logits, float *hidden, sp_error *err) {
-    mtp_stepper *s = st->impl;
+/* One pass over n ≤ ENGINE_PREFILL_CHUNK positions (tokens checked by m_step). */
+static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n, float *logits, float *hidden,
+                        sp_error *err) {
     engine *e = s->e;
     engine_backend *be = &e->be;
     const int D = e->cfg.hidden_size;
     const float eps = e->cfg.rms_norm_eps;
-    if (n < 1 || n > ENGINE_PREFILL_CHUNK)
-        return sp_fail(err, "MTP module step: %d positions (1 to %d at once)", n, ENGINE_PREFILL_CHUNK);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= e->cfg.vocab_size)
-            return sp_fail(err, "MTP module step: token %d is outside the vocabulary [0, %d)", tokens[i],
-                           e->cfg.vocab_size);
     int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
     for (int i = 0; i < n; i++) parent[i] = i - 1, depth[i] = i;
     kv_table_reserve(&s->kv, &s->table, s->pos, s->pos + n);
@@ -54,6 +49,23 @@ static int m_step(stepper *st, const int *tokens, const float *h, int n, float *
     if (hidden) engine_download(e, hidden, a->xn, (size_t)D);
     if (be->status(be, err)) return -1;
     s->pos += n;
+    return 0;
+}
+
+/* n positions in passes of at most ENGINE_PREFILL_CHUNK (a prompt's real steps come as one commit of any
+ * length); logits and hidden state of the last. */
+static int m_step(stepper *st, const int *tokens, const float *h, int n, float *logits, float *hidden, sp_error *err) {
+    mtp_stepper *s = st->impl;
+    const int D = s->e->cfg.hidden_size, V = s->e->cfg.vocab_size;
+    if (n < 1) return sp_fail(err, "MTP module step: %d positions (at least 1)", n);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return sp_fail(err, "MTP module step: token %d is outside the vocabulary [0, %d)", tokens[i], V);
+    for (int done = 0; done < n; done += ENGINE_PREFILL_CHUNK) {
+        const int m = n - done < ENGINE_PREFILL_CHUNK ? n - done : ENGINE_PREFILL_CHUNK, last = done + m == n;
+        if (m_step_chunk(s, tokens + done, h + (size_t)done * D, m, last ? logits : NULL, last ? hidden : NULL, err))
+            return -1;
+    }
     return 0;
 }
 

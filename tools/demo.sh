@@ -36,6 +36,8 @@ if "$specula" generate --help | grep -q -- "--medusa"; then
     run "medusa, typical acceptance (temperature 0.8)" --method medusa --rule typical --temperature 0.8 --seed 7
     run "medusa, exact acceptance (temperature 0.8)" --method medusa --rule exact --temperature 0.8 --seed 7
 fi
+# no model drafts: the tokens after an earlier occurrence of the context's last few tokens
+run "prompt lookup, greedy (temperature 0): the output must equal plain greedy" --method lookup --k 4 --temperature 0
 if "$specula" generate --help | grep -q -- "--beams"; then
     run "beam search (4 beams)" --method beam --beams 4
 fi

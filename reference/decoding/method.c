@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "lookup.h"
 #include "mtp.h"
 #include "speculative.h"
 
@@ -51,6 +52,8 @@ static int build_proposer(method_built *b, const method_parts *parts, sp_error *
             return sp_fail(err, "%s has no MTP module (no mtp.* tensors): MTP needs one", parts->target->path);
         return mtp_proposer_build(&b->storage, parts->mtp, s->k, s->drafts == MTP_DRAFTS_SAMPLED, err);
     case METHOD_MEDUSA: return build_medusa(b, parts, err);
+    case METHOD_LOOKUP: /* needs nothing but the target's vocabulary */
+        return lookup_proposer_build(&b->storage, parts->target->cfg->vocab_size, s->k, s->ngram, err);
     case METHOD_BEAM: return sp_fail(err, "beam search has no proposer: run it with beam_run");
     default: return sp_fail(err, "method %d has no proposer", (int)s->kind);
     }

@@ -11,7 +11,8 @@
  *                sampling: argmax drafts make q one-hot, and a one-hot q is
  *                rejected whenever p puts less than all its mass on it);
  *   Medusa rule  greedy at temperature 0, exact without replacement above;
- *   spec, MTP    the exact rule. */
+ *   spec, MTP,   the exact rule.
+ *   lookup       */
 #ifndef SPECULA_METHOD_H
 #define SPECULA_METHOD_H
 
@@ -31,6 +32,7 @@ typedef enum {
     METHOD_SPEC,
     METHOD_MEDUSA,
     METHOD_MTP,
+    METHOD_LOOKUP,
     METHOD_COUNT
 } method_kind;
 
@@ -47,7 +49,8 @@ typedef enum {
 
 typedef struct {
     method_kind kind;
-    int k;                   /* spec, mtp: drafts per round (default 4) */
+    int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
+    int ngram;               /* lookup: the longest n-gram it looks up (default 3) */
     sampler_params sampling; /* default temperature 1 (greedy: 0) */
     uint64_t seed;           /* default 1 */
     int max_tokens;          /* default 32 */
@@ -68,14 +71,14 @@ typedef struct {
 
 method_spec method_spec_defaults(void);
 
-const char *method_kind_name(method_kind kind); /* "greedy", "sample", "beam", "spec", "medusa", "mtp" */
+const char *method_kind_name(method_kind kind); /* "greedy", "sample", "beam", "spec", "medusa", "mtp", "lookup" */
 int method_kind_parse(const char *name, method_kind *out);
 const char *method_rule_name(method_rule rule); /* "exact", "exact-norepl", "typical", "greedy" */
 const char *mtp_drafts_name(mtp_drafts d);      /* "argmax", "sampled" */
 
 /* Reads argv[*i] as a method flag (--method, --k, --temperature, --top-k,
  * --top-p, --min-p, --seed, --max-tokens, --no-eos, --mtp-sample,
- * --mtp-argmax, --rule, --tree, --typical-epsilon, --typical-delta, --beams,
+ * --mtp-argmax, --ngram, --rule, --tree, --typical-epsilon, --typical-delta, --beams,
  * --length-penalty, --early-stopping, --num-return): 1 when it was one
  * (its value consumed, *i advanced), 0 when it is not a method flag, −1 on a
  * bad value (err says which). */

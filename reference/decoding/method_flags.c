@@ -5,14 +5,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lookup.h"
 #include "method.h"
 #include "parse.h"
 
 #define ONLY(kind) (1u << (kind))
 #define NOT_BEAM (METHODS_ALL & ~ONLY(METHOD_BEAM))
-#define PROPOSERS (ONLY(METHOD_SPEC) | ONLY(METHOD_MTP) | ONLY(METHOD_MEDUSA))
+#define CHAINS (ONLY(METHOD_SPEC) | ONLY(METHOD_MTP) | ONLY(METHOD_LOOKUP))
+#define PROPOSERS (CHAINS | ONLY(METHOD_MEDUSA))
 
-static const char *const kind_names[METHOD_COUNT] = {"greedy", "sample", "beam", "spec", "medusa", "mtp"};
+static const char *const kind_names[METHOD_COUNT] = {"greedy", "sample", "beam", "spec", "medusa", "mtp", "lookup"};
 static const char *const rule_names[] = {"default", "exact", "exact-norepl", "typical", "greedy"};
 
 const char *method_kind_name(method_kind kind) { return (unsigned)kind < METHOD_COUNT ? kind_names[kind] : "?"; }
@@ -35,6 +37,7 @@ method_spec method_spec_defaults(void) {
     memset(&s, 0, sizeof s);
     s.kind = METHOD_SAMPLE;
     s.k = 4;
+    s.ngram = 3;
     s.sampling = sampler_defaults();
     s.seed = 1;
     s.max_tokens = 32;
@@ -49,7 +52,7 @@ method_spec method_spec_defaults(void) {
 
 static int set_method(method_spec *s, const char *f, const char *v, sp_error *err) {
     if (method_kind_parse(v, &s->kind))
-        return sp_fail(err, "%s: unknown method '%s' (greedy, sample, beam, spec, medusa or mtp)", f, v);
+        return sp_fail(err, "%s: unknown method '%s' (greedy, sample, beam, spec, medusa, mtp or lookup)", f, v);
     return 0;
 }
 static int set_k(method_spec *s, const char *f, const char *v, sp_error *err) {
@@ -87,6 +90,9 @@ static int set_mtp_argmax(method_spec *s, const char *f, const char *v, sp_error
     (void)f, (void)v, (void)err;
     s->drafts = MTP_DRAFTS_ARGMAX;
     return 0;
+}
+static int set_ngram(method_spec *s, const char *f, const char *v, sp_error *err) {
+    return parse_int(f, v, 1, LOOKUP_MAX_NGRAM, &s->ngram, err);
 }
 static int set_rule(method_spec *s, const char *f, const char *v, sp_error *err) {
     for (int r = METHOD_RULE_EXACT; r <= METHOD_RULE_GREEDY; r++)
@@ -147,6 +153,7 @@ enum {
     F_NO_EOS,
     F_MTP_SAMPLE,
     F_MTP_ARGMAX,
+    F_NGRAM,
     F_RULE,
     F_TREE,
     F_EPSILON,
@@ -163,9 +170,9 @@ static const char *const cuts_why = "it scores raw log-probabilities (temperatur
 /* clang-format off */
 static const flag_def flags[F_COUNT] = {
     [F_METHOD] = {"--method", "NAME", METHODS_ALL, NULL,
-                  "greedy | sample | beam | spec | medusa | mtp   (default sample)", set_method},
-    [F_K] = {"--k", "N", ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), "it proposes no draft tokens",
-             "tokens proposed per round (spec, mtp; default 4)", set_k},
+                  "greedy | sample | beam | spec | medusa | mtp | lookup   (default sample)", set_method},
+    [F_K] = {"--k", "N", CHAINS, "it proposes no draft tokens",
+             "tokens proposed per round (spec, mtp, lookup; default 4)", set_k},
     [F_TEMPERATURE] = {"--temperature", "T", NOT_BEAM, cuts_why,
                        "default 1 (greedy: 0); the same processing applies to p and q;\n"
                        "beam search scores raw log-probabilities and takes none of these", set_temperature},
@@ -181,6 +188,9 @@ static const flag_def flags[F_COUNT] = {
                       "temperature 0: measured to be accepted more often than argmax drafts)", set_mtp_sample},
     [F_MTP_ARGMAX] = {"--mtp-argmax", NULL, ONLY(METHOD_MTP), NULL,
                       "MTP drafts are its argmax, q one-hot (the default at temperature 0)", set_mtp_argmax},
+    [F_NGRAM] = {"--ngram", "N", ONLY(METHOD_LOOKUP), NULL,
+                 "lookup: match the context's last N tokens, then N - 1, ..., 1, against the\n"
+                 "prompt and the tokens so far (default 3, at most 16)", set_ngram},
     [F_RULE] = {"--rule", "NAME", PROPOSERS, NULL,
                 "exact | exact-norepl | typical | greedy (default: exact; Medusa: greedy at\n"
                 "temperature 0, else exact-norepl). Medusa's children under exact are drawn i.i.d.\n"
@@ -300,7 +310,7 @@ int method_spec_finish(method_spec *s, int strict, sp_error *err) {
             return sp_fail(err, "--method greedy decodes at temperature 0; drop --temperature or use --method sample");
         s->sampling.temperature = 0;
     }
-    if (s->kind == METHOD_SPEC || s->kind == METHOD_MTP || s->kind == METHOD_MEDUSA) {
+    if (CHAINS >> s->kind & 1u || s->kind == METHOD_MEDUSA) {
         if (resolve_rule(s, strict, err)) return -1;
     } else {
         s->rule = METHOD_RULE_DEFAULT;
@@ -349,6 +359,7 @@ void method_spec_label(const method_spec *s, char *buf, size_t size) {
     const char *rule = method_rule_name(s->rule);
     switch (s->kind) {
     case METHOD_SPEC: snprintf(buf, size, "%s k=%d, %s rule", name, s->k, rule); break;
+    case METHOD_LOOKUP: snprintf(buf, size, "%s k=%d, ngram %d, %s rule", name, s->k, s->ngram, rule); break;
     case METHOD_MTP:
         snprintf(buf, size, "%s k=%d, %s drafts, %s rule", name, s->k, mtp_drafts_name(s->drafts), rule);
         break;

@@ -127,10 +127,11 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
 
 static void law_round(law *w, int len, double mass) {
     const spec_law_spec *s = w->s;
-    int K = s->k;
+    const int k = s->round_k ? s->round_k(s->user, w->tokens, len) : s->k;
+    int K = k;
     if (s->max_tokens > 0) {
         int remaining = s->max_tokens - len;
-        K = remaining > 1 ? (remaining - 1 < s->k ? remaining - 1 : s->k) : 0;
+        K = remaining > 1 ? (remaining - 1 < k ? remaining - 1 : k) : 0;
     }
     law_node(w, len, 0, K, mass);
 }

@@ -4,9 +4,10 @@
  * planted.h. With the exact rule the result is the target's own law, which
  * proves exactness on that instance; with a planted bug it is the law the
  * negative control samples from, which sizes the test that must reject it.
- * Assumes what decode_run does: rounds of min(k, budget − 1) drafts, no EOS
- * stop, and proposer rows that depend only on the emitted prefix and the
- * draft's depth in its round. */
+ * Assumes what decode_run does: rounds of min(k, budget − 1) drafts (k may
+ * depend on the prefix, as prompt lookup's does), no EOS stop, and proposer
+ * rows that depend only on the emitted prefix and the draft's depth in its
+ * round. */
 #ifndef SPECULA_SPEC_LAW_H
 #define SPECULA_SPEC_LAW_H
 
@@ -18,10 +19,13 @@
  * after tokens[0..len − depth + 1). */
 typedef void (*law_row_fn)(void *user, const int *tokens, int len, int depth, float *out);
 typedef void (*law_target_fn)(void *user, const int *tokens, int len, float *out);
+/* The drafts a round proposes after the emitted prefix tokens[0..len), before the budget cuts it. */
+typedef int (*law_depth_fn)(void *user, const int *tokens, int len);
 
 typedef struct {
     int V, L;             /* the law is over V^L sequences (enumerate.h numbering) */
     int k;                /* drafts per round */
+    law_depth_fn round_k; /* NULL: k every round; else the drafts of each round (≤ k) */
     int max_tokens;       /* decode_run's budget (rounds propose min(k, budget − emitted − 1)); ≤ 0: no budget */
     law_target_fn target; /* p after a prefix */
     law_row_fn draw;      /* the distribution the draft is drawn from */

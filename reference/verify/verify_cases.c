@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "engine_target.h"
+#include "lookup.h"
 #include "philox.h"
 #include "reference_target.h"
 #include "spec_law.h"
@@ -92,6 +93,9 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 #define CASE(...)                                                                                                      \
     { __VA_ARGS__, .k = 0 }
 
+/* Prompt lookup's prompt: its last two tokens occurred before, so the first round already drafts (1, 3, 5). */
+#define LOOKUP_PROMPT "3 5 1 3 5"
+
 static verify_case catalogue[] = {
     /* per method: L = 2 (64 cells), so 200 000 draws bound the TV below 0.02 */
     CASE("sample T=0.8", 1, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
@@ -152,8 +156,40 @@ static verify_case catalogue[] = {
          "--method medusa --temperature 1.2 --top-p 0.9 --rule exact-norepl", VC_EXACT, 3, 4, PLANT_NONE, 0.6f, 0, 0),
     CASE("typical medusa T=1", 0, "typical", "--method medusa --temperature 1 --rule typical", VC_EXACT, 3, 4,
          PLANT_NONE, 0.0f, 1, 0),
+    /* prompt lookup after a prompt with a repeat (its drafts are looked up, q a point mass): the control
+     * accepts with min(1, q/p) = 1, i.e. every draft without the p test; the grid's controls draw the
+     * correction from p (which may return the rejected draft) and keep the residual unnormalised */
+    CASE("lookup k=3 T=0.8", 1, "lookup", "--method lookup --k 3 --temperature 0.8", VC_EXACT, 2, 4,
+         PLANT_RATIO_INVERTED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
+    CASE("lookup k=2 ngram 1 T=1", 0, "lookup", "--method lookup --k 2 --ngram 1 --temperature 1", VC_EXACT, 3, 3,
+         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
+    CASE("lookup k=4 T=0.7 top-k 5", 0, "lookup", "--method lookup --k 4 --temperature 0.7 --top-k 5", VC_EXACT, 3, 5,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
+
+/* The case's own prompt: at most VERIFY_CASE_MAX_PROMPT ids, each in the world's vocabulary. */
+static int parse_prompt(verify_case *c, sp_error *err) {
+    const char *p = c->prompt;
+    char *end;
+    c->n_prompt_ids = 0;
+    for (;;) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        long id = strtol(p, &end, 10);
+        if (end == p || id < 0 || id >= VERIFY_WORLD_V || c->n_prompt_ids == VERIFY_CASE_MAX_PROMPT)
+            return sp_fail(err, "case \"%s\": prompt \"%s\" is not up to %d ids in [0, %d)", c->name, c->prompt,
+                           VERIFY_CASE_MAX_PROMPT, VERIFY_WORLD_V);
+        c->prompt_ids[c->n_prompt_ids++] = (int)id;
+        p = end;
+    }
+    return c->n_prompt_ids ? 0 : sp_fail(err, "case \"%s\": an empty prompt", c->name);
+}
+
+void verify_case_prompt(const verify_case *c, const verify_world *w, const int **ids, int *n) {
+    *ids = c->n_prompt_ids ? c->prompt_ids : w->prompt;
+    *n = c->n_prompt_ids ? c->n_prompt_ids : w->n_prompt;
+}
 
 /* Parses every entry's flags once; the budget is the case's, EOS off (the
  * enumeration never stops). */
@@ -167,7 +203,10 @@ static void parse_catalogue(void) {
         c->spec.max_tokens = c->max_tokens;
         c->spec.stop_at_eos = 0;
         const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA ? tree.max_depth : kind == METHOD_SPEC || kind == METHOD_MTP ? c->spec.k : 0;
+        c->k = kind == METHOD_MEDUSA                                                ? tree.max_depth
+               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP ? c->spec.k
+                                                                                    : 0;
+        if (c->prompt && parse_prompt(c, &err)) goto bad;
     }
     return;
 bad: /* a constant that does not parse: nothing can run */
@@ -187,9 +226,9 @@ int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT) return PLANT_ENGINE_NONE;
     const method_kind k = c->spec.kind;
-    return k == METHOD_MEDUSA                    ? PLANT_ENGINE_SIBLING_KV
-           : k == METHOD_SPEC || k == METHOD_MTP ? PLANT_ENGINE_PARENT_SLOT
-                                                 : PLANT_ENGINE_NONE;
+    return k == METHOD_MEDUSA                                          ? PLANT_ENGINE_SIBLING_KV
+           : k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT
+                                                                       : PLANT_ENGINE_NONE;
 }
 
 void verify_case_control_text(const verify_case *c, int on_engine, char *out, int size) {
@@ -264,14 +303,20 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
 }
 
 int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err) {
-    return enumerate_build(t, w->target, w->prompt, w->n_prompt, &c->spec.sampling, c->L, err);
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, w, &prompt, &n_prompt);
+    return enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err);
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
- * draw rows and, for the retempered control, its reported q. */
+ * draw rows and, for the retempered control, its reported q; for prompt
+ * lookup, the prompt and settings its lookups read instead of a draft. */
 typedef struct {
     const enum_table *target, *draw;
     float gamma; /* 1: q is the draw row itself */
+    const int *prompt;
+    int n_prompt, k, ngram;
 } law_rows;
 
 static void law_target(void *user, const int *tokens, int len, float *out) {
@@ -291,42 +336,74 @@ static void law_ratio(void *user, const int *tokens, int len, int depth, float *
     planted_retemper_row(enumerate_cond(r->draw, tokens, len), r->gamma, out, r->draw->V);
 }
 
+/* The lookup of the round that starts after the emitted tokens[0..len): its context is the prompt and them. */
+static int law_lookup(const law_rows *r, const int *tokens, int len, int *drafts) {
+    int ctx[VERIFY_CASE_MAX_PROMPT + ENUM_MAX_LENGTH];
+    memcpy(ctx, r->prompt, (size_t)r->n_prompt * sizeof(int));
+    memcpy(ctx + r->n_prompt, tokens, (size_t)len * sizeof(int));
+    return lookup_find(ctx, r->n_prompt + len, r->ngram, r->k, drafts);
+}
+
+static int law_lookup_depth(void *user, const int *tokens, int len) {
+    int drafts[LOOKUP_MAX_K];
+    return law_lookup(user, tokens, len, drafts);
+}
+
+/* The draft at `depth` of the round: a point mass at the looked-up token. */
+static void law_lookup_row(void *user, const int *tokens, int len, int depth, float *out) {
+    const law_rows *r = user;
+    int drafts[LOOKUP_MAX_K];
+    const int found = law_lookup(r, tokens, len - depth + 1, drafts);
+    memset(out, 0, (size_t)r->target->V * sizeof(float));
+    if (depth <= found) out[drafts[depth - 1]] = 1.0f; /* spec_law asks only for depth ≤ found */
+}
+
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
     const method_kind kind = c->spec.kind;
-    if ((kind != METHOD_SAMPLE && kind != METHOD_SPEC) || (kind == METHOD_SPEC && c->spec.rule != METHOD_RULE_EXACT))
-        return 0;
+    const int chain = kind == METHOD_SPEC || kind == METHOD_LOOKUP;
+    if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, w, &prompt, &n_prompt);
     sampler_params sp = c->spec.sampling;
     enum_table target, draw;
     if (kind == METHOD_SAMPLE) {
         if (control) sp.temperature = c->control_temperature;
-        if (enumerate_build(&target, w->target, w->prompt, w->n_prompt, &sp, c->L, err)) return -1;
+        if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
         memcpy(law, target.joint, (size_t)target.cells * sizeof(double));
         enumerate_free(&target);
         return 1;
     }
-    const int retemper = control && c->control_temperature > 0;
+    const int retemper = kind == METHOD_SPEC && control && c->control_temperature > 0;
     sampler_params draw_sp = c->spec.sampling;
     if (retemper) draw_sp.temperature = c->control_temperature;
-    if (enumerate_build(&target, w->target, w->prompt, w->n_prompt, &sp, c->L, err)) return -1;
-    if (enumerate_build(&draw, w->draft, w->prompt, w->n_prompt, &draw_sp, c->L, err)) {
+    if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
+    if (kind == METHOD_SPEC && enumerate_build(&draw, w->draft, prompt, n_prompt, &draw_sp, c->L, err)) {
         enumerate_free(&target);
         return -1;
     }
-    law_rows rows = {&target, &draw, retemper ? c->control_temperature / c->spec.sampling.temperature : 1.0f};
+    law_rows rows = {&target,
+                     kind == METHOD_SPEC ? &draw : NULL,
+                     retemper ? c->control_temperature / c->spec.sampling.temperature : 1.0f,
+                     prompt,
+                     n_prompt,
+                     c->spec.k,
+                     c->spec.ngram};
     spec_law_spec s = {.V = target.V,
                        .L = c->L,
                        .k = c->spec.k,
+                       .round_k = kind == METHOD_LOOKUP ? law_lookup_depth : NULL,
                        .max_tokens = c->max_tokens,
                        .target = law_target,
-                       .draw = law_draw,
+                       .draw = kind == METHOD_LOOKUP ? law_lookup_row : law_draw,
                        .ratio = retemper ? law_ratio : NULL,
                        .user = &rows,
                        .bug = control ? c->control_bug : PLANT_NONE};
     int rc = spec_law(&s, law, err);
     enumerate_free(&target);
-    enumerate_free(&draw);
+    if (kind == METHOD_SPEC) enumerate_free(&draw);
     return rc ? -1 : 1;
 }
 
@@ -395,7 +472,10 @@ static int draw_with(const verify_case_sampler *cs, const method_spec *s, const 
         }
     }
     decode_output out;
-    rc = decode_run(parts->target, m.proposer, cs->w->prompt, cs->w->n_prompt, &m.options, &out, err);
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, cs->w, &prompt, &n_prompt);
+    rc = decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, err);
     method_release(&m);
     if (rc) return -1;
     if (out.n < c->L) {

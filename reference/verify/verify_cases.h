@@ -65,6 +65,8 @@ void verify_world_free(verify_world *w);
  * enumerated on them, and the heads are checked against them. */
 int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err);
 
+#define VERIFY_CASE_MAX_PROMPT 8
+
 typedef enum {
     VC_EXACT = 0, /* against the enumerated law ("reference vs exact") */
     VC_VS_SAMPLE  /* two samples: the method against plain sampling ("reference vs reference") */
@@ -88,10 +90,17 @@ typedef struct {
                                 * and its control is the exact rule on the same drafts (Medusa's children
                                 * drawn i.i.d.), which must pass */
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
-    /* parsed from flags when the catalogue is first read */
+    const char *prompt;        /* NULL: the world's prompt; else the case's own as token ids, e.g. "3 5 1 3 5"
+                                * (prompt lookup needs a context with repeats to propose from) */
+    /* parsed from flags (and prompt) when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
     int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
+    int prompt_ids[VERIFY_CASE_MAX_PROMPT];
+    int n_prompt_ids; /* 0: the world's prompt */
 } verify_case;
+
+/* The prompt case c runs after: its own, else the world's. */
+void verify_case_prompt(const verify_case *c, const verify_world *w, const int **ids, int *n);
 
 /* The catalogue, terminated by a NULL name; every entry's flags parsed (a
  * catalogue that does not parse aborts with the message: it is a constant). */
@@ -125,7 +134,8 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
 /* The exact law of case c's method (control = 0) or of its negative
  * control (control = 1) into law[V^L]: by enumeration for plain sampling,
  * by spec_law (spec_law.h) from the enumerated conditionals of target and
- * draft for draft-model speculation under the exact rule. Returns 1 when
+ * draft for draft-model speculation, and of the target and the lookups
+ * (lookup_find) for prompt lookup, under the exact rule. Returns 1 when
  * computed, 0 when the method has no such computation here (MTP: its
  * drafts depend on its own chained state; an engine-side control), −1 on
  * error. */

@@ -192,10 +192,14 @@ seq -s' ' 0 1087 | awk '{printf "["; for (i = 1; i <= NF; i++) { n = $i; printf 
     else printf "[0,0,%d]", n - 1056 } print "]" }' >"$tmp/tree-big.json"
 gm "--tree of 1088 paths" 1 "1088 paths, at most 255" -- --method medusa --tree "$tmp/tree-big.json"
 gm "--k with --method medusa" 2 "--k" -- --method medusa --k 3
+gm "--ngram 0" 2 "--ngram" -- --method lookup --ngram 0
+gm "--ngram with --method spec" 2 "--ngram" -- --method spec --ngram 2
 row bench "--runs 0" 2 "--runs" -- bench "$m" --runs 0
 row bench "--method beam" 2 "--method" -- bench "$m" --method beam
 row bench "--tokens -5" 2 "--tokens" -- bench "$m" --tokens -5
 row bench "--prompt-tokens + --tokens past the context" 2 "--tokens 1000" -- bench "$m" --plain --prompt-tokens 100 --tokens 1000
+row bench "--prompt with --prompt-tokens" 2 "--prompt" -- bench "$m" --prompt "to be" --prompt-tokens 3
+row bench "--prompt, no tokenizer beside the model" 2 "tokenizer" -- bench "$m" --plain --prompt "to be"
 
 # ---- the other commands ---------------------------------------------------------------
 row logits "--out into a missing folder" 1 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"
@@ -207,6 +211,7 @@ row verify "--alpha 2" 2 "--alpha" -- verify --alpha 2
 row plot "--prompts 0" 2 "--prompts" -- plot --prompts 0 --no-measure --out "$tmp/plots"
 row plot "--term unknown" 2 "--term" -- plot --term jpeg --out "$tmp/plots"
 row plot "--alpha 1.5" 2 "--alpha" -- plot --alpha 1.5 --out "$tmp/plots"
+row plot "--ngram" 2 "--ngram" -- plot --ngram 2 --out "$tmp/plots"
 row plot "--tokens past the context" 2 "--tokens 2000" -- plot --model "$m" --tokens 2000 --term none --out "$tmp/plots"
 row plot "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
 row plot "--model missing" 1 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"

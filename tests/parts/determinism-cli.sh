@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # determinism-cli.sh BUILD COUNTS — the same seed gives bit-identical tokens
-# on a rerun, for every method (greedy, sample, spec, mtp, beam, medusa) on
+# on a rerun, for every method (greedy, sample, spec, mtp, beam, medusa, lookup) on
 # both backends, and medusa on the CPU engine at any --threads
 # (method-cli.sh covers the other methods' thread counts). Compared: the
 # whole `generate --json` output less its timing fields. Negative control:
@@ -43,7 +43,7 @@ run() { # run OUT METHOD SEED BACKEND THREADS
 }
 
 for backend in reference cpu; do
-    for method in greedy sample spec mtp beam medusa; do
+    for method in greedy sample spec mtp beam medusa lookup; do
         what="$method on --backend $backend"
         run "$tmp/a" "$method" 11 "$backend" 1
         run "$tmp/b" "$method" 11 "$backend" 1

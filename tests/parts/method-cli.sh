@@ -40,7 +40,7 @@ m=$tmp/micro
 # generate: the help lists every flag of the table; the MTP default above temperature 0 is sampled drafts
 "$specula" generate --help >"$tmp/help"
 for flag in --method --k --temperature --top-k --top-p --min-p --seed --max-tokens --no-eos --mtp-sample \
-    --mtp-argmax --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
+    --mtp-argmax --ngram --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
     --num-return --model --draft --medusa; do
     check "generate --help lists $flag" grep -q -- "^  $flag" "$tmp/help"
 done
@@ -82,13 +82,22 @@ check "bench exits 0" test $? -eq 0
 check "bench's MTP row: sampled drafts above temperature 0" grep -qE "^mtp .*mtp k=4, sampled drafts, exact rule$" "$tmp/bench"
 check "bench's plain row at temperature 0.9 is sampling" grep -qE "^sample " "$tmp/bench"
 check "bench's draft row" grep -qE "^spec .*spec k=4, exact rule$" "$tmp/bench"
+check "bench's prompt-lookup row" grep -qE "^lookup .*lookup k=4, ngram 3, exact rule$" "$tmp/bench"
+"$specula" bench "$m" --runs 1 --tokens 8 --method lookup --ngram 2 --k 3 --cost-reps 1 >"$tmp/bench4" 2>&1
+check "bench --method lookup --ngram 2 --k 3" grep -qE "^lookup .*lookup k=3, ngram 2, exact rule$" "$tmp/bench4"
+check "bench --method lookup: in the cost model (m = k + 1)" grep -qE "^lookup +([0-9.]+|-) +[0-9.]+ +4 " "$tmp/bench4"
+if [ -f models/tiny-shakespeare/model.safetensors ]; then # --prompt needs a tokenizer beside the model
+    "$specula" bench --runs 1 --tokens 8 --method lookup --cost-reps 0 --prompt "To be, or not to be: to be" \
+        --json >"$tmp/bench5" 2>&1
+    check "bench --prompt TEXT: the encoded prompt's length" grep -qE '"prompt_tokens": [0-9]+, ' "$tmp/bench5"
+fi
 "$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --mtp-argmax --k 2 --method mtp >"$tmp/bench2" 2>&1
 check "bench --method mtp --mtp-argmax --k 2" grep -qE "^mtp .*mtp k=2, argmax drafts, exact rule$" "$tmp/bench2"
 check "bench --method mtp: plain decoding and MTP only" \
     test "$(sed '/^engine B\/token/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
-expect_error "bench --method sample" 2 "bench compares spec, mtp or medusa" bench "$m" --method sample
+expect_error "bench --method sample" 2 "bench compares spec, mtp, medusa or lookup" bench "$m" --method sample
 # bench --plain --json (what make bench-peers reads): the plain row alone, prefill and decode rates apart
 "$specula" bench "$m" --runs 1 --tokens 8 --prompt-tokens 6 --plain --json >"$tmp/bench3" 2>&1
 check "bench --plain --json exits 0" test $? -eq 0

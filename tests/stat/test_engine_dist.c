@@ -1,12 +1,13 @@
 /* test_engine_dist.c — the CPU engine's output distributions: the same
  * catalogue cases as the reference's suites (verify_cases.h), run through
- * the engine's target, its MTP stepper and a stepper over an engine draft,
- * against the target's enumerated law. The windows are three tokens long,
- * so each draw crosses at least one commit after a verify pass: the
- * controls plant a slip in that commit (a chain keeping its parent's
- * DeltaNet state, a tree leaving a rejected sibling's keys and values on
- * the committed path) and must be rejected at the same size. Plain
- * sampling keeps its own control (sampled at 1.5× the temperature). */
+ * the engine's target, its MTP stepper, a stepper over an engine draft and
+ * the prompt-lookup proposer, against the target's enumerated law. The
+ * windows are three tokens long, so each draw crosses at least one commit
+ * after a verify pass: the controls plant a slip in that commit (a chain
+ * keeping its parent's DeltaNet state, a tree leaving a rejected sibling's
+ * keys and values on the committed path) and must be rejected at the same
+ * size. Plain sampling keeps its own control (sampled at 1.5× the
+ * temperature). */
 #include <check.h>
 
 #include "harness.h"
@@ -21,6 +22,7 @@ START_TEST(test_engine_follows_the_target) {
                                         "mtp argmax k=4 T=0.8 top-p 0.9",
                                         "medusa iid T=1 top-k 5",
                                         "medusa without replacement T=1.2 top-p 0.9",
+                                        "lookup k=2 ngram 1 T=1",
                                         NULL};
     stat_run_on_engine(cases, ENGINE_CAP);
 }

@@ -148,6 +148,31 @@ START_TEST(test_mtp_matches_greedy) {
 }
 END_TEST
 
+/* Prompt lookup proposes what followed an earlier occurrence of the context's
+ * end: on a random micro model at temperature 0 the greedy text loops, so
+ * lookups are proposed, accepted and rejected. */
+START_TEST(test_lookup_matches_greedy) {
+    fixture_model t;
+    fixture_model_open(&t, "micro", 15, NULL);
+    fixture_parts p;
+    fixture_parts_open(&p, &t.m, NULL, NULL);
+    static const char *const flags[] = {"--method lookup --k 1 --ngram 1 --temperature 0",
+                                        "--method lookup --k 4 --temperature 0",
+                                        "--method lookup --k 6 --ngram 5 --temperature 0 --rule greedy"};
+    for (int i = 0; i < 3; i++) {
+        run_accounting sum;
+        assert_canary(&t.m, &p.parts, flags[i], &sum);
+        long rounds = 0;
+        for (int j = 0; j <= ACC_MAX_DEPTH + 1; j++) rounds += sum.length_hist[j];
+        ck_assert_msg(rounds > 0 && sum.length_hist[0] > 0, "%s: %ld rounds proposed, %ld rejected at once", flags[i],
+                      rounds, sum.length_hist[0]);
+        ck_assert_msg(sum.committed > sum.target_passes, "%s: nothing accepted", flags[i]);
+    }
+    fixture_parts_close(&p);
+    fixture_model_close(&t);
+}
+END_TEST
+
 START_TEST(test_embedded_model_canaries) {
     const char *dir = fixture_embedded_model();
     model t, d;
@@ -161,6 +186,8 @@ START_TEST(test_embedded_model_canaries) {
     ck_assert_int_gt(sum.length_hist[4], 0); /* a trained draft gets whole blocks accepted */
     assert_canary(&t, &p.parts, "--method mtp --k 3 --temperature 0", &sum);
     ck_assert_int_gt(sum.length_hist[3], 0);
+    assert_canary(&t, &p.parts, "--method lookup --k 4 --temperature 0", &sum);
+    ck_assert_int_gt(sum.committed, sum.target_passes); /* the greedy text repeats itself: some lookups hit */
     fixture_parts_close(&p);
     model_free(&d);
     model_free(&t);
@@ -357,6 +384,7 @@ Suite *decode_suite(void) {
     tcase_add_test(tc, test_spec_random_draft_matches_greedy);
     tcase_add_test(tc, test_spec_self_draft_accepts_whole_blocks);
     tcase_add_test(tc, test_mtp_matches_greedy);
+    tcase_add_test(tc, test_lookup_matches_greedy);
     if (fixture_embedded_model())
         tcase_add_test(tc, test_embedded_model_canaries);
     else

@@ -162,10 +162,14 @@ START_TEST(test_methods_match_the_greedy_oracle) {
                                         "--method mtp --k 4 --temperature 0 --mtp-sample",
                                         "--method medusa --temperature 0",
                                         "--method medusa --temperature 0 --rule exact",
-                                        "--method medusa --temperature 0 --rule exact-norepl"};
+                                        "--method medusa --temperature 0 --rule exact-norepl",
+                                        "--method lookup --k 4 --ngram 2 --temperature 0"};
     const int V = tf.m.cfg.vocab_size;
-    for (int p = 0; p < 6; p++) {
-        int prompt[5], n = 1 + p % 5, want[N_TOKENS], want_ref[N_TOKENS];
+    /* prompts of 1 to 5 tokens, and one longer than a prefill chunk: the proposers' first commit (MTP's real
+     * steps over the whole prompt) then spans several of the engine's passes */
+    for (int p = 0; p < 7; p++) {
+        int prompt[ENGINE_PREFILL_CHUNK + 10], n = p < 6 ? 1 + p % 5 : ENGINE_PREFILL_CHUNK + 10;
+        int want[N_TOKENS], want_ref[N_TOKENS];
         for (int i = 0; i < n; i++) prompt[i] = (p * 7 + i * 3 + 1) % V;
         engine_greedy_oracle(&t, prompt, n, N_TOKENS, want);
         fixture_greedy_oracle(&tf.m, prompt, n, N_TOKENS, want_ref);

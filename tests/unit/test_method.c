@@ -54,7 +54,7 @@ START_TEST(test_defaults_follow_the_temperature) {
 END_TEST
 
 START_TEST(test_refusals_name_the_problem) {
-    expect_refused("--method medusa --k 3", "--k only applies to --method spec and mtp (Medusa's depth");
+    expect_refused("--method medusa --k 3", "--k only applies to --method spec, mtp and lookup (Medusa's depth");
     expect_refused("--method beam --k 3", "--k does not apply to --method beam: it proposes no draft tokens");
     expect_refused("--method beam --temperature 0.5", "--temperature does not apply to --method beam");
     expect_refused("--method beam --seed 2", "--seed does not apply to --method beam");
@@ -64,7 +64,7 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method mtp --temperature 0.5 --rule greedy", "--rule greedy decodes at temperature 0");
     expect_refused("--method spec --rule exact-norepl", "applies to Medusa trees only");
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
-    expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa and mtp");
+    expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp and lookup");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
     expect_refused("--method fast", "--method: unknown method 'fast'");
     expect_refused("--method mtp --mtp-sample --mtp-argmax", "--mtp-sample and --mtp-argmax contradict");
