@@ -16,6 +16,7 @@
 #include "engine_weights.h"
 #include "error.h"
 #include "kv_cache.h"
+#include "sampler.h"
 
 /* Where a pass reads and writes. Node i takes its token after its parent
  * (parent[i] < i; −1 for node 0, which follows the `base` committed
@@ -99,6 +100,10 @@ struct engine_backend {
     /* A DeltaNet layer's core: the causal convolution and the gated delta step of every node from its parent's
      * state into its own, and the gated norm of the output. */
     void (*deltanet)(engine_backend *b, const epass *p, const deltanet_args *a);
+
+    /* out[m, V] (host memory) = the processed distributions (sampler_probs) of the m rows of logits (backend
+     * memory): on a GPU computed there, so only the distributions cross to the host. */
+    void (*probs)(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp);
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);

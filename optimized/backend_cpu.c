@@ -96,6 +96,11 @@ static void cpu_attention(engine_backend *b, const epass *p, int la, const atten
 
 static void cpu_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) { cpu_deltanet_layer(b, p, a); }
 
+static void cpu_probs(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp) {
+    (void)b;
+    for (int i = 0; i < m; i++) sampler_probs(sp, logits + (size_t)i * V, out + (size_t)i * V, V);
+}
+
 static int cpu_status(engine_backend *b, sp_error *err) {
     (void)b;
     (void)err;
@@ -135,6 +140,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->swiglu = cpu_swiglu;
     b->attention = cpu_attention;
     b->deltanet = cpu_deltanet;
+    b->probs = cpu_probs;
     b->status = cpu_status;
     b->release = cpu_release;
 }

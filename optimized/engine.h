@@ -125,10 +125,11 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
  * memory), when not NULL. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
-/* The same pass with the logits left where the backend computed them (the CPU's rows in e->act's host buffer, a
- * GPU's on the device), as a round that samples where its logits are: what the benchmarks time. */
+/* The same pass with the logits left where the backend computed them, in e->act.logits (the CPU's in host
+ * memory, a GPU's on the device), for a round that processes them where they are (hidden, when not NULL, still
+ * comes to the host). */
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
-                            int n_in_place, sp_error *err);
+                            int n_in_place, float *hidden, sp_error *err);
 
 /* Room for passes of m rows. */
 void engine_act_reserve(engine *e, int m);

@@ -138,7 +138,7 @@ int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, con
 }
 
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
-                            int n_in_place, sp_error *err) {
+                            int n_in_place, float *hidden, sp_error *err) {
     engine_act_reserve_logits(e, m);
-    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, NULL, 1, err);
+    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, hidden, 1, err);
 }

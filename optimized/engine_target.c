@@ -48,10 +48,11 @@ static int verify_one(engine *e, const target_job *job, const sampler_params *sp
     const token_tree *tree = job->tree;
     const int n = tree->n, V = e->cfg.vocab_size;
     if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
-    if (engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err)) return -1;
-    if (sp)
-        for (int i = 0; i < n; i++) sampler_probs(sp, job->p + (size_t)i * V, job->p + (size_t)i * V, V);
-    return 0;
+    if (!sp) return engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err);
+    /* the distributions computed where the logits are: on a GPU only they cross to the host */
+    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, job->hidden, err)) return -1;
+    e->be.probs(&e->be, job->p, e->act.logits, n, V, sp);
+    return e->be.status(&e->be, err);
 }
 
 static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {

@@ -30,6 +30,7 @@ extern "C" {
 #include "kn_matvec.h"
 #include "kn_norm.h"
 #include "kn_paged.h"
+#include "kn_sample.h"
 
 typedef struct {
     cudaStream_t stream;
@@ -40,8 +41,9 @@ typedef struct {
     uint64_t *mask;
     int n_blocks;
     size_t tokens_cap, table_cap;
-    float *q_rot, *att_work, *conv_slots, *rec_slots, *dq, *dk, *dv;
-    size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap;
+    float *q_rot, *att_work, *conv_slots, *rec_slots, *dq, *dk, *dv, *probs;
+    double *probs_work;
+    size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap;
     int *host_table; /* [table_cap] */
     /* the version of each kernel family the engine runs */
     kn_rmsnorm_fn rmsnorm;
@@ -299,6 +301,17 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
     scatter_states(b, rec, rec_per, a->rec_state, m);
 }
 
+/* ---- the processed distributions ------------------------------------------------------- */
+
+static void c_probs(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp) {
+    cuda_impl *c = impl(b);
+    float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)m * V, "processed distributions");
+    const size_t work_doubles = kn_probs_work_doubles(m, V);
+    double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
+    check(b, kn_probs(probs, logits, m, V, *sp, work, c->probs_work_cap, c->stream), "probs");
+    c_download(b, out, probs, (size_t)m * V * sizeof(float));
+}
+
 /* ---- status and set-up ---------------------------------------------------------------- */
 
 static int c_status(engine_backend *b, sp_error *err) {
@@ -312,7 +325,8 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
-    void *bufs[] = {c->tokens, c->table, c->q_rot, c->att_work, c->conv_slots, c->rec_slots, c->dq, c->dk, c->dv};
+    void *bufs[] = {c->tokens, c->table, c->q_rot, c->att_work, c->conv_slots, c->rec_slots,
+                    c->dq,     c->dk,    c->dv,    c->probs,    c->probs_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     free(c->host_table);
@@ -388,6 +402,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->swiglu = c_swiglu;
     b->attention = c_attention;
     b->deltanet = c_deltanet;
+    b->probs = c_probs;
     b->status = c_status;
     b->release = c_release;
     return 0;

@@ -9,6 +9,7 @@
  * and runs here are small, and the suite sits with the GPU suites, outside
  * the sanitizer run, which would triple that. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +81,54 @@ START_TEST(test_bf16_rounding_is_told_apart) {
                   g.logits, g.hidden, TOL_CUDA);
     ref_outputs_free(&r);
     harness_rmtree(dir);
+}
+END_TEST
+
+/* The processed distributions of a verify pass come from the device (kn_probs): they must be sampler_probs of the
+ * same pass's raw logits, to within the rounding kn_sample.h allows (an exp or a cumulative sum at a cut), for
+ * temperature, top-k, top-p and min-p together. The control: the same check against the logits at another
+ * temperature fails. */
+START_TEST(test_device_distributions_are_the_samplers) {
+    engine e;
+    sp_error err;
+    const engine_options o = cuda_options();
+    ck_assert_msg(engine_open(&e, fixture_embedded_model(), &o, &err) == 0, "%s", err.msg);
+    decode_target t;
+    engine_target_build(&t, &e);
+    const int V = e.cfg.vocab_size, prompt[5] = {40, 17, 3, 99, 250};
+    token_tree tree;
+    tree_build(&tree, V, 4);
+    tree_reset(&tree, 7, CHILDREN_IID);
+    tree_add(&tree, 0, 11), tree_add(&tree, 0, 12), tree_add(&tree, 1, 13);
+    float *raw = calloc((size_t)4 * V, sizeof(float)), *probs = calloc((size_t)4 * V, sizeof(float));
+    float *want = calloc((size_t)V, sizeof(float));
+    const sampler_params sp = {0.8f, 40, 0.9f, 0.02f};
+    for (int with_sp = 0; with_sp < 2; with_sp++) { /* the same pass twice: raw logits, then distributions */
+        const int seq = t.seq_open(&t, &err);
+        ck_assert_msg(seq >= 0 && t.prefill(&t, seq, prompt, 5, NULL, NULL, &err) == 0, "%s", err.msg);
+        const target_job job = {seq, &tree, with_sp ? probs : raw, NULL};
+        ck_assert_msg(t.verify(&t, &job, 1, with_sp ? &sp : NULL, &err) == 0, "%s", err.msg);
+        ck_assert(t.commit(&t, seq, 0, &err) == 0);
+        t.seq_close(&t, seq);
+    }
+    for (int control = 0; control < 2; control++) {
+        sampler_params other = sp;
+        if (control) other.temperature = 1.0f;
+        double worst = 0;
+        for (int i = 0; i < 4; i++) {
+            sampler_probs(&other, raw + (size_t)i * V, want, V);
+            for (int v = 0; v < V; v++) worst = fmax(worst, fabs((double)want[v] - probs[(size_t)i * V + v]));
+        }
+        if (control)
+            ck_assert_msg(worst > 1e-3, "control: distributions at T = 1 within %.3g of the device's at T = 0.8",
+                          worst);
+        else
+            ck_assert_msg(worst <= 1e-6, "the device's distributions differ from sampler_probs by %.3g", worst);
+    }
+    free(raw), free(probs), free(want);
+    tree_free(&tree);
+    t.release(&t);
+    engine_close(&e);
 }
 END_TEST
 
@@ -169,10 +218,14 @@ Suite *engine_cuda_suite(void) {
     tcase_add_test(against, test_shapes_the_kernels_cannot_take);
     suite_add_tcase(s, against);
     TCase *embedded = harness_tcase("embedded model", 120);
-    if (fixture_embedded_model())
+    if (fixture_embedded_model()) {
         tcase_add_test(embedded, test_embedded_model_matches_reference);
-    else
+        tcase_add_test(embedded, test_device_distributions_are_the_samplers);
+    } else {
         harness_skip("engine_cuda", "embedded_model_matches_reference", "models/tiny-shakespeare has no weights here");
+        harness_skip("engine_cuda", "device_distributions_are_the_samplers",
+                     "models/tiny-shakespeare has no weights here");
+    }
     suite_add_tcase(s, embedded);
     TCase *methods = harness_tcase("every method", 120);
     tcase_add_test(methods, test_methods_match_the_greedy_oracle);
