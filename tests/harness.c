@@ -66,3 +66,9 @@ void harness_write_file(const char *path, const void *data, size_t size) {
     ck_assert_uint_eq(fwrite(data, 1, size, f), size);
     ck_assert_int_eq(fclose(f), 0);
 }
+
+int harness_prompts(int full) {
+    const char *light = getenv("SPECULA_TEST_LIGHT");
+    if (!light || strcmp(light, "1")) return full;
+    return full / 4 < 5 ? (full < 5 ? full : 5) : full / 4;
+}

@@ -12,6 +12,12 @@
  * measured times and the limits are in docs/reliability.md, "Time limits". */
 TCase *harness_tcase(const char *name, double timeout_s);
 
+/* How many of a canary's `full` prompts to run: all of them, or, in the
+ * sanitizer run (tests/run.sh sets SPECULA_TEST_LIGHT=1), a quarter (at
+ * least 5): the same code paths — prompt lengths 1 to 5, every method and
+ * rule — under the sanitizers, in a quarter of the time. */
+int harness_prompts(int full);
+
 /* Records that `test` of `suite` was not run, and why. Call it while
  * building the suite instead of adding the test; the runner prints the
  * reason and counts the test as skipped. */

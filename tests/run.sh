@@ -12,7 +12,8 @@ status=0
 echo "== unit suites under AddressSanitizer + UndefinedBehaviorSanitizer"
 # The sanitizers slow a test down up to about 3x (docs/reliability.md, "Time
 # limits"): Check multiplies every TCase's limit by CK_TIMEOUT_MULTIPLIER.
-CK_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+# SPECULA_TEST_LIGHT=1: the canaries run a quarter of their prompts, the same code paths (tests/harness.h).
+SPECULA_TEST_LIGHT=1 CK_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$build/tests/runner-asan" --group unit --counts "$counts/1-asan" || status=1
 
 for extra in tests/parts/*.sh; do

@@ -304,7 +304,7 @@ START_TEST(test_canary_random_heads) {
         medusa_tree_parse(&small, "[[0],[1],[2],[3],[0,0],[0,1],[1,0],[0,0,0],[0,0,1],[0,0,0,0]]", "small", &err) == 0);
     run_accounting sum[4];
     memset(sum, 0, sizeof sum);
-    for (int p = 0; p < N_PROMPTS; p++) {
+    for (int p = 0; p < harness_prompts(N_PROMPTS); p++) {
         int prompt[5], want[N_TOKENS], n = prompt_of(p, prompt, NULL);
         fixture_greedy_oracle(&m, prompt, n, N_TOKENS, want);
         medusa_matches_greedy(&m, &h, &full, "greedy", prompt, n, want, &sum[0]);
@@ -419,7 +419,7 @@ START_TEST(test_canary_copy_heads) {
     ck_assert(medusa_tree_parse(&chain, "[[0], [0, 0], [0, 0, 0], [0, 0, 0, 0]]", "chain", &err) == 0);
     run_accounting r[3], w = {0};
     memset(r, 0, sizeof r);
-    for (int p = 0; p < N_PROMPTS; p++) {
+    for (int p = 0; p < harness_prompts(N_PROMPTS); p++) {
         int prompt[5], want[N_TOKENS], n = prompt_of(p, prompt, succ);
         fixture_greedy_oracle(&m, prompt, n, N_TOKENS, want);
         medusa_matches_greedy(&m, &right, &full, "greedy", prompt, n, want, &r[0]);
@@ -432,7 +432,8 @@ START_TEST(test_canary_copy_heads) {
      * tokens, and the last round, cut by the budget, the rest (a one-token
      * prompt spends its first round without a proposal). */
     for (int k = 0; k < 3; k++)
-        ck_assert_msg(r[k].length_hist[4] == 9 * N_PROMPTS, "setup %d: %ld full rounds", k, r[k].length_hist[4]);
+        ck_assert_msg(r[k].length_hist[4] == 9 * harness_prompts(N_PROMPTS), "setup %d: %ld full rounds", k,
+                      r[k].length_hist[4]);
     /* the shifted heads are refused at the first token of every round */
     long proposing = 0;
     for (int d = 0; d <= ACC_MAX_DEPTH + 1; d++) proposing += w.length_hist[d];
@@ -460,7 +461,7 @@ START_TEST(test_canary_embedded) {
     ck_assert(medusa_tree_parse(&t, "[[0],[1],[2],[0,0],[0,1],[1,0],[0,0,0],[0,0,1],[0,0,0,0]]", "small", &err) == 0);
     run_accounting sum[2];
     memset(sum, 0, sizeof sum);
-    for (int p = 0; p < N_PROMPTS; p++) {
+    for (int p = 0; p < harness_prompts(N_PROMPTS); p++) {
         int prompt[5], want[N_TOKENS], n = 1 + p % 5;
         for (int i = 0; i < n; i++) prompt[i] = (int)(philox_uniform(78, (uint64_t)p, (uint64_t)i, 0) * 500);
         fixture_greedy_oracle(&m, prompt, n, N_TOKENS, want);
