@@ -26,7 +26,6 @@ typedef struct {
     double scale;
     uint64_t seed, model_seed;
     float alpha, tv_max, delta;
-    int tv_max_given;
 } verify_args;
 
 static void usage(FILE *f) {
@@ -125,7 +124,6 @@ static int parse(int argc, char **argv, verify_args *a) {
         } else if (!strcmp(f, "--tv-max")) {
             VALUE();
             if (arg_float(f, v, 0, 1, &a->tv_max)) return 2;
-            a->tv_max_given = 1;
         } else if (!strcmp(f, "--delta")) {
             VALUE();
             if (arg_float(f, v, 1e-12, 0.5, &a->delta)) return 2;
@@ -362,8 +360,8 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         fprintf(f,
                 "  {\"case\": \"%s\", \"method\": \"%s\", \"flags\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ",
                 r->c->name, r->c->method, r->c->flags, pair_text(r->c, a->engine), r->c->k, r->c->L);
-        fprintf(f, "\"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ", (long long)x->n,
-                (long long)x->cells, x->test.cells, x->test.df);
+        fprintf(f, "\"seed\": \"%016llx\", \"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ",
+                (unsigned long long)r->seed, (long long)x->n, (long long)x->cells, x->test.cells, x->test.df);
         json_number(f, "statistic", x->test.statistic, 0);
         json_number(f, "p_value", x->test.p_value, 0);
         json_number(f, "p_holm", r->o.p_holm, 0);
@@ -453,7 +451,8 @@ static void free_world(world_setup *ws) {
  * returns the rows prepared (status set on failure: 1, or 2 for a --scale
  * that leaves too few draws). */
 static int prepare_rows(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
-    const verify_plan_target target = verify_plan_defaults(m);
+    verify_plan_target target = verify_plan_defaults(m);
+    target.alpha = a->alpha;
     int done = 0;
     sp_error err;
     for (const verify_case *c = verify_cases(); c->name && !*status; c++) {
@@ -493,7 +492,8 @@ static void plan_text(const row *r, char *out, int size) {
 
 /* --plan: what a run would draw, and with which seeds; no draws. */
 static void print_plan(const row *rows, int m, const verify_args *a, FILE *f) {
-    const verify_plan_target t = verify_plan_defaults(m);
+    verify_plan_target t = verify_plan_defaults(m);
+    t.alpha = a->alpha;
     fprintf(f, "%-32s %-22s %2s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "L", "cells", "draws", "ctl n",
             "control planned from", "seed", "negative control");
     for (int i = 0; i < m; i++) {
