@@ -51,10 +51,10 @@ timed() {
     shift
     run_args=("$@")
     "$spec" verify --plan "${plan_args[@]}" >"$tmp/$name.plan"
-    local sum load rc=0
+    local sum load rc=0 what="specula verify${run_args[*]:+ ${run_args[*]}}"
     sum=$(cksum <"$tmp/$name.plan" | cut -d' ' -f1)
     load=$(cut -d' ' -f1 /proc/loadavg)
-    echo "verify-docs: specula verify ${run_args[*]} (plan $sum)" >&2
+    echo "verify-docs: $what (plan $sum)" >&2
     local TIMEFORMAT='%R %U %S'
     { time "$spec" verify "${run_args[@]}" --quiet >"$tmp/$name.out" 2>"$tmp/$name.err"; } 2>"$tmp/$name.time" || rc=$?
     read -r wall user sys <"$tmp/$name.time"
@@ -62,7 +62,7 @@ timed() {
     cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.1f", u + s }')
     {
         echo "Measured $(date -u +%Y-%m-%d) on $(machine), load average $load at the start:"
-        echo "\`specula verify ${run_args[*]}\` took $wall s wall, $cpu s CPU (user + sys); exit status $rc; plan checksum $sum."
+        echo "\`$what\` took $wall s wall, $cpu s CPU (user + sys); exit status $rc; plan checksum $sum."
         echo
         fenced "$tmp/$name.out"
         [ -s "$tmp/$name.err" ] && { echo; echo "stderr:"; fenced "$tmp/$name.err"; }

@@ -33,14 +33,14 @@ inner() {
 plan() {
     local name=$1
     shift
-    "$spec" verify --plan "$@" >"$tmp/now" 2>"$tmp/err" || { bad "specula verify --plan $*: $(cat "$tmp/err")"; return; }
+    "$spec" verify --plan "$@" >"$tmp/now" 2>"$tmp/err" || { bad "specula verify --plan${*:+ $*}: $(cat "$tmp/err")"; return; }
     inner "$name" >"$tmp/doc"
     if [ ! -s "$tmp/doc" ]; then
         bad "$doc has no '$name' block"
     elif diff -u "$tmp/doc" "$tmp/now" >"$tmp/diff"; then
         ok
     else
-        bad "the '$name' table differs from \`specula verify --plan $*\`:"
+        bad "the '$name' table differs from \`specula verify --plan${*:+ $*}\`:"
         head -20 "$tmp/diff"
     fi
 }
