@@ -13,7 +13,7 @@ set -u
 build=${1:-build}
 counts=${2:-/dev/null}
 spec=$build/specula
-doc=docs/verification.md
+doc=$(cd "$(dirname "$0")/../.." && pwd)/docs/verification.md
 pass=0 fail=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-verify-docs-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
