@@ -8,6 +8,8 @@
 #   make plots      tokens per pass against α and the cost plots: PNG, SVG, .dat and .gp
 #                   in build/plots/ (gnuplot; PLOT_ARGS="--no-measure" skips the generations)
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
+#   make verify-docs run `specula verify` (default, --backend cpu) and rewrite its tables in
+#                   docs/verification.md (a few minutes; VERIFY_DOCS_ALL=1 adds the --all grid)
 #   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
@@ -125,7 +127,7 @@ LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
-        notebooks-update exercise exercise-deps gemm-bench gpu-carry
+        notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -330,6 +332,12 @@ gpu-carry:
 
 peer: all
 	@tools/peer/run.sh $(BUILD) $(PYTHON)
+
+# The tables of docs/verification.md that `specula verify` prints: its plan
+# (checked by tests/parts/verify-docs.sh) and its measured runs, dated, with
+# the machine and the times (tools/verify-docs.sh).
+verify-docs: $(BUILD)/specula
+	@tools/verify-docs.sh $(BUILD) docs/verification.md
 
 # The peer benchmark (never part of `make test`): the reference (and, once it
 # exists, the CPU engine) beside llama.cpp and transformers on the same

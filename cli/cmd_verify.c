@@ -18,18 +18,14 @@
 #include "stats.h"
 #include "verify_cases.h"
 
-#define DEFAULT_SAMPLES 200000
-#define DEFAULT_CONTROL_SAMPLES 20000
-
 typedef struct {
     const char *only; /* --method: a method name or a case name */
-    int all, list, json, quiet;
-    int engine; /* --backend cpu: the cases run on the CPU engine */
-    int64_t samples, control_samples;
+    int all, list, plan, json, quiet;
+    int engine;                       /* --backend cpu: the cases run on the CPU engine */
+    int64_t samples, control_samples; /* 0: planned per case (verify_case_plan) */
     double scale;
     uint64_t seed, model_seed;
     float alpha, tv_max, delta;
-    int tv_max_given;
 } verify_args;
 
 static void usage(FILE *f) {
@@ -38,30 +34,33 @@ static void usage(FILE *f) {
             "Tests that every decoding method emits exactly the target's distribution: n generations of\n"
             "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
             "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
-            "must reject. Runs on random micro models (vocabulary %d); takes a few minutes. Each case's\n"
+            "must reject. Runs on random micro models (vocabulary %d); takes a minute or two. Each case's\n"
             "method is written in the flags of `specula generate` (shown by --list), built by the same\n"
-            "factory as generate, bench and plot.\n"
+            "factory as generate, bench and plot. Each case's draws are planned: power 0.99 against any\n"
+            "law at total-variation distance 0.05, at the Holm level of the run (--plan shows the sizes).\n"
             "  --method NAME        only one method's default rows (sample | spec | mtp | medusa | typical |\n"
             "                       lookup | beam; with --all its whole grid), or one case by name (see --list)\n"
             "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
-            "                       one-per-method rows; the TV requirement is then off unless --tv-max is given\n"
-            "                       (it applies to the default rows; a grid case named alone reports it)\n"
+            "                       one-per-method rows\n"
             "  --list               list the cases and exit\n"
+            "  --plan               print each selected case's planned draws, its control's and its seed, and exit\n"
             "  --backend B          reference (default) or cpu: the CPU engine (float32 weights) runs the\n"
             "                       target and the draft; its negative controls plant bugs in the engine's\n"
             "                       commit (beam search is checked on the reference only)\n"
-            "  --samples N          draws per case (default %d)\n"
+            "  --samples N          draws per case (default: each case's planned size)\n"
             "  --scale F            multiply every draw count by F (e.g. 0.1 for a quick look)\n"
-            "  --control-samples N  draws per negative control (default %d; its planned size is below 6 000)\n"
-            "  --seed N             seed of the draws (default 1)\n"
+            "  --control-samples N  draws per negative control (default: each control's planned size)\n"
+            "  --seed N             seed of the run (default 1); each case draws with a seed derived from\n"
+            "                       it and the case's name\n"
             "  --model-seed N       seed of the random micro target (the draft uses N + 1, the Medusa heads\n"
             "                       N + 2; default 1)\n"
             "  --alpha A            family-wise level of the Holm correction (default 0.001)\n"
-            "  --tv-max D           required TV upper bound (default 0.02; 0 = report only)\n"
+            "  --tv-max D           require the TV upper bound <= D on rows against an exact law (default 0:\n"
+            "                       report only; 0.02 needs about 200 000 draws at L = 2: --samples 200000)\n"
             "  --delta D            the TV bound holds with probability 1 - D (default 0.001)\n"
             "  --json               print the rows as JSON\n"
             "  --quiet              no progress on stderr\n",
-            VERIFY_WORLD_V, DEFAULT_SAMPLES, DEFAULT_CONTROL_SAMPLES);
+            VERIFY_WORLD_V);
 }
 
 static int parse_count(const char *flag, const char *v, int64_t *out) {
@@ -73,13 +72,11 @@ static int parse_count(const char *flag, const char *v, int64_t *out) {
 
 static int parse(int argc, char **argv, verify_args *a) {
     memset(a, 0, sizeof *a);
-    a->samples = DEFAULT_SAMPLES;
-    a->control_samples = DEFAULT_CONTROL_SAMPLES;
     a->scale = 1;
     a->seed = 1;
     a->model_seed = 1;
     a->alpha = 1e-3f;
-    a->tv_max = 0.02f;
+    a->tv_max = 0;
     a->delta = 1e-3f;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
@@ -103,6 +100,8 @@ static int parse(int argc, char **argv, verify_args *a) {
             a->engine = !strcmp(v, "cpu");
         } else if (!strcmp(f, "--list")) {
             a->list = 1;
+        } else if (!strcmp(f, "--plan")) {
+            a->plan = 1;
         } else if (!strcmp(f, "--samples")) {
             VALUE();
             if (parse_count(f, v, &a->samples)) return 2;
@@ -125,7 +124,6 @@ static int parse(int argc, char **argv, verify_args *a) {
         } else if (!strcmp(f, "--tv-max")) {
             VALUE();
             if (arg_float(f, v, 0, 1, &a->tv_max)) return 2;
-            a->tv_max_given = 1;
         } else if (!strcmp(f, "--delta")) {
             VALUE();
             if (arg_float(f, v, 1e-12, 0.5, &a->delta)) return 2;
@@ -143,14 +141,20 @@ static int parse(int argc, char **argv, verify_args *a) {
         fprintf(stderr, "specula verify: beam search is checked on the reference only (--backend reference)\n");
         return 2;
     }
-    if (a->all && !a->tv_max_given) a->tv_max = 0;
-    a->samples = (int64_t)ceil((double)a->samples * a->scale);
-    a->control_samples = (int64_t)ceil((double)a->control_samples * a->scale);
-    if (a->samples < 100 || a->control_samples < 100) {
-        fprintf(stderr, "specula verify: --scale leaves fewer than 100 draws per case\n");
-        return 2;
-    }
     return 0;
+}
+
+/* A draw count given or planned, times --scale. A point mass's planned
+ * size (under a hundred draws) is never scaled down; anything else below
+ * 100 draws is a usage error. */
+static int scaled(const verify_args *a, int64_t given, int64_t planned, int point_mass, const char *what,
+                  const verify_case *c, int64_t *out) {
+    const int keep = given <= 0 && point_mass;
+    *out = (int64_t)ceil((double)(given > 0 ? given : planned) * (keep && a->scale < 1 ? 1 : a->scale));
+    if (*out >= 100 || keep) return 0;
+    fprintf(stderr, "specula verify: --scale %g leaves fewer than 100 draws for %s of \"%s\"\n", a->scale, what,
+            c->name);
+    return 2;
 }
 
 /* --method NAME keeps that method's default rows (its whole grid with
@@ -264,6 +268,10 @@ static void on_progress(void *user, int64_t done, int64_t total) {
 
 typedef struct {
     const verify_case *c;
+    enum_table exact;     /* the law it is checked against */
+    verify_plan plan;     /* its planned sizes */
+    int64_t n, control_n; /* the sizes it runs at: planned, or given, times --scale */
+    uint64_t seed;        /* verify_case_seed of the run's --seed */
     verify_case_outcome o;
     double seconds;
     int ok;
@@ -300,17 +308,16 @@ static void judge(row *r, const verify_args *a) {
     }
     r->why = "exact";
     if (r->o.control.test.p_value >= VERIFY_CONTROL_P) r->ok = 0, r->why = "FAIL: control not rejected";
-    /* a two-sample bound is about twice as wide at the same size: reported, not required; the
-     * grid's L = 3 cases have 512 cells, too many for 0.02 at the default size: required only
-     * when --tv-max asks for it */
-    if (a->tv_max > 0 && r->c->pair == VC_EXACT && (r->c->primary || a->tv_max_given) && m->tv.upper > a->tv_max)
+    /* required only when --tv-max asks for it (a planned size bounds TV near 0.06 at L = 2), and
+     * only against an exact law: a two-sample bound is about twice as wide at the same size */
+    if (a->tv_max > 0 && r->c->pair == VC_EXACT && m->tv.upper > a->tv_max)
         r->ok = 0, r->why = "FAIL: TV bound too wide";
     if (r->o.p_holm < a->alpha) r->ok = 0, r->why = "FAIL: law differs";
 }
 
 static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
-    fprintf(f, "%-32s %-22s %8s %9s %5s %9s %9s %7s  %-28s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
-            "p-value", "p (Holm)", "TV", "negative control", "control p", "verdict");
+    fprintf(f, "%-32s %-22s %8s %9s %5s %9s %9s %7s  %-28s %7s %9s  %s\n", "case", "pair", "samples", "statistic", "df",
+            "p-value", "p (Holm)", "TV", "negative control", "ctl n", "control p", "verdict");
     for (int i = 0; i < m; i++) {
         const row *r = &rows[i];
         const verify_result *x = &r->o.result, *c = &r->o.control;
@@ -321,18 +328,18 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
             snprintf(tv, sizeof tv, ">=%.4f", tv_lower(x));
         else
             snprintf(tv, sizeof tv, "%.4f", x->tv.upper);
-        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %9.2g  %s\n", r->c->name,
+        fprintf(f, "%-32s %-22s %8lld %9.2f %5d %9.3g %9.3g %7s  %-28s %7lld %9.2g  %s\n", r->c->name,
                 pair_text(r->c, a->engine), (long long)x->n, x->test.statistic, x->test.df, x->test.p_value,
-                r->o.p_holm, tv, control, c->test.p_value, r->why);
+                r->o.p_holm, tv, control, (long long)c->n, c->test.p_value, r->why);
     }
     int passed = 0;
     for (int i = 0; i < m; i++) passed += rows[i].ok;
     fprintf(f,
             "%d of %d cases pass. p (Holm): adjusted over the %d cases at family level %g (for a biased rule, its\n"
             "exact control's). TV: upper confidence bound at 1 - %g%s; for a biased rule, a lower bound on its bias.\n"
-            "Controls (%lld draws, fewer where a case caps them) must be rejected below p = %g.\n",
+            "Controls (ctl n draws) must be rejected below p = %g.\n",
             passed, m, m, a->alpha, a->delta, a->tv_max > 0 ? ", required <= the --tv-max against exact laws" : "",
-            (long long)a->control_samples, VERIFY_CONTROL_P);
+            VERIFY_CONTROL_P);
 }
 
 static void json_number(FILE *f, const char *key, double v, int last) {
@@ -353,8 +360,8 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         fprintf(f,
                 "  {\"case\": \"%s\", \"method\": \"%s\", \"flags\": \"%s\", \"pair\": \"%s\", \"k\": %d, \"L\": %d, ",
                 r->c->name, r->c->method, r->c->flags, pair_text(r->c, a->engine), r->c->k, r->c->L);
-        fprintf(f, "\"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ", (long long)x->n,
-                (long long)x->cells, x->test.cells, x->test.df);
+        fprintf(f, "\"seed\": \"%016llx\", \"samples\": %lld, \"cells\": %lld, \"pooled_cells\": %d, \"df\": %d, ",
+                (unsigned long long)r->seed, (long long)x->n, (long long)x->cells, x->test.cells, x->test.df);
         json_number(f, "statistic", x->test.statistic, 0);
         json_number(f, "p_value", x->test.p_value, 0);
         json_number(f, "p_holm", r->o.p_holm, 0);
@@ -440,40 +447,100 @@ static void free_world(world_setup *ws) {
     if (ws->target.arena) model_free(&ws->target);
 }
 
-/* Every selected case; returns the rows done (status set on failure). */
-static int run_cases(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
-    progress_state prog = {.total = m, .quiet = a->quiet, .tty = isatty(2)};
-    verify_options opt = verify_defaults();
-    opt.n = a->samples;
-    opt.seed = a->seed;
-    opt.alpha = a->alpha;
-    opt.delta = a->delta;
-    opt.tv_max = a->tv_max;
-    opt.progress = on_progress;
-    opt.progress_user = &prog;
-    if (!a->quiet && m > 0)
-        fprintf(stderr, "specula verify: %d case(s) on the %s, %lld draws each, controls %lld draws\n", m,
-                a->engine ? "cpu engine" : "reference", (long long)a->samples, (long long)a->control_samples);
+/* The selected cases' laws, planned sizes and seeds, in catalogue order;
+ * returns the rows prepared (status set on failure: 1, or 2 for a --scale
+ * that leaves too few draws). */
+static int prepare_rows(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
+    verify_plan_target target = verify_plan_defaults(m);
+    target.alpha = a->alpha;
     int done = 0;
     sp_error err;
     for (const verify_case *c = verify_cases(); c->name && !*status; c++) {
         if (!selected(c, a)) continue;
         row *r = &rows[done];
         r->c = c;
-        prog.index = done + 1;
-        prog.name = c->name;
-        prog.last = 0;
-        enum_table exact;
-        double t0 = now_s();
-        if (verify_case_exact(c, w, &exact, &err) ||
-            (verify_case_run(c, w, &exact, &opt, a->control_samples, &r->o, &err) && (enumerate_free(&exact), 1))) {
+        r->seed = verify_case_seed(c, a->seed);
+        if (verify_case_exact(c, w, &r->exact, &err)) {
             fprintf(stderr, "specula verify: %s\n", err.msg);
             *status = 1;
             break;
         }
-        enumerate_free(&exact);
-        r->seconds = now_s() - t0;
         done++;
+        if (verify_case_plan(c, w, &r->exact, &target, &r->plan, &err)) {
+            fprintf(stderr, "specula verify: %s\n", err.msg);
+            *status = 1;
+        } else if (scaled(a, a->samples, r->plan.n, r->plan.point_mass, "the draws", c, &r->n) ||
+                   scaled(a, a->control_samples, r->plan.control_n, r->plan.point_mass, "the control", c,
+                          &r->control_n)) {
+            *status = 2;
+        }
+    }
+    return done;
+}
+
+/* How a control's size was planned. */
+static void plan_text(const row *r, char *out, int size) {
+    if (r->c->expect_biased)
+        snprintf(out, (size_t)size, "the method's (exact rule)");
+    else if (r->plan.control_from_law)
+        snprintf(out, (size_t)size, "its law, w %.3f", r->plan.control_w);
+    else if (r->plan.point_mass)
+        snprintf(out, (size_t)size, "point mass");
+    else
+        snprintf(out, (size_t)size, "generic, w %g", VERIFY_GENERIC_W);
+}
+
+/* --plan: what a run would draw, and with which seeds; no draws. */
+static void print_plan(const row *rows, int m, const verify_args *a, FILE *f) {
+    verify_plan_target t = verify_plan_defaults(m);
+    t.alpha = a->alpha;
+    fprintf(f, "%-32s %-22s %2s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "L", "cells", "draws", "ctl n",
+            "control planned from", "seed", "negative control");
+    for (int i = 0; i < m; i++) {
+        const row *r = &rows[i];
+        char control[64], from[48];
+        verify_case_control_text(r->c, a->engine, control, sizeof control);
+        plan_text(r, from, sizeof from);
+        fprintf(f, "%-32s %-22s %2d %5d %8lld %8lld  %-26s %016llx  %s\n", r->c->name, pair_text(r->c, a->engine),
+                r->c->L, r->plan.reachable, (long long)r->n, (long long)r->control_n, from, (unsigned long long)r->seed,
+                control);
+    }
+    fprintf(f,
+            "%d cases. draws: power %g against every law at TV >= %g (w = %g; a point mass: (1 - %g)^n <= %g),\n"
+            "at the Holm level %g / %d, x %g; per sample for two samples. cells: the sequences the law reaches.\n"
+            "Controls: power %g at p < %g, x %g. Seeds: of --seed %llu and the case's name.\n",
+            m, t.power, t.tv, 2 * t.tv, t.tv, 1 - t.power, t.alpha, m, VERIFY_PLAN_MARGIN, VERIFY_CONTROL_POWER,
+            VERIFY_CONTROL_P, VERIFY_PLAN_MARGIN, (unsigned long long)a->seed);
+}
+
+/* Every prepared row; returns the rows run (status set on failure). */
+static int run_cases(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
+    progress_state prog = {.total = m, .quiet = a->quiet, .tty = isatty(2)};
+    verify_options opt = verify_defaults();
+    opt.alpha = a->alpha;
+    opt.delta = a->delta;
+    opt.tv_max = a->tv_max;
+    opt.progress = on_progress;
+    opt.progress_user = &prog;
+    if (!a->quiet && m > 0)
+        fprintf(stderr, "specula verify: %d case(s) on the %s, %s draws\n", m, a->engine ? "cpu engine" : "reference",
+                a->samples > 0 ? "the given" : "planned");
+    int done = 0;
+    sp_error err;
+    for (; done < m && !*status; done++) {
+        row *r = &rows[done];
+        prog.index = done + 1;
+        prog.name = r->c->name;
+        prog.last = 0;
+        opt.n = r->n;
+        opt.seed = r->seed;
+        double t0 = now_s();
+        if (verify_case_run(r->c, w, &r->exact, &opt, r->control_n, &r->o, &err)) {
+            fprintf(stderr, "specula verify: %s\n", err.msg);
+            *status = 1;
+            break;
+        }
+        r->seconds = now_s() - t0;
     }
     return done;
 }
@@ -514,19 +581,30 @@ int cmd_verify(int argc, char **argv) {
     }
     row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
     int status = 0;
-    const int done = run_cases(&a, &ws.w, rows, m, &status);
-    beam_law_report beam;
-    if (!status && want_beam) {
-        if (!a.quiet)
-            fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
-                    BEAM_PROMPTS * BEAM_SETTINGS);
-        if (beam_law_check(&ws.target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
-            fprintf(stderr, "specula verify: beam: %s\n", err.msg);
-            status = 1;
+    const int prepared = prepare_rows(&a, &ws.w, rows, m, &status);
+    if (!status && a.plan) {
+        if (m > 0) print_plan(rows, m, &a, stdout);
+        if (want_beam)
+            printf("beam: checked against its rules on the exact law (%d settings), no draws\n",
+                   BEAM_PROMPTS * BEAM_SETTINGS);
+    } else if (!status) {
+        run_cases(&a, &ws.w, rows, m, &status);
+        beam_law_report beam;
+        if (!status && want_beam) {
+            if (!a.quiet)
+                fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
+                        BEAM_PROMPTS * BEAM_SETTINGS);
+            if (beam_law_check(&ws.target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
+                fprintf(stderr, "specula verify: beam: %s\n", err.msg);
+                status = 1;
+            }
         }
+        if (!status) report(&a, rows, m, want_beam ? &beam : NULL, &status);
     }
-    if (!status) report(&a, rows, m, want_beam ? &beam : NULL, &status);
-    for (int i = 0; i < done; i++) verify_case_outcome_free(&rows[i].o);
+    for (int i = 0; i < prepared; i++) {
+        verify_case_outcome_free(&rows[i].o);
+        enumerate_free(&rows[i].exact);
+    }
     free(rows);
     free_world(&ws);
     return status;

@@ -102,9 +102,9 @@ for method in spec medusa; do
 done
 mc "logits (printed)" 0 "$specula" logits "$m" --tokens 3,1,4,1,5
 # 200 draws per case and 100 per planted bug: too few for the controls to
-# be rejected (they need about 6000), so verify reports them and exits 1;
+# be rejected (they need 1 000 to 15 500), so verify reports them and exits 1;
 # every case's code runs all the same.
-mc "verify --scale 0.001" 1 "$specula" verify --scale 0.001 --control-samples 100000 --tv-max 0 --quiet
+mc "verify --samples 200 --control-samples 100" 1 "$specula" verify --samples 200 --control-samples 100 --quiet
 mc "medusa-train (micro, 3 steps)" 0 "$specula" medusa-train --model "$m" --random-prompts --out "$tmp/heads.safetensors" \
     --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 8 --gen-len 8 --steps 3 --batch 4 --warmup 1 \
     --tree-out "$tmp/tree.json" --manifest "$tmp/manifest" --log-every 1

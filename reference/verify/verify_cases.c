@@ -4,6 +4,7 @@
  * its own seed. */
 #include "verify_cases.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -405,6 +406,73 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     enumerate_free(&target);
     if (kind == METHOD_SPEC) enumerate_free(&draw);
     return rc ? -1 : 1;
+}
+
+uint64_t verify_case_seed(const verify_case *c, uint64_t base) { return verify_name_seed(c->name, base); }
+
+verify_plan_target verify_plan_defaults(int family) {
+    return (verify_plan_target){.tv = 0.05, .power = 0.99, .alpha = 1e-3, .family = family > 0 ? family : 1};
+}
+
+/* × the margin, up to a multiple of 500. */
+static int64_t with_margin(int64_t n) { return (int64_t)ceil(VERIFY_PLAN_MARGIN * (double)n / 500.0) * 500; }
+
+/* The control's size: from its computed law, else the generic plan. */
+static int plan_control(const verify_case *c, const verify_world *w, const enum_table *exact, int df, verify_plan *p,
+                        sp_error *err) {
+    const int two = c->pair == VC_VS_SAMPLE;
+    double *law = sp_xcalloc((size_t)exact->cells, sizeof *law, "the control's law");
+    const int computed = verify_case_law(c, w, 1, law, err);
+    int rc = computed < 0 ? -1 : 0;
+    int64_t n = 0;
+    if (computed > 0) {
+        stats_plan plan;
+        rc = two ? stats_plan_two(law, exact->joint, (int)exact->cells, VERIFY_CONTROL_P, VERIFY_CONTROL_POWER,
+                                  STATS_MIN_EXPECTED, &plan, err)
+                 : stats_plan_gof(exact->joint, law, (int)exact->cells, VERIFY_CONTROL_P, VERIFY_CONTROL_POWER,
+                                  STATS_MIN_EXPECTED, &plan, err);
+        n = plan.n;
+        p->control_from_law = 1;
+        p->control_w = plan.w;
+    } else if (computed == 0 && !p->point_mass) {
+        rc = two ? stats_n_two(df, VERIFY_CONTROL_P, VERIFY_CONTROL_POWER, VERIFY_GENERIC_W, &n, err)
+                 : stats_n_gof(df, VERIFY_CONTROL_P, VERIFY_CONTROL_POWER, VERIFY_GENERIC_W, &n, err);
+    }
+    free(law);
+    if (rc) return sp_wrap(err, "case \"%s\": planning its control: ", c->name);
+    p->control_n = n > 0 ? with_margin(n) : 0;
+    if (p->control_n < 1000) p->control_n = 1000;
+    return 0;
+}
+
+int verify_case_plan(const verify_case *c, const verify_world *w, const enum_table *exact, const verify_plan_target *t,
+                     verify_plan *p, sp_error *err) {
+    memset(p, 0, sizeof *p);
+    if (!(t->tv > 0 && t->tv < 1 && t->power > 0 && t->power < 1 && t->alpha > 0 && t->family >= 1))
+        return sp_fail(err, "verify plan: tv %g and power %g must lie in (0, 1), alpha %g above 0, family %d >= 1",
+                       t->tv, t->power, t->alpha, t->family);
+    for (int64_t i = 0; i < exact->cells; i++) p->reachable += exact->joint[i] > 0;
+    p->point_mass = p->reachable == 1;
+    const int df = p->reachable - 1;
+    if (p->point_mass) { /* every draw on the one sequence, with probability ≤ (1 − tv)^n under any alternative */
+        p->n = (int64_t)ceil(log(1 - t->power) / log(1 - t->tv));
+    } else {
+        const double level = t->alpha / t->family;
+        int64_t n;
+        int rc = c->pair == VC_VS_SAMPLE ? stats_n_two(df, level, t->power, 2 * t->tv, &n, err)
+                                         : stats_n_gof(df, level, t->power, 2 * t->tv, &n, err);
+        if (rc) return sp_wrap(err, "case \"%s\": planning its size: ", c->name);
+        p->n = with_margin(n);
+    }
+    if (c->expect_biased) {
+        p->control_n = p->n; /* the exact rule on the same drafts: a member of the family */
+    } else if (plan_control(c, w, exact, df, p, err)) {
+        return -1;
+    }
+    if (c->max_samples > 0 && (p->n > c->max_samples || p->control_n > c->max_samples))
+        return sp_fail(err, "case \"%s\": the plan needs %lld draws (control %lld), above the case's cap of %lld",
+                       c->name, (long long)p->n, (long long)p->control_n, (long long)c->max_samples);
+    return 0;
 }
 
 int verify_case_run(const verify_case *c, const verify_world *w, const enum_table *exact, const verify_options *opt,

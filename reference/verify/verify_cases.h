@@ -141,14 +141,59 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
  * error. */
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err);
 
+/* The seed of case c in a run seeded `base` (verify_name_seed over its
+ * name): adding, removing or moving a case leaves every other case's draws
+ * as they were. Its control draws with this seed + 1. */
+uint64_t verify_case_seed(const verify_case *c, uint64_t base);
+
+/* A negative control counts as rejected below this p-value; its size is
+ * planned for this power there. */
+#define VERIFY_CONTROL_P 1e-12
+#define VERIFY_CONTROL_POWER 0.999
+
+/* What every row of a run must catch: with probability ≥ power, at the
+ * Holm level of its family, any law at total-variation distance ≥ tv from
+ * the one it is checked against. */
+typedef struct {
+    double tv;    /* 0.05 */
+    double power; /* 0.99 */
+    double alpha; /* the family-wise level: 1e-3 */
+    int family;   /* rows in the run; a row is planned at alpha / family, Holm's strictest step */
+} verify_plan_target;
+verify_plan_target verify_plan_defaults(int family);
+
+/* The sizes of one case, planned (docs/verification.md, "Planned sizes"):
+ *   the method: a law on one sequence (temperature 0) is rejected by the
+ *     first draw elsewhere, so n = ⌈ln(1 − power) / ln(1 − tv)⌉ exactly;
+ *     else the smallest n at which the G-test with df = reachable cells − 1
+ *     reaches `power` at alpha / family against Cohen's w = 2·tv (which
+ *     every law at TV ≥ tv has), per sample for two samples, ×
+ *     VERIFY_PLAN_MARGIN (the noncentral χ² law is an approximation);
+ *   the control: from its exact law where verify_case_law computes it
+ *     (power 0.999 at VERIFY_CONTROL_P, × the margin), else the generic
+ *     plan at w = VERIFY_GENERIC_W (a point mass: 1 000); for a rule known
+ *     to be biased the control is the exact rule, which joins the family:
+ *     the method's n.
+ * Both rounded up to a multiple of 500 (the point mass excepted), at least
+ * 1 000 for a control. Fails when a plan is above the case's max_samples
+ * (the cap would cut its power). */
+#define VERIFY_PLAN_MARGIN 1.5
+#define VERIFY_GENERIC_W 0.3
+typedef struct {
+    int64_t n, control_n;
+    int reachable;        /* cells the law reaches */
+    int point_mass;       /* reachable == 1 */
+    int control_from_law; /* control_n from the control's computed law (else generic, or the method's n) */
+    double control_w;     /* the control's effect size on the pooled cells, when from its law */
+} verify_plan;
+int verify_case_plan(const verify_case *c, const verify_world *w, const enum_table *exact, const verify_plan_target *t,
+                     verify_plan *p, sp_error *err);
+
 typedef struct {
     verify_result result;  /* the method */
     verify_result control; /* its planted bug, at the same n and seed stream */
     double p_holm;         /* filled by the caller that corrects over many cases (else = result.test.p_value) */
 } verify_case_outcome;
-
-/* A negative control counts as rejected below this p-value. */
-#define VERIFY_CONTROL_P 1e-12
 
 /* Runs the method with opt, then its control with control_n draws (≤ 0:
  * opt->n, the same size — what the tests do) and seed opt->seed + 1.

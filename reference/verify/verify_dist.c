@@ -40,6 +40,12 @@ uint64_t verify_run_seed(uint64_t seed, int stream, int64_t run) {
     return mix64(mix64(seed ^ 0x9e3779b97f4a7c15ull) + ((uint64_t)(uint32_t)stream << 48) + (uint64_t)run);
 }
 
+uint64_t verify_name_seed(const char *name, uint64_t base) {
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, 64 bits */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) h = (h ^ *c) * 0x100000001b3ull;
+    return mix64(h ^ mix64(base + 0x9e3779b97f4a7c15ull));
+}
+
 static int check_sampler(const dist_sampler *s, sp_error *err) {
     if (!s || !s->draw) return sp_fail(err, "verify: the sampler has no draw function");
     if (s->V < 2 || s->L < 1 || enumerate_cells(s->V, s->L) < 0)

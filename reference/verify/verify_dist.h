@@ -58,6 +58,12 @@ void verify_result_free(verify_result *r);
  * runs and samples never share randomness and nearby seeds are unrelated. */
 uint64_t verify_run_seed(uint64_t seed, int stream, int64_t run);
 
+/* The seed of a check named `name` in a run with seed `base`: FNV-1a over
+ * the name's bytes, mixed with base. A catalogue that derives each case's
+ * seed from its name (not its position) keeps every other case's draws,
+ * and so its results, when a case is added, removed or moved. */
+uint64_t verify_name_seed(const char *name, uint64_t base);
+
 /* Draws n sequences from s into counts[V^L] (zeroed first). Fails when the
  * sampler fails or emits a token outside [0, V). */
 int verify_draw(const dist_sampler *s, int64_t n, uint64_t seed, int stream, int64_t *counts, const verify_options *opt,

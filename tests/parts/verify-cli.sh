@@ -34,7 +34,7 @@ expect_error() {
 
 "$spec" verify --help >"$tmp/help"
 check "--help exits 0" test $? -eq 0
-for flag in --method --all --list --backend --samples --scale --control-samples --seed --model-seed --alpha --tv-max --delta \
+for flag in --method --all --list --plan --backend --samples --scale --control-samples --seed --model-seed --alpha --tv-max --delta \
     --json --quiet; do
     check "--help lists $flag" grep -q -- "$flag" "$tmp/help"
 done
@@ -47,8 +47,8 @@ check "--list shows the grid" grep -q -- '--all   spec k=4 T=1.2 top-p 0.9' "$tm
 check "a passing case exits 0" test $? -eq 0
 check "the table has its header" grep -q '^case  *pair  *samples  *statistic' "$tmp/t"
 check "the row says exact" grep -q '^spec k=3 T=0.8 .*reference vs exact .* 2500 .*exact$' "$tmp/t"
-# the same case with the default TV requirement fails, and says why
-"$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 2500 --quiet >"$tmp/f"
+# the same case with a TV requirement it cannot meet fails, and says why
+"$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 2500 --tv-max 0.02 --quiet >"$tmp/f"
 check "a TV bound above --tv-max exits 1" test $? -eq 1
 check "the row says why" grep -q 'FAIL: TV bound too wide' "$tmp/f"
 
@@ -72,6 +72,16 @@ check "--backend cpu: the row names the engine and its control" \
 check "--backend cpu --list: Medusa's engine control" grep -q 'medusa iid T=1 top-k 5 .*control: engine-sibling-kv' "$tmp/el"
 "$spec" verify --backend cpu --method beam --quiet >"$tmp/eb" 2>&1
 check "--backend cpu: beam is refused" test $? -eq 2
+
+# --plan: sizes and seeds, no draws; a case's seed comes from its name, whatever else is selected
+"$spec" verify --plan >"$tmp/p"
+check "--plan exits 0" test $? -eq 0
+check "--plan: a row with its draws, control size and seed" \
+    grep -q '^spec k=3 T=0.8  *reference vs exact  *2  *64  *[0-9][0-9]*  *[0-9][0-9]*  .* ffcef6b1c717568d  drafts' "$tmp/p"
+"$spec" verify --plan --method "spec k=3 T=0.8" >"$tmp/p1"
+check "--plan: the seed does not depend on the selection" grep -q ' ffcef6b1c717568d  drafts' "$tmp/p1"
+"$spec" verify --plan --seed 2 >"$tmp/p2"
+check "--plan: another --seed, other seeds" test "$(grep -c ffcef6b1c717568d "$tmp/p2")" -eq 0
 
 expect_error "unknown flag" "unknown option '--frobnicate'" --frobnicate
 expect_error "unknown method" "no case matches 'medusa-typo'" --method medusa-typo

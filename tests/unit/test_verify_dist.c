@@ -129,6 +129,21 @@ START_TEST(test_replay_and_seeds) {
 }
 END_TEST
 
+/* A case's seed comes from its name and the run's seed alone: the same
+ * pair gives the same seed, and a name that differs in one byte, its
+ * prefix, or another run seed gives another. The value is pinned: the
+ * seeds in docs/verification.md's tables are these. */
+START_TEST(test_name_seeds) {
+    ck_assert_uint_eq(verify_name_seed("spec k=3 T=0.8", 1), verify_name_seed("spec k=3 T=0.8", 1));
+    ck_assert_uint_eq(verify_name_seed("spec k=3 T=0.8", 1), 0xffcef6b1c717568dull);
+    const uint64_t s = verify_name_seed("spec k=3 T=0.8", 1);
+    ck_assert_uint_ne(s, verify_name_seed("spec k=3 T=0.9", 1));
+    ck_assert_uint_ne(s, verify_name_seed("spec k=3 T=0.", 1));
+    ck_assert_uint_ne(s, verify_name_seed("spec k=3 T=0.8", 2));
+    ck_assert_uint_ne(verify_name_seed("", 1), verify_name_seed("", 2));
+}
+END_TEST
+
 START_TEST(test_misuse) {
     double law[CELLS];
     law_of(&fair, law);
@@ -163,6 +178,7 @@ Suite *verify_dist_suite(void) {
     tcase_add_test(tc, test_against_exact);
     tcase_add_test(tc, test_two_samples);
     tcase_add_test(tc, test_replay_and_seeds);
+    tcase_add_test(tc, test_name_seeds);
     tcase_add_test(tc, test_misuse);
     suite_add_tcase(s, tc);
     return s;
