@@ -101,6 +101,19 @@ template <class T> static T *scratch(engine_backend *b, T **p, size_t *cap, size
 
 /* ---- weights ---------------------------------------------------------------------- */
 
+/* The table once every tensor is on the device (the tied lm_head is the embedding's), or NULL with the first
+ * failure, nothing left allocated. */
+static eweight *placed_or_failure(engine_backend *b, eweight *placed, const engine_weights *w, sp_error *err) {
+    if (w->ck.cfg.tie_word_embeddings) placed[ROLE_LM_HEAD] = placed[ROLE_EMBED];
+    sp_error failed;
+    if (b->status(b, &failed)) {
+        sp_fail(err, "%s", failed.msg);
+        b->free_weights(b, placed, w);
+        return NULL;
+    }
+    return placed;
+}
+
 static eweight *c_place_weights(engine_backend *b, const engine_weights *w, sp_error *err) {
     if (w->matrix_dtype != DTYPE_BF16) {
         sp_fail(err, "the CUDA backend computes with bf16 matrices");
@@ -115,14 +128,7 @@ static eweight *c_place_weights(engine_backend *b, const engine_weights *w, sp_e
         placed[index].data = dev;
         placed[index].dtype = host->dtype;
     }
-    if (w->ck.cfg.tie_word_embeddings) placed[ROLE_LM_HEAD] = placed[ROLE_EMBED];
-    sp_error failed;
-    if (b->status(b, &failed)) {
-        sp_fail(err, "%s", failed.msg);
-        b->free_weights(b, placed, w);
-        return NULL;
-    }
-    return placed;
+    return placed_or_failure(b, placed, w, err);
 }
 
 static void c_free_weights(engine_backend *b, eweight *placed, const engine_weights *w) {
@@ -169,14 +175,7 @@ static eweight *c_synthesize_weights(engine_backend *b, const engine_weights *w,
         placed[index].data = dev;
         placed[index].dtype = shape->dtype;
     }
-    if (w->ck.cfg.tie_word_embeddings) placed[ROLE_LM_HEAD] = placed[ROLE_EMBED];
-    sp_error failed;
-    if (b->status(b, &failed)) {
-        sp_fail(err, "%s", failed.msg);
-        b->free_weights(b, placed, w);
-        return NULL;
-    }
-    return placed;
+    return placed_or_failure(b, placed, w, err);
 }
 
 /* ---- products and elementwise ops ------------------------------------------------------ */

@@ -165,16 +165,8 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     int prompt[4], want[N_TOKENS];
     for (int i = 0; i < 4; i++) prompt[i] = (i * 3 + 1) % V;
     engine_greedy_oracle(&t, prompt, 4, N_TOKENS, want);
-    for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
-        method_spec s = fixture_spec(flags[f]);
-        s.max_tokens = N_TOKENS;
-        s.stop_at_eos = 0;
-        decode_output out;
-        ck_assert_msg(method_generate(&s, &parts, prompt, 4, &out, &err) == 0, "%s: %s", flags[f], err.msg);
-        ck_assert_int_eq(out.n, N_TOKENS);
-        ck_assert_msg(memcmp(out.tokens, want, sizeof want) == 0, "%s: not the greedy tokens", flags[f]);
-        decode_output_free(&out);
-    }
+    assert_methods_give(&parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, 4, want, N_TOKENS,
+                        "a 4-token prompt");
     medusa_free(&heads);
     mtp.release(&mtp);
     draft.release(&draft);

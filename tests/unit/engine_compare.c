@@ -4,6 +4,7 @@
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fixtures.h"
 #include "genmodel/randmodel.h"
@@ -119,4 +120,20 @@ void engine_greedy_oracle(decode_target *t, const int *prompt, int n, int L, int
     }
     t->seq_close(t, seq);
     free(logits);
+}
+
+void assert_methods_give(const method_parts *parts, const char *const *flags, int n_flags, const int *prompt, int n,
+                         const int *want, int n_tokens, const char *what) {
+    for (int f = 0; f < n_flags; f++) {
+        method_spec s = fixture_spec(flags[f]);
+        s.max_tokens = n_tokens;
+        s.stop_at_eos = 0;
+        decode_output out;
+        sp_error err;
+        ck_assert_msg(method_generate(&s, parts, prompt, n, &out, &err) == 0, "%s: %s", flags[f], err.msg);
+        ck_assert_int_eq(out.n, n_tokens);
+        ck_assert_msg(memcmp(out.tokens, want, (size_t)n_tokens * sizeof *want) == 0, "%s, %s: not the greedy tokens",
+                      flags[f], what);
+        decode_output_free(&out);
+    }
 }

@@ -10,6 +10,7 @@
 
 #include "dtype.h"
 #include "engine_target.h"
+#include "method.h"
 
 /* The longest prefill both sides run: two prefill chunks (of 64) and five
  * KV blocks (of 16). */
@@ -47,5 +48,10 @@ void write_checkpoint(char *dir, size_t size, const char *preset, int mtp, uint6
 /* The engine's own greedy oracle: one prefill of one token at a time and its argmax, no tree, no proposer, no
  * acceptance rule: out[L] after prompt[n]. */
 void engine_greedy_oracle(decode_target *t, const int *prompt, int n, int L, int *out);
+
+/* Every flags[f] (a method at temperature 0; EOS off) through parts from prompt[n] must give want[n_tokens]:
+ * the greedy canary of each method, `what` naming the prompt in the failure. */
+void assert_methods_give(const method_parts *parts, const char *const *flags, int n_flags, const int *prompt, int n,
+                         const int *want, int n_tokens, const char *what);
 
 #endif

@@ -175,17 +175,9 @@ START_TEST(test_methods_match_the_greedy_oracle) {
         fixture_greedy_oracle(&tf.m, prompt, n, N_TOKENS, want_ref);
         if (o.f32_weights)
             ck_assert_msg(memcmp(want, want_ref, sizeof want) == 0, "prompt %d: the engine's greedy tokens differ", p);
-        for (size_t f = 0; f < sizeof flags / sizeof flags[0]; f++) {
-            method_spec s = fixture_spec(flags[f]);
-            s.max_tokens = N_TOKENS;
-            s.stop_at_eos = 0;
-            decode_output out;
-            ck_assert_msg(method_generate(&s, &parts, prompt, n, &out, &err) == 0, "%s: %s", flags[f], err.msg);
-            ck_assert_int_eq(out.n, N_TOKENS);
-            ck_assert_msg(memcmp(out.tokens, want, sizeof want) == 0, "%s, prompt %d: not the greedy tokens", flags[f],
-                          p);
-            decode_output_free(&out);
-        }
+        char what[32];
+        snprintf(what, sizeof what, "prompt %d", p);
+        assert_methods_give(&parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, n, want, N_TOKENS, what);
     }
     medusa_free(&heads);
     mtp.release(&mtp);
