@@ -9,7 +9,7 @@
 #include "mtp.h"
 #include "speculative.h"
 
-/* The rule of the round loop, and how Medusa's children are chosen. */
+/* The rule of the round loop, and how a tree's children are chosen. */
 static accept_rule accept_of(method_rule r) {
     return r == METHOD_RULE_GREEDY ? RULE_GREEDY : r == METHOD_RULE_TYPICAL ? RULE_TYPICAL : RULE_EXACT;
 }
@@ -46,6 +46,9 @@ static int build_proposer(method_built *b, const method_parts *parts, sp_error *
     switch (s->kind) {
     case METHOD_SPEC:
         if (!parts->draft) return sp_fail(err, "--method spec needs a draft model (--draft DIR)");
+        if (s->shape.depth > 0)
+            return spec_tree_proposer_build(&b->storage, parts->draft, parts->target, &s->shape, children_of(s->rule),
+                                            err);
         return spec_proposer_build(&b->storage, parts->draft, parts->target, s->k, err);
     case METHOD_MTP:
         if (!parts->mtp)

@@ -165,6 +165,18 @@ static verify_case catalogue[] = {
          PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     CASE("lookup k=4 T=0.7 top-k 5", 0, "lookup", "--method lookup --k 4 --temperature 0.7 --top-k 5", VC_EXACT, 3, 5,
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
+    /* draft trees (--method spec --tree-shape): SpecInfer's multi-round rule over the draft model's children,
+     * drawn i.i.d. (control: drafts at half the temperature of the q the rule divides by) or without
+     * replacement (control: verified as if i.i.d., q not renormalised after a rejected sibling); the grid's
+     * row runs three rounds of siblings at the root with the residual left unnormalised */
+    CASE("spec tree 2,2 iid T=0.8", 1, "spec-tree", "--method spec --tree-shape 2,2 --temperature 0.8 --rule exact",
+         VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
+    CASE("spec tree 4,1 without replacement T=0.5", 1, "spec-tree",
+         "--method spec --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4,
+         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
+    CASE("spec tree 3,1 without replacement T=1 top-k 5", 0, "spec-tree",
+         "--method spec --tree-shape 3,1 --temperature 1 --top-k 5 --rule exact-norepl", VC_EXACT, 3, 3,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 
@@ -204,6 +216,7 @@ static void parse_catalogue(void) {
         c->spec.stop_at_eos = 0;
         const method_kind kind = c->spec.kind;
         c->k = kind == METHOD_MEDUSA                                                ? tree.max_depth
+               : kind == METHOD_SPEC && c->spec.shape.depth > 0                     ? c->spec.shape.depth
                : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP ? c->spec.k
                                                                                     : 0;
         if (c->prompt && parse_prompt(c, &err)) goto bad;
@@ -226,7 +239,8 @@ int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT) return PLANT_ENGINE_NONE;
     const method_kind k = c->spec.kind;
-    return k == METHOD_MEDUSA                                          ? PLANT_ENGINE_SIBLING_KV
+    const int tree = k == METHOD_MEDUSA || (k == METHOD_SPEC && c->spec.shape.depth > 0);
+    return tree                                                        ? PLANT_ENGINE_SIBLING_KV
            : k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT
                                                                        : PLANT_ENGINE_NONE;
 }
@@ -360,7 +374,7 @@ static void law_lookup_row(void *user, const int *tokens, int len, int depth, fl
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
     const method_kind kind = c->spec.kind;
-    const int chain = kind == METHOD_SPEC || kind == METHOD_LOOKUP;
+    const int chain = (kind == METHOD_SPEC && c->spec.shape.depth == 0) || kind == METHOD_LOOKUP;
     if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */

@@ -62,7 +62,7 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method sample --beams 2", "--beams only applies to --method beam");
     expect_refused("--method greedy --temperature 0.5", "--method greedy decodes at temperature 0");
     expect_refused("--method mtp --temperature 0.5 --rule greedy", "--rule greedy decodes at temperature 0");
-    expect_refused("--method spec --rule exact-norepl", "applies to Medusa trees only");
+    expect_refused("--method spec --rule exact-norepl", "applies to trees only (Medusa, or spec with --tree-shape");
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
     expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp and lookup");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
