@@ -239,8 +239,7 @@ int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT) return PLANT_ENGINE_NONE;
     const method_kind k = c->spec.kind;
-    const int tree = k == METHOD_MEDUSA || (k == METHOD_SPEC && c->spec.shape.depth > 0);
-    return tree                                                        ? PLANT_ENGINE_SIBLING_KV
+    return k == METHOD_MEDUSA                                          ? PLANT_ENGINE_SIBLING_KV
            : k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT
                                                                        : PLANT_ENGINE_NONE;
 }
