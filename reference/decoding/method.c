@@ -53,6 +53,8 @@ static int build_proposer(method_built *b, const method_parts *parts, sp_error *
     case METHOD_MTP:
         if (!parts->mtp)
             return sp_fail(err, "%s has no MTP module (no mtp.* tensors): MTP needs one", parts->target->path);
+        if (s->shape.depth > 0)
+            return mtp_tree_proposer_build(&b->storage, parts->mtp, &s->shape, children_of(s->rule), 1, err);
         return mtp_proposer_build(&b->storage, parts->mtp, s->k, s->drafts == MTP_DRAFTS_SAMPLED, err);
     case METHOD_MEDUSA: return build_medusa(b, parts, err);
     case METHOD_LOOKUP: /* needs nothing but the target's vocabulary */

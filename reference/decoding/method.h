@@ -12,7 +12,8 @@
  *                rejected whenever p puts less than all its mass on it);
  *   Medusa and   greedy at temperature 0 (children: the top ranks), exact
  *   draft-tree   without replacement above (children drawn from q);
- *   rules        (a draft tree is --method spec with --tree-shape)
+ *   rules        (spec and mtp with --tree-shape; an MTP tree's drafts are
+ *                sampled from q, or its top ranks under the greedy rule)
  *   spec, MTP,   the exact rule.
  *   lookup       */
 #ifndef SPECULA_METHOD_H
@@ -52,7 +53,7 @@ typedef enum {
 typedef struct {
     method_kind kind;
     int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
-    tree_shape shape;        /* spec: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k */
+    tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k */
     int ngram;               /* lookup: the longest n-gram it looks up (default 3) */
     sampler_params sampling; /* default temperature 1 (greedy: 0) */
     uint64_t seed;           /* default 1 */

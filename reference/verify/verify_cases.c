@@ -177,6 +177,14 @@ static verify_case catalogue[] = {
     CASE("spec tree 3,1 without replacement T=1 top-k 5", 0, "spec-tree",
          "--method spec --tree-shape 3,1 --temperature 1 --top-k 5 --rule exact-norepl", VC_EXACT, 3, 3,
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
+    /* MTP trees: the module's children at every depth from its chained state, without replacement or
+     * i.i.d.; the controls draw them at half the temperature of the q the rule divides by (verifying the
+     * draws without replacement as i.i.d. was caught only at p = 4e-6 at 5 000 draws here) */
+    CASE("mtp tree 4,1 without replacement T=0.5", 1, "mtp-tree",
+         "--method mtp --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4, PLANT_NONE, 0.25f, 0,
+         0),
+    CASE("mtp tree 2,2 iid T=1", 0, "mtp-tree", "--method mtp --tree-shape 2,2 --temperature 1 --rule exact", VC_EXACT,
+         3, 3, PLANT_NONE, 0.5f, 0, 0),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 
@@ -215,10 +223,10 @@ static void parse_catalogue(void) {
         c->spec.max_tokens = c->max_tokens;
         c->spec.stop_at_eos = 0;
         const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA                                                ? tree.max_depth
-               : kind == METHOD_SPEC && c->spec.shape.depth > 0                     ? c->spec.shape.depth
-               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP ? c->spec.k
-                                                                                    : 0;
+        c->k = kind == METHOD_MEDUSA                                                    ? tree.max_depth
+               : (kind == METHOD_SPEC || kind == METHOD_MTP) && c->spec.shape.depth > 0 ? c->spec.shape.depth
+               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP     ? c->spec.k
+                                                                                        : 0;
         if (c->prompt && parse_prompt(c, &err)) goto bad;
     }
     return;

@@ -76,8 +76,8 @@ typedef struct {
     const char *name;   /* unique, e.g. "spec k=2 T=1" */
     int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
                          * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
-    const char *method; /* "sample", "spec", "spec-tree", "mtp", "medusa", "typical", "lookup" (what --method
-                         * selects) */
+    const char *method; /* "sample", "spec", "spec-tree", "mtp", "mtp-tree", "medusa", "typical", "lookup" (what
+                         * --method selects) */
     const char *flags;  /* the method as `specula generate` flags, e.g. "--method mtp --k 3 --temperature 0.8
                          * --mtp-argmax"; Medusa runs over the world's tree */
     verify_pair pair;

@@ -1,11 +1,13 @@
-/* test_spec_tree.c — draft trees (--method spec --tree-shape, speculative.h):
+/* test_spec_tree.c — trees of drafts (--tree-shape) from the draft model
+ * (--method spec, speculative.h) and the MTP module (--method mtp, mtp.h):
  * the shape's parsing and flags, proposals that follow the shape (children
  * per depth, siblings distinct without replacement, the top ranks at
- * temperature 0, q rows the children came from), the chain as the shape
- * of k ones (bit for bit), and greedy canaries on the reference: at
- * temperature 0 a tree emits exactly the oracle's tokens, with a random
- * draft (most branches rejected, the draft rewound and caught up every
- * round) and with the target as its own draft (every first child accepted).
+ * temperature 0, q rows the children came from; the draft model's), the
+ * chain as the shape of k ones (bit for bit, both), and greedy canaries on
+ * the reference: at temperature 0 a tree emits exactly the oracle's tokens,
+ * with a random draft (most branches rejected, the draft rewound and caught
+ * up every round), with the target as its own draft (every first child
+ * accepted) and from the target's MTP module.
  * The engine's canary is in test_engine.c, the output law in
  * tests/stat/test_spec_tree_dist.c. */
 #include <check.h>
@@ -53,7 +55,12 @@ START_TEST(test_shape_and_flags) {
     method_spec_label(&m, buf, sizeof buf);
     ck_assert_str_eq(buf, "spec tree 2,1 (4 nodes), exact rule");
     expect_refused("--method spec --k 3 --tree-shape 2,1", "--k and --tree-shape both set the depth");
-    expect_refused("--method mtp --tree-shape 2,1", "--tree-shape only applies to --method spec");
+    expect_refused("--method lookup --tree-shape 2,1", "--tree-shape only applies to --method spec and mtp");
+    expect_refused("--method mtp --tree-shape 2,1 --mtp-argmax", "--mtp-argmax gives every sibling the same token");
+    m = fixture_spec("--method mtp --tree-shape 3,1 --temperature 0.8");
+    ck_assert(m.rule == METHOD_RULE_EXACT_NOREPL && m.drafts == MTP_DRAFTS_SAMPLED);
+    method_spec_label(&m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "mtp tree 3,1 (6 nodes), exact-norepl rule");
     expect_refused("--method spec --tree-shape 2,0", "--tree-shape '2,0'");
 }
 END_TEST
@@ -126,7 +133,7 @@ START_TEST(test_proposals_follow_the_shape) {
 }
 END_TEST
 
-/* The shape of k ones is the chain of k: the same draws, decisions and draft steps. */
+/* The shape of k ones is the chain of k: the same draws, decisions and proposer steps (draft model and MTP). */
 START_TEST(test_chain_is_the_shape_of_ones) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 33, NULL);
@@ -134,15 +141,19 @@ START_TEST(test_chain_is_the_shape_of_ones) {
     fixture_parts p;
     fixture_parts_open(&p, &t.m, &d.m, NULL);
     static const char *const as_tree[] = {"--method spec --tree-shape 1,1,1 --temperature 0.8 --rule exact",
-                                          "--method spec --tree-shape 1,1,1 --temperature 0.8 --rule exact-norepl"};
-    for (uint64_t seed = 1; seed <= 4; seed++) {
+                                          "--method spec --tree-shape 1,1,1 --temperature 0.8 --rule exact-norepl",
+                                          "--method mtp --tree-shape 1,1,1 --temperature 0.8 --rule exact",
+                                          "--method mtp --tree-shape 1,1,1 --temperature 0.8 --rule exact-norepl"};
+    for (uint64_t seed = 1; seed <= 8; seed++) {
         const int prompt[2] = {(int)seed, 3};
-        method_spec chain = fixture_spec("--method spec --k 3 --temperature 0.8 --no-eos --max-tokens 40");
+        const int mtp = seed > 4; /* seeds 5–8: the MTP module's chain */
+        method_spec chain = fixture_spec(mtp ? "--method mtp --k 3 --temperature 0.8 --no-eos --max-tokens 40"
+                                             : "--method spec --k 3 --temperature 0.8 --no-eos --max-tokens 40");
         chain.seed = seed;
         decode_output want, got;
         sp_error err;
         ck_assert_msg(method_generate(&chain, &p.parts, prompt, 2, &want, &err) == 0, "%s", err.msg);
-        for (int i = 0; i < 2; i++) {
+        for (int i = 2 * mtp; i < 2 * mtp + 2; i++) {
             method_spec s = fixture_spec(as_tree[i]);
             s.seed = seed, s.max_tokens = 40, s.stop_at_eos = 0;
             ck_assert_msg(method_generate(&s, &p.parts, prompt, 2, &got, &err) == 0, "%s", err.msg);
@@ -166,7 +177,9 @@ static void assert_trees_are_greedy(model *target, const method_parts *parts) {
     static const char *const flags[] = {"--method spec --tree-shape 2,2,1 --temperature 0",
                                         "--method spec --tree-shape 3,1,2 --temperature 0 --rule exact-norepl",
                                         "--method spec --tree-shape 2,2 --temperature 0 --rule exact",
-                                        "--method spec --tree-shape 4 --temperature 0 --rule typical"};
+                                        "--method spec --tree-shape 4 --temperature 0 --rule typical",
+                                        "--method mtp --tree-shape 2,2,1 --temperature 0",
+                                        "--method mtp --tree-shape 3,2 --temperature 0 --rule exact-norepl"};
     const int V = target->cfg.vocab_size;
     for (int i = 0; i < 8; i++) {
         int prompt[5], n = 1 + i % 5, want[N_TOKENS];
