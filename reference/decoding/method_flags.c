@@ -196,17 +196,17 @@ static const flag_def flags[F_COUNT] = {
                  "lookup: match the context's last N tokens, then N - 1, ..., 1, against the\n"
                  "prompt and the tokens so far (default 3, at most 16)", set_ngram},
     [F_RULE] = {"--rule", "NAME", PROPOSERS, NULL,
-                "exact | exact-norepl | typical | greedy (default: exact; Medusa: greedy at\n"
-                "temperature 0, else exact-norepl). Medusa's children under exact are drawn i.i.d.\n"
-                "from each head's q, under exact-norepl without replacement, under typical and\n"
-                "greedy they are the top-ranked tokens", set_rule},
+                "exact | exact-norepl | typical | greedy (default: exact; Medusa and --tree-shape:\n"
+                "greedy at temperature 0, else exact-norepl). A tree's children under exact are drawn\n"
+                "i.i.d. from q (each Medusa head's, the draft's, the MTP's), under exact-norepl\n"
+                "without replacement, under typical and greedy they are the top-ranked tokens", set_rule},
     [F_TREE] = {"--tree", "FILE", ONLY(METHOD_MEDUSA), NULL,
                 "Medusa candidate tree as JSON rank paths, e.g. [[0],[1],[0,0]] (default:\n"
                 "built-in, 63 nodes over 4 heads)", set_tree},
-    [F_TREE_SHAPE] = {"--tree-shape", "B1,B2,...", ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), NULL,
-                      "spec, mtp: a tree of drafts, B1 children under the root, B2 under each\n"
-                      "of those, ... (e.g. 2,2,1,1: 14 nodes), verified in one pass; its depth\n"
-                      "replaces --k. Children drawn from the proposer's q (--rule exact: i.i.d.,\n"
+    [F_TREE_SHAPE] = {"--tree-shape", "LIST", ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), NULL,
+                      "spec, mtp: a tree of drafts, LIST = B1,B2,...: B1 children under the root,\n"
+                      "B2 under each of those, ... (e.g. 2,2,1,1: 14 nodes), verified in one pass; its\n"
+                      "depth replaces --k. Children drawn from the proposer's q (--rule exact: i.i.d.,\n"
                       "exact-norepl: without replacement, the default above temperature 0) or its\n"
                       "top ranks (--rule greedy, the default at 0, or typical)", set_tree_shape},
     [F_EPSILON] = {"--typical-epsilon", "E", PROPOSERS, NULL, "typical rule: p(x) > min(E, D·exp(-H(p))) (default 0.09)",
