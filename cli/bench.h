@@ -60,6 +60,8 @@ int bench_generate(const method_spec *s, const method_parts *parts, const int *p
 typedef struct {
     int reps;                               /* repetitions; every figure is a median */
     int k;                                  /* the chains' k: size k + 1 is what a round of spec or MTP verifies */
+    int tree_m;                             /* spec's draft tree (--tree-shape): its nodes + 1, timed as a chain of
+                                             * as many (the same rows, another mask); 0: spec is a chain */
     int position;                           /* where the passes start: the runs' middle position */
     int n_sizes;                            /* verify sizes measured, ascending; m[0] = 1 */
     int m[BENCH_COST_MAX_SIZES];            /* nodes of the verified chain */

@@ -12,9 +12,10 @@
 
 #include "bench.h"
 
-/* The verified sizes: powers of two to 64 and k + 1, at most the target's largest tree, ascending. */
-static int plan_sizes(int k, int max_nodes, int *m) {
-    const int want[] = {1, 2, 4, 8, 16, 32, 64, k + 1};
+/* The verified sizes: powers of two to 64, k + 1 and a draft tree's nodes + 1, at most the target's largest tree,
+ * ascending. */
+static int plan_sizes(int k, int tree_m, int max_nodes, int *m) {
+    const int want[] = {1, 2, 4, 8, 16, 32, 64, k + 1, tree_m > 0 ? tree_m : 1};
     int n = 0;
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
         int j = n;
@@ -103,7 +104,8 @@ bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *ba
     bench_cost_run *r = sp_xcalloc(1, sizeof *r, "bench cost run");
     decode_target *t = r->t = lm->parts.target;
     const int V = t->cfg->vocab_size, D = t->cfg->hidden_size, n = position > 1 ? position : 1;
-    c->n_sizes = plan_sizes(base->k, t->max_tree_nodes, c->m);
+    c->tree_m = base->shape.depth > 0 ? tree_shape_nodes(&base->shape) + 1 : 0;
+    c->n_sizes = plan_sizes(base->k, c->tree_m, t->max_tree_nodes, c->m);
     r->lm = lm, r->base = base, r->medusa = medusa && lm->parts.heads ? medusa : NULL, r->c = c;
     r->n_prefix = n;
     r->base_seq = r->seq = -1;

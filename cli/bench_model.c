@@ -3,9 +3,10 @@
  * speed-up over plain decoding,
  *     S = E / (t(m)/t(1) + P/t(1)),
  * m the nodes one round verifies (k + 1 for a chain, the tree's nodes for
- * Medusa), P the proposer's time per round (k steps of one position; the
- * Medusa heads once; nothing for prompt lookup), E = E(α̂, k) for a chain
- * and the measured tokens per pass for Medusa (a tree has no single α) and
+ * Medusa and a draft tree), P the proposer's time per round (k steps of one
+ * position; a draft tree's measured steps per round; the Medusa heads once;
+ * nothing for prompt lookup), E = E(α̂, k) for a chain and the measured
+ * tokens per pass for trees (a tree has no single α) and
  * for prompt lookup (whose rounds propose k drafts or none: t(m) is then
  * t(k + 1) and t(1) in the proportion of its rounds that had drafts). With t(m) = t(1) this is
  * spec_speedup (analysis/spec_model.h); here t(m) is measured, since what a
@@ -30,7 +31,17 @@ int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out
     out->t1_ms = c->pass_ms[0];
     out->alpha = NAN;
     out->tokens = accounting_tokens_per_pass(&row->pooled);
-    if (kind == METHOD_SPEC || kind == METHOD_MTP) {
+    if (kind == METHOD_SPEC && row->spec.shape.depth > 0) {
+        /* a draft tree: one draft step per node with children, the node count the runs measured */
+        const long rounds = row->pooled.target_passes;
+        const double steps = rounds ? (double)row->pooled.proposer_steps / rounds : NAN;
+        const int i = size_at(c, c->tree_m);
+        out->m = c->tree_m;
+        out->pass_ms = i < 0 ? NAN : c->pass_ms[i];
+        out->r = i < 0 ? NAN : c->pass_ratio[i];
+        out->prop_ms = steps * c->draft_step_ms;
+        out->c = steps * c->draft_ratio;
+    } else if (kind == METHOD_SPEC || kind == METHOD_MTP) {
         const int k = row->spec.k;
         out->alpha = accounting_alpha(&row->pooled);
         out->tokens = expected_tokens_per_pass(out->alpha, k);
@@ -73,7 +84,9 @@ void bench_costs_print(const bench_costs *c, const char *backend) {
     printf("%8s %10s %8s   (/ m=1: the median of each rep's own ratio)\n", "m", "ms/pass", "/ m=1");
     for (int i = 0; i < c->n_sizes; i++)
         printf("%8d %10.4f %8.2f%s\n", c->m[i], c->pass_ms[i], c->pass_ratio[i],
-               c->m[i] == c->k + 1 ? "   <- k + 1: one round of spec or MTP" : "");
+               c->m[i] == c->k + 1    ? "   <- k + 1: one round of spec or MTP"
+               : c->m[i] == c->tree_m ? "   <- the draft tree's nodes (timed as a chain)"
+                                      : "");
     if (c->medusa_nodes)
         printf("%8d %10.4f %8.2f   <- the Medusa heads' tree (not a chain)\n", c->medusa_nodes, c->medusa_pass_ms,
                c->medusa_pass_ratio);
@@ -109,7 +122,10 @@ static void explain(const bench_row *row, const bench_model *m, const bench_row 
     static const char *const part[4] = {"plain decoding's own run", "the passes", "the proposer",
                                         "the work outside the models"};
     char k[16] = "";
-    if (row->spec.kind != METHOD_MEDUSA) snprintf(k, sizeof k, ", k %d", row->spec.k);
+    if (row->spec.kind == METHOD_SPEC && row->spec.shape.depth > 0)
+        snprintf(k, sizeof k, ", tree of %d", tree_shape_nodes(&row->spec.shape));
+    else if (row->spec.kind != METHOD_MEDUSA)
+        snprintf(k, sizeof k, ", k %d", row->spec.k);
     int big = 0;
     for (int i = 1; i < 4; i++)
         if (term[i] * (gap < 0 ? -1 : 1) > term[big] * (gap < 0 ? -1 : 1)) big = i;

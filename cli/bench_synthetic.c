@@ -123,10 +123,10 @@ static double time_pass(engine *e, eseq *s, int ctx, int runs, pass_fn pass, con
 typedef struct {
     const int *parent, *depth;
     int n;
-} tree_shape;
+} pass_tree;
 
 static int tree_pass(engine *e, eseq *s, int ctx, const void *arg, sp_error *err) {
-    const tree_shape *t = arg;
+    const pass_tree *t = arg;
     int tokens[TREE_NODES];
     for (int i = 0; i < t->n; i++) tokens[i] = (i * 7919 + 13) % e->cfg.vocab_size;
     s->pos = ctx;
@@ -225,7 +225,7 @@ int bench_synthetic(int argc, char **argv) {
         const int ctx = a.contexts[ci];
         kv_table_reserve(&e.kv, &s->kv, 0, ctx + TREE_NODES); /* the synthetic context's blocks */
         chain(1, parent, depth);
-        tree_shape one = {parent, depth, 1};
+        pass_tree one = {parent, depth, 1};
         const double decode = time_pass(&e, s, ctx, a.runs, tree_pass, &one, &err);
         if (ci == 0) decode_1st = decode;
         char label[64];
@@ -235,7 +235,7 @@ int bench_synthetic(int argc, char **argv) {
         if (ci > 0) continue;
         for (int k = 0; k < N_CHAINS; k++) { /* verify passes at the first context */
             chain(chain_sizes[k], parent, depth);
-            tree_shape t = {parent, depth, chain_sizes[k]};
+            pass_tree t = {parent, depth, chain_sizes[k]};
             const double v = time_pass(&e, s, ctx, a.runs, tree_pass, &t, &err);
             if (chain_sizes[k] == 4) verify4 = v;
             snprintf(label, sizeof label, "verify chain m = %d", chain_sizes[k]);
@@ -243,7 +243,7 @@ int bench_synthetic(int argc, char **argv) {
                    100.0 * pass_bytes(&e, ctx) / v / copy_bw);
         }
         tree64(parent, depth);
-        tree_shape t = {parent, depth, 64};
+        pass_tree t = {parent, depth, 64};
         const double v = time_pass(&e, s, ctx, a.runs, tree_pass, &t, &err);
         printf("%-28s %10.3f %9.2fx %10.4g %11.1f%%\n", "verify tree, 64 nodes", v * 1e3, v / decode,
                pass_bytes(&e, ctx) / v / 1e9, 100.0 * pass_bytes(&e, ctx) / v / copy_bw);

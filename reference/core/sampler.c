@@ -78,6 +78,20 @@ int sampler_argmax(const float *x, int V) {
     return best;
 }
 
+static float rank_key(float x) { return x == x ? x : -INFINITY; }
+
+/* Insertion into a short list: O(V·R). */
+void sampler_top_ranks(const float *logits, int V, int R, int *ranked) {
+    int n = 0;
+    for (int v = 0; v < V; v++) {
+        float x = rank_key(logits[v]);
+        if (n == R && !(x > rank_key(logits[ranked[R - 1]]))) continue;
+        int i = n < R ? n++ : R - 1;
+        for (; i > 0 && x > rank_key(logits[ranked[i - 1]]); i--) ranked[i] = ranked[i - 1];
+        ranked[i] = v;
+    }
+}
+
 static int desc_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x < y) - (x > y);

@@ -50,6 +50,10 @@ double sampler_top_p_threshold(const double *e, int V, double S, double top_p, d
 /* Lowest index of the maximum; −1 when no entry is above −inf (NaN entries
  * are never chosen). */
 int sampler_argmax(const float *x, int V);
+/* ranked[0..R) = the indices of the R highest logits (1 ≤ R ≤ V), lowest
+ * index first on ties; NaN counts as −inf. Medusa's and the draft tree's
+ * top-ranked children. */
+void sampler_top_ranks(const float *logits, int V, int R, int *ranked);
 
 /* What a random draw is for; each purpose is its own Philox stream so draws
  * for different purposes never share randomness. */

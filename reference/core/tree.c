@@ -1,6 +1,7 @@
 /* tree.c — token trees: construction, children, masks and positions. */
 #include "tree.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,4 +73,50 @@ void tree_attention_mask(const token_tree *t, unsigned char *mask) {
 
 void tree_positions(const token_tree *t, int base, int *pos) {
     for (int i = 0; i < t->n; i++) pos[i] = base + t->depth[i];
+}
+
+int tree_shape_nodes(const tree_shape *s) {
+    int nodes = 0, level = 1;
+    for (int d = 0; d < s->depth; d++) {
+        level *= s->branch[d];
+        nodes += level;
+    }
+    return nodes;
+}
+
+int tree_shape_parse(const char *flag, const char *text, tree_shape *out, sp_error *err) {
+    tree_shape s;
+    memset(&s, 0, sizeof s);
+    const char *p = text;
+    for (;;) {
+        char *end;
+        long b = strtol(p, &end, 10);
+        if (end == p || b < 1 || b > TREE_SHAPE_MAX_BRANCH || s.depth == TREE_SHAPE_MAX_DEPTH)
+            return sp_fail(err, "%s '%s': expected children per depth like 2,2,1,1 (each 1 to %d, at most %d depths)",
+                           flag, text, TREE_SHAPE_MAX_BRANCH, TREE_SHAPE_MAX_DEPTH);
+        s.branch[s.depth++] = (int)b;
+        if (tree_shape_nodes(&s) > TREE_SHAPE_MAX_NODES)
+            return sp_fail(err, "%s '%s': more than %d nodes under the root", flag, text, TREE_SHAPE_MAX_NODES);
+        if (!*end) break;
+        if (*end != ',')
+            return sp_fail(err, "%s '%s': expected children per depth separated by commas, e.g. 2,2,1,1", flag, text);
+        p = end + 1;
+    }
+    *out = s;
+    return 0;
+}
+
+void tree_shape_format(const tree_shape *s, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int d = 0; d < s->depth && len < size; d++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%d", d ? "," : "", s->branch[d]);
+}
+
+tree_shape tree_shape_chain(int k) {
+    tree_shape s;
+    memset(&s, 0, sizeof s);
+    s.depth = k < TREE_SHAPE_MAX_DEPTH ? k : TREE_SHAPE_MAX_DEPTH;
+    for (int d = 0; d < s.depth; d++) s.branch[d] = 1;
+    return s;
 }

@@ -7,6 +7,10 @@
 #ifndef SPECULA_TREE_H
 #define SPECULA_TREE_H
 
+#include <stddef.h>
+
+#include "error.h"
+
 /* How the children of a node were chosen, which decides the exact rule. */
 typedef enum {
     CHILDREN_IID = 0,        /* drawn independently from q (a chain is this with one child) */
@@ -42,5 +46,26 @@ int tree_is_ancestor(const token_tree *t, int a, int b);
 void tree_attention_mask(const token_tree *t, unsigned char *mask);
 /* pos[i] = base + depth[i]: the position of each node in the sequence. */
 void tree_positions(const token_tree *t, int base, int *pos);
+
+/* A static branching shape for tree drafting: every node at depth d − 1
+ * gets branch[d − 1] children, so "2,2,1,1" is 2 + 4 + 4 + 4 = 14 nodes
+ * under the root. A chain of k is k ones. */
+#define TREE_SHAPE_MAX_DEPTH 32  /* as deep as the longest chain (SPEC_MAX_K) */
+#define TREE_SHAPE_MAX_BRANCH 16 /* children per node */
+#define TREE_SHAPE_MAX_NODES 255 /* nodes under the root: a sibling's rng slot is 8 bits */
+
+typedef struct {
+    int depth;                        /* 0: no shape (a chain) */
+    int branch[TREE_SHAPE_MAX_DEPTH]; /* [depth] children per node at each depth */
+} tree_shape;
+
+/* "2,2,1,1" → shape; a clear message (naming `flag`) on anything else. */
+int tree_shape_parse(const char *flag, const char *text, tree_shape *out, sp_error *err);
+/* Nodes under the root. */
+int tree_shape_nodes(const tree_shape *s);
+/* "2,2,1,1". */
+void tree_shape_format(const tree_shape *s, char *buf, size_t size);
+/* The chain of k: k ones. */
+tree_shape tree_shape_chain(int k);
 
 #endif

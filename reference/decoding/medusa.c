@@ -24,21 +24,6 @@ typedef struct {
     int node[MEDUSA_MAX_NODES]; /* token-tree index of each tree node, −1 when not placed */
 } medusa_impl;
 
-static float rank_key(float x) { return x == x ? x : -INFINITY; }
-
-/* ranked[0..R) = the R highest logits, lowest index first on ties; NaN
- * counts as −inf (as in the sampler). Insertion into a short list: O(V·R). */
-static void top_ranks(const float *logits, int V, int R, int *ranked) {
-    int n = 0;
-    for (int v = 0; v < V; v++) {
-        float x = rank_key(logits[v]);
-        if (n == R && !(x > rank_key(logits[ranked[R - 1]]))) continue;
-        int i = n < R ? n++ : R - 1;
-        for (; i > 0 && x > rank_key(logits[ranked[i - 1]]); i--) ranked[i] = ranked[i - 1];
-        ranked[i] = v;
-    }
-}
-
 /* The token of tree node k, drawn from q = head (depth − 1)'s processed
  * distribution; −1 when nothing is left to draw (without replacement, once
  * every token with q > 0 has been drawn). The site is unique per node and
@@ -64,7 +49,7 @@ static int medusa_propose(proposer *self, token_tree *tree, const propose_call *
         float *logits = s->logits + (size_t)i * V;
         medusa_head_forward(s->heads, i, s->hidden, logits, s->scratch);
         sampler_probs(call->sampling, logits, s->probs + (size_t)i * V, V);
-        if (s->kind == CHILDREN_TOP_RANKS) top_ranks(logits, V, R, s->ranked + (size_t)i * R);
+        if (s->kind == CHILDREN_TOP_RANKS) sampler_top_ranks(logits, V, R, s->ranked + (size_t)i * R);
     }
     self->steps++;
     /* q of every node that can have children: its depth's head */

@@ -9,7 +9,7 @@
 #include "mtp.h"
 #include "speculative.h"
 
-/* The rule of the round loop, and how Medusa's children are chosen. */
+/* The rule of the round loop, and how a tree's children are chosen. */
 static accept_rule accept_of(method_rule r) {
     return r == METHOD_RULE_GREEDY ? RULE_GREEDY : r == METHOD_RULE_TYPICAL ? RULE_TYPICAL : RULE_EXACT;
 }
@@ -46,10 +46,15 @@ static int build_proposer(method_built *b, const method_parts *parts, sp_error *
     switch (s->kind) {
     case METHOD_SPEC:
         if (!parts->draft) return sp_fail(err, "--method spec needs a draft model (--draft DIR)");
+        if (s->shape.depth > 0)
+            return spec_tree_proposer_build(&b->storage, parts->draft, parts->target, &s->shape, children_of(s->rule),
+                                            err);
         return spec_proposer_build(&b->storage, parts->draft, parts->target, s->k, err);
     case METHOD_MTP:
         if (!parts->mtp)
             return sp_fail(err, "%s has no MTP module (no mtp.* tensors): MTP needs one", parts->target->path);
+        if (s->shape.depth > 0)
+            return mtp_tree_proposer_build(&b->storage, parts->mtp, &s->shape, children_of(s->rule), 1, err);
         return mtp_proposer_build(&b->storage, parts->mtp, s->k, s->drafts == MTP_DRAFTS_SAMPLED, err);
     case METHOD_MEDUSA: return build_medusa(b, parts, err);
     case METHOD_LOOKUP: /* needs nothing but the target's vocabulary */

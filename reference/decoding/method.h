@@ -10,7 +10,10 @@
  *                distribution above it (the measured better choice when
  *                sampling: argmax drafts make q one-hot, and a one-hot q is
  *                rejected whenever p puts less than all its mass on it);
- *   Medusa rule  greedy at temperature 0, exact without replacement above;
+ *   Medusa and   greedy at temperature 0 (children: the top ranks), exact
+ *   draft-tree   without replacement above (children drawn from q);
+ *   rules        (spec and mtp with --tree-shape; an MTP tree's drafts are
+ *                sampled from q, or its top ranks under the greedy rule)
  *   spec, MTP,   the exact rule.
  *   lookup       */
 #ifndef SPECULA_METHOD_H
@@ -41,15 +44,16 @@ typedef enum { MTP_DRAFTS_DEFAULT = 0, MTP_DRAFTS_ARGMAX, MTP_DRAFTS_SAMPLED } m
 /* The acceptance rule with, for Medusa, how children are chosen. */
 typedef enum {
     METHOD_RULE_DEFAULT = 0,
-    METHOD_RULE_EXACT,        /* exact; Medusa children drawn i.i.d. from q */
-    METHOD_RULE_EXACT_NOREPL, /* exact; Medusa children drawn without replacement (Medusa only) */
-    METHOD_RULE_TYPICAL,      /* Medusa's typical acceptance; Medusa children are the top ranks */
-    METHOD_RULE_GREEDY        /* follow the target's argmax (temperature 0); Medusa children are the top ranks */
+    METHOD_RULE_EXACT,        /* exact; tree children (Medusa, draft trees) drawn i.i.d. from q */
+    METHOD_RULE_EXACT_NOREPL, /* exact; tree children drawn without replacement (trees only) */
+    METHOD_RULE_TYPICAL,      /* Medusa's typical acceptance; tree children are the top ranks */
+    METHOD_RULE_GREEDY        /* follow the target's argmax (temperature 0); tree children are the top ranks */
 } method_rule;
 
 typedef struct {
     method_kind kind;
     int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
+    tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k */
     int ngram;               /* lookup: the longest n-gram it looks up (default 3) */
     sampler_params sampling; /* default temperature 1 (greedy: 0) */
     uint64_t seed;           /* default 1 */
@@ -78,7 +82,7 @@ const char *mtp_drafts_name(mtp_drafts d);      /* "argmax", "sampled" */
 
 /* Reads argv[*i] as a method flag (--method, --k, --temperature, --top-k,
  * --top-p, --min-p, --seed, --max-tokens, --no-eos, --mtp-sample,
- * --mtp-argmax, --ngram, --rule, --tree, --typical-epsilon, --typical-delta, --beams,
+ * --mtp-argmax, --ngram, --rule, --tree, --tree-shape, --typical-epsilon, --typical-delta, --beams,
  * --length-penalty, --early-stopping, --num-return): 1 when it was one
  * (its value consumed, *i advanced), 0 when it is not a method flag, −1 on a
  * bad value (err says which). */

@@ -109,6 +109,9 @@ static int set_tree(method_spec *s, const char *f, const char *v, sp_error *err)
     s->tree_given = 0;
     return 0;
 }
+static int set_tree_shape(method_spec *s, const char *f, const char *v, sp_error *err) {
+    return tree_shape_parse(f, v, &s->shape, err);
+}
 static int set_epsilon(method_spec *s, const char *f, const char *v, sp_error *err) {
     return parse_float(f, v, 0, 1, &s->typical_epsilon, err);
 }
@@ -156,6 +159,7 @@ enum {
     F_NGRAM,
     F_RULE,
     F_TREE,
+    F_TREE_SHAPE,
     F_EPSILON,
     F_DELTA,
     F_BEAMS,
@@ -192,13 +196,19 @@ static const flag_def flags[F_COUNT] = {
                  "lookup: match the context's last N tokens, then N - 1, ..., 1, against the\n"
                  "prompt and the tokens so far (default 3, at most 16)", set_ngram},
     [F_RULE] = {"--rule", "NAME", PROPOSERS, NULL,
-                "exact | exact-norepl | typical | greedy (default: exact; Medusa: greedy at\n"
-                "temperature 0, else exact-norepl). Medusa's children under exact are drawn i.i.d.\n"
-                "from each head's q, under exact-norepl without replacement, under typical and\n"
-                "greedy they are the top-ranked tokens", set_rule},
+                "exact | exact-norepl | typical | greedy (default: exact; Medusa and --tree-shape:\n"
+                "greedy at temperature 0, else exact-norepl). A tree's children under exact are drawn\n"
+                "i.i.d. from q (each Medusa head's, the draft's, the MTP's), under exact-norepl\n"
+                "without replacement, under typical and greedy they are the top-ranked tokens", set_rule},
     [F_TREE] = {"--tree", "FILE", ONLY(METHOD_MEDUSA), NULL,
                 "Medusa candidate tree as JSON rank paths, e.g. [[0],[1],[0,0]] (default:\n"
                 "built-in, 63 nodes over 4 heads)", set_tree},
+    [F_TREE_SHAPE] = {"--tree-shape", "LIST", ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), NULL,
+                      "spec, mtp: a tree of drafts, LIST = B1,B2,...: B1 children under the root,\n"
+                      "B2 under each of those, ... (e.g. 2,2,1,1: 14 nodes), verified in one pass; its\n"
+                      "depth replaces --k. Children drawn from the proposer's q (--rule exact: i.i.d.,\n"
+                      "exact-norepl: without replacement, the default above temperature 0) or its\n"
+                      "top ranks (--rule greedy, the default at 0, or typical)", set_tree_shape},
     [F_EPSILON] = {"--typical-epsilon", "E", PROPOSERS, NULL, "typical rule: p(x) > min(E, D·exp(-H(p))) (default 0.09)",
                    set_epsilon},
     [F_DELTA] = {"--typical-delta", "D", PROPOSERS, NULL, "(default 0.3)", set_delta},
@@ -282,17 +292,19 @@ static int check_applies(const method_spec *s, sp_error *err) {
 /* The rule: its default for the method and temperature, and the pairs that cannot work. */
 static int resolve_rule(method_spec *s, int strict, sp_error *err) {
     const float t = s->sampling.temperature;
-    const int medusa = s->kind == METHOD_MEDUSA;
+    const int medusa = s->kind == METHOD_MEDUSA,
+              tree = medusa || ((s->kind == METHOD_SPEC || s->kind == METHOD_MTP) && s->shape.depth > 0);
     if (s->rule == METHOD_RULE_DEFAULT)
-        s->rule = !medusa ? METHOD_RULE_EXACT : t == 0 ? METHOD_RULE_GREEDY : METHOD_RULE_EXACT_NOREPL;
+        s->rule = !tree ? METHOD_RULE_EXACT : t == 0 ? METHOD_RULE_GREEDY : METHOD_RULE_EXACT_NOREPL;
     if (s->rule == METHOD_RULE_GREEDY && t != 0)
         return sp_fail(err,
                        "--rule greedy decodes at temperature 0 (give --temperature 0), or use --rule exact%s or "
                        "typical to sample at temperature %g",
-                       medusa ? ", exact-norepl" : "", t);
-    if (s->rule == METHOD_RULE_EXACT_NOREPL && !medusa) {
+                       tree ? ", exact-norepl" : "", t);
+    if (s->rule == METHOD_RULE_EXACT_NOREPL && !tree) {
         if (strict)
-            return sp_fail(err, "--rule exact-norepl applies to Medusa trees only (a chain has one child per node)");
+            return sp_fail(err, "--rule exact-norepl applies to trees only (Medusa, or spec and mtp with --tree-shape; "
+                                "a chain has one child per node)");
         s->rule = METHOD_RULE_EXACT; /* for a chain the two are the same rule */
     }
     if ((s->given >> F_EPSILON & 1u || s->given >> F_DELTA & 1u) && s->rule != METHOD_RULE_TYPICAL && strict)
@@ -305,6 +317,16 @@ int method_spec_finish(method_spec *s, int strict, sp_error *err) {
     if ((s->given >> F_MTP_SAMPLE & 1u) && (s->given >> F_MTP_ARGMAX & 1u))
         return sp_fail(err, "--mtp-sample and --mtp-argmax contradict each other: give one");
     if (strict && check_applies(s, err)) return -1;
+    const int treed = s->kind == METHOD_SPEC || s->kind == METHOD_MTP;
+    if (treed && (s->given >> F_TREE_SHAPE & 1u) && (s->given >> F_K & 1u) && strict)
+        return sp_fail(err, "--k and --tree-shape both set the depth of the drafts: give one");
+    if (!treed) memset(&s->shape, 0, sizeof s->shape); /* bench's other rows: no tree */
+    if (s->kind == METHOD_MTP && s->shape.depth > 0) { /* a tree's children are chosen by the rule */
+        if (s->given >> F_MTP_ARGMAX & 1u && strict)
+            return sp_fail(err, "--mtp-argmax gives every sibling the same token: an MTP tree draws its children "
+                                "from q or takes its top ranks (--rule)");
+        s->drafts = MTP_DRAFTS_SAMPLED;
+    }
     if (s->kind == METHOD_GREEDY) {
         if (s->given >> F_TEMPERATURE & 1u && s->sampling.temperature != 0 && strict)
             return sp_fail(err, "--method greedy decodes at temperature 0; drop --temperature or use --method sample");
@@ -358,10 +380,24 @@ void method_spec_label(const method_spec *s, char *buf, size_t size) {
     const char *name = method_kind_name(s->kind);
     const char *rule = method_rule_name(s->rule);
     switch (s->kind) {
-    case METHOD_SPEC: snprintf(buf, size, "%s k=%d, %s rule", name, s->k, rule); break;
+    case METHOD_SPEC:
+        if (s->shape.depth > 0) {
+            char shape[3 * TREE_SHAPE_MAX_DEPTH + 1];
+            tree_shape_format(&s->shape, shape, sizeof shape);
+            snprintf(buf, size, "%s tree %s (%d nodes), %s rule", name, shape, tree_shape_nodes(&s->shape), rule);
+        } else {
+            snprintf(buf, size, "%s k=%d, %s rule", name, s->k, rule);
+        }
+        break;
     case METHOD_LOOKUP: snprintf(buf, size, "%s k=%d, ngram %d, %s rule", name, s->k, s->ngram, rule); break;
     case METHOD_MTP:
-        snprintf(buf, size, "%s k=%d, %s drafts, %s rule", name, s->k, mtp_drafts_name(s->drafts), rule);
+        if (s->shape.depth > 0) {
+            char shape[3 * TREE_SHAPE_MAX_DEPTH + 1];
+            tree_shape_format(&s->shape, shape, sizeof shape);
+            snprintf(buf, size, "%s tree %s (%d nodes), %s rule", name, shape, tree_shape_nodes(&s->shape), rule);
+        } else {
+            snprintf(buf, size, "%s k=%d, %s drafts, %s rule", name, s->k, mtp_drafts_name(s->drafts), rule);
+        }
         break;
     case METHOD_MEDUSA:
         if (s->tree.n > 0)

@@ -3,36 +3,87 @@
  *               run when tokens are committed; their KV entries stay;
  *   chain steps (MTP hidden, drafted token) during a proposal; their KV
  *               entries are dropped at the next commit.
- * The last real step's logits give the first draft. */
+ * The last real step's logits give the first draft. A tree of drafts (a
+ * static shape; a chain is the shape of k ones) is walked depth first: a
+ * node with children at depth d ≥ 1 is one chain step from the state after
+ * its parent's (a mark per depth, rewound only to an ancestor, so marks
+ * that are positions suffice), fed its parent's output hidden state. */
 #include "mtp.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MARK_REAL 0 /* the module after the last real step */
+#define MARK_REAL 0             /* the module after the last real step */
+#define MARK_AFTER(d) (1 + (d)) /* after the chain step of the path's node at depth d ≥ 1 */
 
 typedef struct {
     stepper *mtp; /* not owned */
-    int k, sample_drafts;
-    int have_first;         /* the last real step's outputs are valid */
-    float *first_logits;    /* [V] logits of the last real step */
-    float *first_hidden;    /* [D] its output hidden state */
-    float *logits, *hidden; /* [V], [D] chain-step outputs */
-    int *following;         /* [following_cap] the token each real step pairs with its hidden state */
+    tree_shape shape;
+    children_kind kind;
+    int sample_drafts;
+    int have_first;      /* the last real step's outputs are valid */
+    float *first_logits; /* [V] logits of the last real step */
+    float *first_hidden; /* [D] its output hidden state */
+    float *logits;       /* [V] chain-step outputs */
+    float *hidden;       /* [depth + 1, D] output hidden state after the path's node at each depth (0: first) */
+    float *remaining;    /* [V] q without the children drawn so far (without replacement) */
+    int ranked[TREE_SHAPE_MAX_BRANCH];
+    int stepped;    /* the depth of the deepest chain step on the path the module holds */
+    int *following; /* [following_cap] the token each real step pairs with its hidden state */
     int following_cap;
 } mtp_impl;
 
-/* q for a draft: one-hot at the argmax, or the processed distribution. */
-static int draft_token(const mtp_impl *s, const float *logits, float *q, const propose_call *call, rng_site site) {
+/* Child j of a node at depth d − 1, from q (one-hot for argmax drafts); the
+ * chain's drafts are the j = 0 ones. −1: nothing left to draw. */
+static int draw_child(mtp_impl *s, const float *q, int j, int d, const propose_call *call) {
     const int V = s->mtp->V;
-    if (!s->sample_drafts) {
-        int best = sampler_argmax(logits, V);
-        memset(q, 0, (size_t)V * sizeof(float));
-        q[best] = 1.0f;
-        return best;
+    rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + d, j)};
+    if (s->kind == CHILDREN_TOP_RANKS) return s->ranked[j];
+    if (!s->sample_drafts) return sampler_argmax(q, V);
+    if (s->kind == CHILDREN_IID) return sampler_sample(q, V, site);
+    if (j == 0) memcpy(s->remaining, q, (size_t)V * sizeof(float));
+    int x = sampler_sample(s->remaining, V, site);
+    if (x >= 0) s->remaining[x] = 0.0f;
+    return x;
+}
+
+/* Node u: its chain step (depth ≥ 1), its q, its children, then theirs. */
+static int walk(proposer *self, token_tree *tree, int u, int depth, const propose_call *call, sp_error *err) {
+    mtp_impl *s = self->impl;
+    const int V = s->mtp->V, D = s->mtp->D, du = tree->depth[u];
+    const float *logits = s->first_logits;
+    if (du > 0) { /* a chain step: the parent's output hidden state and this node's token */
+        if (s->stepped >= du) {
+            s->mtp->rewind(s->mtp, du == 1 ? MARK_REAL : MARK_AFTER(du - 1));
+            s->stepped = du - 1;
+        }
+        float *h = s->hidden + (size_t)du * D;
+        if (s->mtp->step(s->mtp, &tree->token[u], h - D, 1, s->logits, h, err)) return -1;
+        self->steps++;
+        s->mtp->mark(s->mtp, MARK_AFTER(du));
+        s->stepped = du;
+        logits = s->logits;
     }
-    sampler_probs(call->sampling, logits, q, V);
-    return sampler_sample(q, V, site);
+    float *q = tree_q(tree, u);
+    if (s->sample_drafts) {
+        sampler_probs(call->sampling, logits, q, V);
+    } else { /* argmax drafts: q one-hot */
+        memset(q, 0, (size_t)V * sizeof(float));
+        q[sampler_argmax(logits, V)] = 1.0f;
+    }
+    const int b = s->shape.branch[du];
+    if (s->kind == CHILDREN_TOP_RANKS) sampler_top_ranks(logits, V, b < V ? b : V, s->ranked);
+    int first = tree->n, n_children = 0;
+    for (int j = 0; j < b && j < V; j++) {
+        int x = draw_child(s, q, j, du + 1, call);
+        if (x < 0) break;
+        if (tree_add(tree, u, x) < 0) return sp_fail(err, "MTP proposal: tree capacity %d exceeded", tree->cap);
+        n_children++;
+    }
+    if (du + 1 == depth) return 0;
+    for (int j = n_children - 1; j >= 0; j--)
+        if (walk(self, tree, first + j, depth, call, err)) return -1;
+    return 0;
 }
 
 static int mtp_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
@@ -41,22 +92,10 @@ static int mtp_propose(proposer *self, token_tree *tree, const propose_call *cal
     const int at = s->mtp->position(s->mtp);
     if (at != call->root_position)
         return sp_fail(err, "MTP state at position %d, proposal rooted at %d: out of step", at, call->root_position);
-    const int D = s->mtp->D;
-    int depth = s->k < call->max_depth ? s->k : call->max_depth, u = 0;
-    memcpy(s->hidden, s->first_hidden, (size_t)D * sizeof(float));
-    const float *logits = s->first_logits;
-    for (int d = 1; d <= depth; d++) {
-        if (d > 1) { /* chain: the MTP's own output hidden state and the token it drafted */
-            if (s->mtp->step(s->mtp, &tree->token[u], s->hidden, 1, s->logits, s->hidden, err)) return -1;
-            self->steps++;
-            logits = s->logits;
-        }
-        rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + d, 0)};
-        int token = draft_token(s, logits, tree_q(tree, u), call, site);
-        u = tree_add(tree, u, token);
-        if (u < 0) return sp_fail(err, "MTP proposal: tree capacity %d exceeded", tree->cap);
-    }
-    return 0;
+    const int depth = s->shape.depth < call->max_depth ? s->shape.depth : call->max_depth;
+    memcpy(s->hidden, s->first_hidden, (size_t)s->mtp->D * sizeof(float));
+    s->stepped = 0;
+    return depth > 0 ? walk(self, tree, 0, depth, call, err) : 0;
 }
 
 static int mtp_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
@@ -82,36 +121,56 @@ static void mtp_release(proposer *self) {
     free(s->first_hidden);
     free(s->logits);
     free(s->hidden);
+    free(s->remaining);
     free(s->following);
     free(s);
     self->impl = NULL;
 }
 
-int mtp_proposer_build(proposer *p, stepper *mtp, int k, int sample_drafts, sp_error *err) {
+int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, children_kind kind, int sample_drafts,
+                            sp_error *err) {
     if (!mtp->reads_hidden)
         return sp_fail(err, "%s: a %s cannot serve as an MTP module (it reads no hidden state)", mtp->path, mtp->name);
-    if (k < 1 || k > MTP_MAX_K) return sp_fail(err, "k = %d is outside [1, %d]", k, MTP_MAX_K);
+    if (shape->depth < 1 || shape->depth > MTP_MAX_K)
+        return sp_fail(err, "an MTP tree of depth %d is outside [1, %d]", shape->depth, MTP_MAX_K);
+    for (int d = 0; d < shape->depth; d++)
+        if (shape->branch[d] < 1 || shape->branch[d] > TREE_SHAPE_MAX_BRANCH)
+            return sp_fail(err, "an MTP tree with %d children per node at depth %d: outside [1, %d]", shape->branch[d],
+                           d, TREE_SHAPE_MAX_BRANCH);
+    if (tree_shape_nodes(shape) > TREE_SHAPE_MAX_NODES)
+        return sp_fail(err, "an MTP tree of %d nodes: at most %d", tree_shape_nodes(shape), TREE_SHAPE_MAX_NODES);
+    if (!sample_drafts && kind != CHILDREN_TOP_RANKS && tree_shape_nodes(shape) != shape->depth)
+        return sp_fail(err, "argmax MTP drafts give every child of a node the same token: a tree needs sampled "
+                            "drafts or top-ranked children");
     const int V = mtp->V, D = mtp->D;
     mtp_impl *s = sp_xcalloc(1, sizeof *s, "MTP proposer");
     s->mtp = mtp;
-    s->k = k;
+    s->shape = *shape;
+    s->kind = kind;
     s->sample_drafts = sample_drafts;
     s->first_logits = sp_xcalloc((size_t)V, sizeof(float), "MTP logits");
     s->first_hidden = sp_xcalloc((size_t)D, sizeof(float), "MTP hidden");
     s->logits = sp_xcalloc((size_t)V, sizeof(float), "MTP chain logits");
-    s->hidden = sp_xcalloc((size_t)D, sizeof(float), "MTP chain hidden");
+    s->hidden = sp_xcalloc((size_t)(shape->depth + 1) * D, sizeof(float), "MTP chain hidden states");
+    s->remaining = sp_xcalloc((size_t)V, sizeof(float), "MTP draw pool");
     mtp->reset(mtp);
     mtp->mark(mtp, MARK_REAL);
     memset(p, 0, sizeof *p);
     p->name = "mtp";
-    p->depth = k;
+    p->depth = shape->depth;
     p->needs_hidden = 1;
     p->propose = mtp_propose;
     p->commit = mtp_commit;
     p->release = mtp_release;
     p->bytes_per_step = mtp->bytes_per_step;
-    p->tree_capacity = k;
-    p->kind = CHILDREN_IID;
+    p->tree_capacity = tree_shape_nodes(shape);
+    p->kind = kind;
     p->impl = s;
     return 0;
+}
+
+int mtp_proposer_build(proposer *p, stepper *mtp, int k, int sample_drafts, sp_error *err) {
+    if (k < 1 || k > MTP_MAX_K) return sp_fail(err, "k = %d is outside [1, %d]", k, MTP_MAX_K);
+    const tree_shape chain = tree_shape_chain(k);
+    return mtp_tree_proposer_build(p, mtp, &chain, CHILDREN_IID, sample_drafts, err);
 }

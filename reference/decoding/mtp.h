@@ -4,8 +4,9 @@
  * embedding of token t+1; every further step feeds the MTP's own output
  * hidden state. The MTP layer keeps its own KV cache; after each verdict
  * the chained steps are dropped and the MTP is realigned on the committed
- * tokens with the target's hidden states. Built through the method factory
- * (method.h). */
+ * tokens with the target's hidden states. A tree of drafts (--tree-shape)
+ * branches at every depth from the same chained state. Built through the
+ * method factory (method.h). */
 #ifndef SPECULA_MTP_H
 #define SPECULA_MTP_H
 
@@ -20,5 +21,13 @@
  * distribution, processed like the target's p. Fails when the stepper is
  * not an MTP module or k is outside [1, MTP_MAX_K]. */
 int mtp_proposer_build(proposer *p, stepper *mtp, int k, int sample_drafts, sp_error *err);
+
+/* A tree of drafts of the given shape (mtp.c says how the module's state
+ * follows each branch); kind as for the draft model's trees
+ * (spec_tree_proposer_build). Argmax drafts make every sibling the same
+ * token, so a tree with siblings needs sample_drafts = 1 or top-ranked
+ * children. The chain above is the shape of k ones, bit for bit. */
+int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, children_kind kind, int sample_drafts,
+                            sp_error *err);
 
 #endif

@@ -1,24 +1,35 @@
-/* speculative.c — the draft model as a proposer. The draft is a stepper
- * (stepper.h): during a proposal it sets a mark after every token it
- * consumes, so that after the verdict it can return to the longest prefix
- * of what it consumed that was committed, and catch up on the rest. */
+/* speculative.c — the draft model as a proposer: a chain of k drafts, or a
+ * tree of a static shape (tree.h's tree_shape; a chain is the shape of k
+ * ones). The draft is a stepper (stepper.h). A proposal walks the tree
+ * depth first: a node with children is stepped once, from the state after
+ * its parent (a mark per depth), and its children are drawn from its q —
+ * i.i.d., without replacement, or the top ranks of its logits. Marks are
+ * only ever rewound to an ancestor of the node being stepped, so a stepper
+ * whose marks are positions (the KV entries themselves not saved) is
+ * rewound correctly too. After the verdict the draft returns to the longest
+ * prefix of the committed path it still holds — the last path the walk
+ * stepped, which is the first child's at every depth: the children are
+ * walked last to first — and catches up on the rest in one batched step. */
 #include "speculative.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Marks: MARK_BASE before the proposal, MARK_AFTER(i) after consumed[0..i]. */
+/* Marks: MARK_BASE before the proposal, MARK_AFTER(d) after the path's node at depth d. */
 #define MARK_BASE 0
-#define MARK_AFTER(i) (1 + (i))
+#define MARK_AFTER(d) (1 + (d))
 
 typedef struct {
     stepper *draft; /* not owned */
-    int k;
-    int consumed[SPEC_MAX_K + 1]; /* tokens the last proposal fed into the draft */
+    tree_shape shape;
+    children_kind kind;
+    int consumed[SPEC_MAX_K + 1]; /* the tokens of the path the draft now holds (root first) */
     int n_consumed;
     int *backlog; /* committed tokens the draft has not consumed yet */
     int n_backlog, backlog_cap;
-    float *logits; /* [V] */
+    float *logits;    /* [V] */
+    float *remaining; /* [V] q without the children drawn so far (without replacement) */
+    int *ranked;      /* [TREE_SHAPE_MAX_BRANCH] top-ranked tokens */
 } spec_impl;
 
 static int feed_backlog(proposer *self, sp_error *err) {
@@ -30,32 +41,64 @@ static int feed_backlog(proposer *self, sp_error *err) {
     return rc;
 }
 
+/* Child j of a node at depth d − 1, drawn from q. The site is (round,
+ * position of the child, j): a chain's draws are the j = 0 ones. Siblings
+ * under different parents share sites; the exact rule only ever explores
+ * one node per depth, so no accepted path sees two of them. */
+static int draw_child(spec_impl *s, const float *q, int j, int d, const propose_call *call) {
+    const int V = s->draft->V;
+    rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + d, j)};
+    if (s->kind == CHILDREN_TOP_RANKS) return s->ranked[j];
+    if (s->kind == CHILDREN_IID) return sampler_sample(q, V, site);
+    if (j == 0) memcpy(s->remaining, q, (size_t)V * sizeof(float));
+    int x = sampler_sample(s->remaining, V, site); /* the race draws in proportion to what is left */
+    if (x >= 0) s->remaining[x] = 0.0f;
+    return x; /* −1: every token with q > 0 has been drawn */
+}
+
+/* Steps node u (at depth du < depth), draws its children and walks them.
+ * On entry the draft holds the path to u's parent (consumed[0..du)). */
+static int walk(proposer *self, token_tree *tree, int u, int depth, const propose_call *call, sp_error *err) {
+    spec_impl *s = self->impl;
+    const int V = s->draft->V, du = tree->depth[u];
+    if (s->n_consumed > du) { /* a later sibling's subtree was stepped: back to the parent */
+        s->draft->rewind(s->draft, du == 0 ? MARK_BASE : MARK_AFTER(du - 1));
+        s->n_consumed = du;
+    }
+    if (s->draft->step(s->draft, &tree->token[u], NULL, 1, s->logits, NULL, err)) return -1;
+    self->steps++;
+    s->consumed[s->n_consumed++] = tree->token[u];
+    s->draft->mark(s->draft, MARK_AFTER(du));
+    float *q = tree_q(tree, u);
+    sampler_probs(call->sampling, s->logits, q, V);
+    const int b = s->shape.branch[du];
+    if (s->kind == CHILDREN_TOP_RANKS) sampler_top_ranks(s->logits, V, b < V ? b : V, s->ranked);
+    int first = tree->n, n_children = 0;
+    for (int j = 0; j < b && j < V; j++) {
+        int x = draw_child(s, q, j, du + 1, call);
+        if (x < 0) break;
+        if (tree_add(tree, u, x) < 0) return sp_fail(err, "draft proposal: tree capacity %d exceeded", tree->cap);
+        n_children++;
+    }
+    if (du + 1 == depth) return 0;            /* the children are leaves: no step needed */
+    for (int j = n_children - 1; j >= 0; j--) /* last to first: the first child's path stays in the draft */
+        if (walk(self, tree, first + j, depth, call, err)) return -1;
+    return 0;
+}
+
 static int spec_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     spec_impl *s = self->impl;
-    const int V = s->draft->V;
     if (feed_backlog(self, err)) return -1;
     s->draft->mark(s->draft, MARK_BASE);
     s->n_consumed = 0;
-    int depth = s->k < call->max_depth ? s->k : call->max_depth, u = 0, token = tree->token[0];
-    for (int d = 1; d <= depth; d++) {
-        if (s->draft->step(s->draft, &token, NULL, 1, s->logits, NULL, err)) return -1;
-        self->steps++;
-        s->consumed[s->n_consumed] = token;
-        s->draft->mark(s->draft, MARK_AFTER(s->n_consumed++));
-        float *q = tree_q(tree, u);
-        sampler_probs(call->sampling, s->logits, q, V);
-        rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + d, 0)};
-        token = sampler_sample(q, V, site);
-        u = tree_add(tree, u, token);
-        if (u < 0) return sp_fail(err, "draft proposal: tree capacity %d exceeded", tree->cap);
-    }
-    return 0;
+    const int depth = s->shape.depth < call->max_depth ? s->shape.depth : call->max_depth;
+    return depth > 0 ? walk(self, tree, 0, depth, call, err) : 0;
 }
 
 static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     spec_impl *s = self->impl;
     (void)hidden, (void)next_token, (void)err;
-    int m = 0; /* the longest prefix of what the draft consumed that was committed */
+    int m = 0; /* the longest prefix of what the draft holds that was committed */
     while (m < s->n_consumed && m < len && s->consumed[m] == path[m]) m++;
     if (m > 0)
         s->draft->rewind(s->draft, MARK_AFTER(m - 1));
@@ -74,30 +117,49 @@ static void spec_release(proposer *self) {
     spec_impl *s = self->impl;
     free(s->backlog);
     free(s->logits);
+    free(s->remaining);
+    free(s->ranked);
     free(s);
     self->impl = NULL;
 }
 
-int spec_proposer_build(proposer *p, stepper *draft, const decode_target *t, int k, sp_error *err) {
+int spec_tree_proposer_build(proposer *p, stepper *draft, const decode_target *t, const tree_shape *shape,
+                             children_kind kind, sp_error *err) {
     if (draft->V != t->cfg->vocab_size)
         return sp_fail(err, "draft %s has a vocabulary of %d tokens, the target %s has %d: they must share it",
                        draft->path, draft->V, t->path, t->cfg->vocab_size);
     if (draft->reads_hidden) return sp_fail(err, "a %s cannot serve as a draft model", draft->name);
-    if (k < 1 || k > SPEC_MAX_K) return sp_fail(err, "k = %d is outside [1, %d]", k, SPEC_MAX_K);
+    if (shape->depth < 1 || shape->depth > SPEC_MAX_K)
+        return sp_fail(err, "a draft tree of depth %d is outside [1, %d]", shape->depth, SPEC_MAX_K);
+    for (int d = 0; d < shape->depth; d++)
+        if (shape->branch[d] < 1 || shape->branch[d] > TREE_SHAPE_MAX_BRANCH)
+            return sp_fail(err, "a draft tree with %d children per node at depth %d: outside [1, %d]", shape->branch[d],
+                           d, TREE_SHAPE_MAX_BRANCH);
+    if (tree_shape_nodes(shape) > TREE_SHAPE_MAX_NODES)
+        return sp_fail(err, "a draft tree of %d nodes: at most %d", tree_shape_nodes(shape), TREE_SHAPE_MAX_NODES);
     spec_impl *s = sp_xcalloc(1, sizeof *s, "draft proposer");
     s->draft = draft;
-    s->k = k;
+    s->shape = *shape;
+    s->kind = kind;
     s->logits = sp_xcalloc((size_t)draft->V, sizeof(float), "draft logits");
+    s->remaining = sp_xcalloc((size_t)draft->V, sizeof(float), "draft draw pool");
+    s->ranked = sp_xcalloc(TREE_SHAPE_MAX_BRANCH, sizeof(int), "draft ranks");
     draft->reset(draft);
     memset(p, 0, sizeof *p);
     p->name = "spec";
-    p->depth = k;
+    p->depth = shape->depth;
     p->propose = spec_propose;
     p->commit = spec_commit;
     p->release = spec_release;
     p->bytes_per_step = draft->bytes_per_step;
-    p->tree_capacity = k;
-    p->kind = CHILDREN_IID;
+    p->tree_capacity = tree_shape_nodes(shape);
+    p->kind = kind;
     p->impl = s;
     return 0;
+}
+
+int spec_proposer_build(proposer *p, stepper *draft, const decode_target *t, int k, sp_error *err) {
+    if (k < 1 || k > SPEC_MAX_K) return sp_fail(err, "k = %d is outside [1, %d]", k, SPEC_MAX_K);
+    const tree_shape chain = tree_shape_chain(k);
+    return spec_tree_proposer_build(p, draft, t, &chain, CHILDREN_IID, err);
 }

@@ -166,6 +166,26 @@ static verify_case catalogue[] = {
          PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     CASE("lookup k=4 T=0.7 top-k 5", 0, "lookup", "--method lookup --k 4 --temperature 0.7 --top-k 5", VC_EXACT, 3, 5,
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
+    /* draft trees (--method spec --tree-shape): SpecInfer's multi-round rule over the draft model's children,
+     * drawn i.i.d. (control: drafts at half the temperature of the q the rule divides by) or without
+     * replacement (control: verified as if i.i.d., q not renormalised after a rejected sibling); the grid's
+     * row runs three rounds of siblings at the root with the residual left unnormalised */
+    CASE("spec tree 2,2 iid T=0.8", 1, "spec-tree", "--method spec --tree-shape 2,2 --temperature 0.8 --rule exact",
+         VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
+    CASE("spec tree 4,1 without replacement T=0.5", 1, "spec-tree",
+         "--method spec --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4,
+         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
+    CASE("spec tree 3,1 without replacement T=1 top-k 5", 0, "spec-tree",
+         "--method spec --tree-shape 3,1 --temperature 1 --top-k 5 --rule exact-norepl", VC_EXACT, 3, 3,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
+    /* MTP trees: the module's children at every depth from its chained state, without replacement or
+     * i.i.d.; the controls draw them at half the temperature of the q the rule divides by (verifying the
+     * draws without replacement as i.i.d. was caught only at p = 4e-6 at 5 000 draws here) */
+    CASE("mtp tree 4,1 without replacement T=0.5", 1, "mtp-tree",
+         "--method mtp --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4, PLANT_NONE, 0.25f, 0,
+         0),
+    CASE("mtp tree 2,2 iid T=1", 0, "mtp-tree", "--method mtp --tree-shape 2,2 --temperature 1 --rule exact", VC_EXACT,
+         3, 3, PLANT_NONE, 0.5f, 0, 0),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 
@@ -204,9 +224,10 @@ static void parse_catalogue(void) {
         c->spec.max_tokens = c->max_tokens;
         c->spec.stop_at_eos = 0;
         const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA                                                ? tree.max_depth
-               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP ? c->spec.k
-                                                                                    : 0;
+        c->k = kind == METHOD_MEDUSA                                                    ? tree.max_depth
+               : (kind == METHOD_SPEC || kind == METHOD_MTP) && c->spec.shape.depth > 0 ? c->spec.shape.depth
+               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP     ? c->spec.k
+                                                                                        : 0;
         if (c->prompt && parse_prompt(c, &err)) goto bad;
     }
     return;
@@ -361,7 +382,7 @@ static void law_lookup_row(void *user, const int *tokens, int len, int depth, fl
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
     const method_kind kind = c->spec.kind;
-    const int chain = kind == METHOD_SPEC || kind == METHOD_LOOKUP;
+    const int chain = (kind == METHOD_SPEC && c->spec.shape.depth == 0) || kind == METHOD_LOOKUP;
     if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */

@@ -76,7 +76,8 @@ typedef struct {
     const char *name;   /* unique, e.g. "spec k=2 T=1" */
     int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
                          * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
-    const char *method; /* "sample", "spec", "mtp", "medusa", "typical" (what --method selects) */
+    const char *method; /* "sample", "spec", "spec-tree", "mtp", "mtp-tree", "medusa", "typical", "lookup" (what
+                         * --method selects) */
     const char *flags;  /* the method as `specula generate` flags, e.g. "--method mtp --k 3 --temperature 0.8
                          * --mtp-argmax"; Medusa runs over the world's tree */
     verify_pair pair;
@@ -108,8 +109,10 @@ const verify_case *verify_cases(void);
 int verify_case_count(void);
 /* The engine-side bug of case c's negative control on the engine: one that
  * a window of c->L tokens can see (a wrong DeltaNet slot after a partial
- * acceptance for chains, a sibling's KV for Medusa trees; it shows from the
- * second round on, so only in windows of 3 tokens or more), or
+ * acceptance for chains and draft trees, a sibling's KV for Medusa trees
+ * (on a draft tree of a few siblings it moved the law too little to be
+ * caught at the plan's size); it shows from the second round on, so only in
+ * windows of 3 tokens or more), or
  * PLANT_ENGINE_NONE: the acceptance-side control stays. */
 planted_engine_bug verify_case_engine_control(const verify_case *c);
 /* "what the control plants", e.g. "drafts drawn at T=2, q at T=1"; on_engine:

@@ -40,7 +40,7 @@ m=$tmp/micro
 # generate: the help lists every flag of the table; the MTP default above temperature 0 is sampled drafts
 "$specula" generate --help >"$tmp/help"
 for flag in --method --k --temperature --top-k --top-p --min-p --seed --max-tokens --no-eos --mtp-sample \
-    --mtp-argmax --ngram --rule --tree --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
+    --mtp-argmax --ngram --rule --tree --tree-shape --typical-epsilon --typical-delta --beams --length-penalty --early-stopping \
     --num-return --model --draft --medusa; do
     check "generate --help lists $flag" grep -q -- "^  $flag" "$tmp/help"
 done
@@ -70,8 +70,27 @@ for method in sample spec mtp beam; do
 done
 expect_error "--mtp-argmax needs --method mtp" 2 "--mtp-argmax only applies to --method mtp" \
     generate --model "$m" --tokens 1,2 --method spec --mtp-argmax
-expect_error "--rule exact-norepl on a chain" 2 "applies to Medusa trees only" \
+expect_error "--rule exact-norepl on a chain" 2 "applies to trees only" \
     generate --model "$m" --tokens 1,2 --method mtp --rule exact-norepl
+# trees of drafts: --tree-shape for spec and mtp; at temperature 0 the greedy tokens; bench names the tree
+expect_error "--tree-shape with --k" 2 "--k and --tree-shape both set the depth" \
+    generate --model "$m" --tokens 1,2 --method spec --k 3 --tree-shape 2,1
+expect_error "--tree-shape needs spec or mtp" 2 "--tree-shape only applies to --method spec and mtp" \
+    generate --model "$m" --tokens 1,2 --method lookup --tree-shape 2,1
+expect_error "--tree-shape with a bad list" 2 "--tree-shape '2,,1'" \
+    generate --model "$m" --tokens 1,2 --method spec --tree-shape 2,,1
+"$specula" generate --model "$m" --tokens 1,2,3 --method greedy --max-tokens 24 --no-eos --ids >"$tmp/greedy" 2>&1
+for t in "spec --tree-shape 2,2,1" "mtp --tree-shape 3,1 --rule exact-norepl"; do
+    "$specula" generate --model "$m" --tokens 1,2,3 --method $t --temperature 0 --max-tokens 24 --no-eos --ids \
+        >"$tmp/tree" 2>&1
+    check "generate --method $t at temperature 0: the greedy tokens" cmp -s <(sed -n 1p "$tmp/greedy") \
+        <(sed -n 1p "$tmp/tree")
+done
+"$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --method spec --tree-shape 2,2 --cost-reps 1 \
+    >"$tmp/bench-tree" 2>&1
+check "bench --method spec --tree-shape 2,2" \
+    grep -qE "^spec .*spec tree 2,2 \(6 nodes\), exact-norepl rule$" "$tmp/bench-tree"
+check "bench --tree-shape: the tree's 7 nodes in the cost model" grep -qE "^spec +- +[0-9.]+ +7 " "$tmp/bench-tree"
 "$specula" generate --model "$m" --tokens 1,2,3 --method spec --rule typical --temperature 0.8 --max-tokens 8 \
     >"$tmp/typ" 2>&1
 check "--rule typical on a draft model's chain" test $? -eq 0

@@ -1,11 +1,12 @@
 /* test_engine_dist.c — the CPU engine's output distributions: the same
  * catalogue cases as the reference's suites (verify_cases.h), run through
- * the engine's target, its MTP stepper, a stepper over an engine draft and
- * the prompt-lookup proposer, against the target's enumerated law. The
- * windows are three tokens long, so each draw crosses at least one commit
- * after a verify pass: the controls plant a slip in that commit (a chain
- * keeping its parent's DeltaNet state, a tree leaving a rejected sibling's
- * keys and values on the committed path) and must be rejected at the same
+ * the engine's target, its MTP stepper, a stepper over an engine draft (as
+ * a chain and as a tree) and the prompt-lookup proposer, against the
+ * target's enumerated law. The windows are three tokens long, so each draw
+ * crosses at least one commit after a verify pass: the controls plant a
+ * slip in that commit (a chain or a draft tree keeping its parent's DeltaNet
+ * state, a Medusa tree leaving a rejected sibling's keys and values on the
+ * committed path) and must be rejected at the same
  * size. Plain sampling keeps its own control (sampled at 1.5× the
  * temperature). */
 #include <check.h>
@@ -23,6 +24,7 @@ START_TEST(test_engine_follows_the_target) {
                                         "medusa iid T=1 top-k 5",
                                         "medusa without replacement T=1.2 top-p 0.9",
                                         "lookup k=2 ngram 1 T=1",
+                                        "spec tree 3,1 without replacement T=1 top-k 5",
                                         NULL};
     stat_run_on_engine(cases, ENGINE_CAP);
 }

@@ -152,12 +152,17 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     medusa_share_lm_head(&heads, tf.m.w.lm_head); /* zero ResBlocks: each head ranks the target's own logits */
     const method_parts parts = {&t, &draft, &mtp, &heads};
     /* every method at temperature 0: MTP with argmax and with sampled drafts;
+     * draft and MTP trees of top ranks (the greedy rule) or drawn without
+     * replacement;
      * Medusa's top-rank tree (the greedy rule) and children drawn i.i.d.
      * (here all alike: duplicate siblings in one verify pass) or without
      * replacement */
     static const char *const flags[] = {"--method greedy",
                                         "--method sample --temperature 0",
                                         "--method spec --k 4 --temperature 0",
+                                        "--method spec --tree-shape 3,2,1 --temperature 0",
+                                        "--method spec --tree-shape 2,2 --temperature 0 --rule exact-norepl",
+                                        "--method mtp --tree-shape 2,2,1 --temperature 0",
                                         "--method mtp --k 3 --temperature 0",
                                         "--method mtp --k 4 --temperature 0 --mtp-sample",
                                         "--method medusa --temperature 0",

@@ -62,7 +62,8 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method sample --beams 2", "--beams only applies to --method beam");
     expect_refused("--method greedy --temperature 0.5", "--method greedy decodes at temperature 0");
     expect_refused("--method mtp --temperature 0.5 --rule greedy", "--rule greedy decodes at temperature 0");
-    expect_refused("--method spec --rule exact-norepl", "applies to Medusa trees only");
+    expect_refused("--method spec --rule exact-norepl",
+                   "applies to trees only (Medusa, or spec and mtp with --tree-shape");
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
     expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp and lookup");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
@@ -153,9 +154,15 @@ START_TEST(test_catalogue_is_written_in_flags) {
     for (const verify_case *c = verify_cases(); c->name; c++, n++) {
         const method_spec *s = &c->spec;
         ck_assert_msg(strstr(c->name, method_kind_name(s->kind)), "%s: method %s", c->name, method_kind_name(s->kind));
-        if (s->kind == METHOD_MTP)
+        if (s->shape.depth > 0) { /* a tree of drafts names its shape (its drafts are sampled or top ranks) */
+            char shape[100], want[110];
+            tree_shape_format(&s->shape, shape, sizeof shape);
+            snprintf(want, sizeof want, "tree %s ", shape);
+            ck_assert_msg(strstr(c->name, want), "%s: shape %s", c->name, shape);
+        } else if (s->kind == METHOD_MTP) {
             ck_assert_msg(strstr(c->name, mtp_drafts_name(s->drafts)) || strstr(c->name, "typical"), "%s: drafts %s",
                           c->name, mtp_drafts_name(s->drafts));
+        }
         if (strstr(c->name, "typical")) ck_assert_int_eq(s->rule, METHOD_RULE_TYPICAL);
         char t[32];
         snprintf(t, sizeof t, "T=%g", s->sampling.temperature);

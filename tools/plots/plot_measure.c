@@ -56,6 +56,10 @@ static int point_spec(const method_spec *base, plot_method method, double temper
 static int describe_point(plot_point *pt, const method_spec *s, const method_parts *parts, sp_error *err) {
     pt->k = s->k;
     pt->nodes = s->k;
+    if (s->shape.depth > 0) { /* a tree of drafts (--tree-shape): its depth and its nodes */
+        pt->k = s->shape.depth;
+        pt->nodes = tree_shape_nodes(&s->shape);
+    }
     if (pt->method == PLOT_MEDUSA) {
         medusa_tree tree;
         if (method_spec_tree(s, parts->heads->n_heads, parts->target->cfg->vocab_size, &tree, err)) return -1;

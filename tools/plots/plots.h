@@ -34,7 +34,7 @@ typedef struct {
     const char *label; /* "draft", "MTP", "Medusa" */
     double temperature;
     int k;              /* chain depth, or the Medusa tree's depth */
-    int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa */
+    int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa and --tree-shape */
     const char *rule;   /* the acceptance rule of the runs: "exact", "greedy", … */
     const char *drafts; /* MTP: "argmax" or "sampled"; "-" for the others */
     int runs;           /* generations summed into acc */
