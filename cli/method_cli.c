@@ -101,7 +101,7 @@ int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
 int model_flags_backend_check(const model_flags *f, const char *cmd) {
     if (f->engine_flag && f->backend != BACKEND_CPU) {
         fprintf(stderr, "specula %s: %s only applies to --backend cpu (%s)\n", cmd, f->engine_flag,
-                f->backend == BACKEND_REFERENCE        ? "the reference is float32, one thread"
+                f->backend == BACKEND_REFERENCE      ? "the reference is float32, one thread"
                 : !strcmp(f->engine_flag, "--dtype") ? "the CUDA backend computes with bf16 weights"
                                                      : "the CUDA backend runs on the device");
         return 2;
