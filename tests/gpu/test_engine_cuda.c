@@ -142,20 +142,9 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     fixture_model tf, df;
     fixture_model_open(&tf, "micro-tied", 83, NULL);
     fixture_model_open(&df, "micro-draft", 84, NULL);
-    engine te, de;
-    sp_error err;
     const engine_options o = cuda_options(), cpu = engine_defaults();
-    ck_assert_msg(engine_open(&te, tf.dir, &o, &err) == 0, "%s", err.msg);
-    ck_assert_msg(engine_open(&de, df.dir, &cpu, &err) == 0, "%s", err.msg);
-    decode_target t, dt;
-    engine_target_build(&t, &te);
-    engine_target_build(&dt, &de);
-    stepper draft, mtp;
-    ck_assert(target_stepper_build(&draft, &dt, &err) == 0 && engine_mtp_stepper_build(&mtp, &te, &err) == 0);
-    medusa_heads heads;
-    ck_assert(medusa_build(&heads, 3, 1, tf.m.cfg.hidden_size, tf.m.cfg.vocab_size, 0, &err) == 0);
-    medusa_share_lm_head(&heads, tf.m.w.lm_head); /* zero ResBlocks: each head ranks the target's own logits */
-    const method_parts parts = {&t, &draft, &mtp, &heads};
+    static engine_parts ep; /* large: the engines' tables and buffers */
+    engine_parts_open(&ep, &tf, &o, &df, &cpu);
     /* a chain verified with the draft's catch-up, the MTP module's chain passes, a tree whose commit moves
      * keys and values in the cache */
     static const char *const flags[] = {"--method spec --k 4 --temperature 0",
@@ -164,16 +153,10 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     const int V = tf.m.cfg.vocab_size;
     int prompt[4], want[N_TOKENS];
     for (int i = 0; i < 4; i++) prompt[i] = (i * 3 + 1) % V;
-    engine_greedy_oracle(&t, prompt, 4, N_TOKENS, want);
-    assert_methods_give(&parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, 4, want, N_TOKENS,
+    engine_greedy_oracle(&ep.t, prompt, 4, N_TOKENS, want);
+    assert_methods_give(&ep.parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, 4, want, N_TOKENS,
                         "a 4-token prompt");
-    medusa_free(&heads);
-    mtp.release(&mtp);
-    draft.release(&draft);
-    dt.release(&dt);
-    t.release(&t);
-    engine_close(&de);
-    engine_close(&te);
+    engine_parts_close(&ep);
     fixture_model_close(&df);
     fixture_model_close(&tf);
 }

@@ -10,6 +10,7 @@
 #include "genmodel/randmodel.h"
 #include "harness.h"
 #include "reference_target.h"
+#include "target_stepper.h"
 
 /* Largest |a − b| / (max |b| + tiny) over n values. */
 double rel_error(const float *a, const float *b, size_t n) {
@@ -136,4 +137,29 @@ void assert_methods_give(const method_parts *parts, const char *const *flags, in
                       flags[f], what);
         decode_output_free(&out);
     }
+}
+
+void engine_parts_open(engine_parts *p, const fixture_model *target, const engine_options *target_options,
+                       const fixture_model *draft, const engine_options *draft_options) {
+    sp_error err;
+    ck_assert_msg(engine_open(&p->te, target->dir, target_options, &err) == 0, "%s", err.msg);
+    ck_assert_msg(engine_open(&p->de, draft->dir, draft_options, &err) == 0, "%s", err.msg);
+    engine_target_build(&p->t, &p->te);
+    engine_target_build(&p->dt, &p->de);
+    ck_assert(target_stepper_build(&p->draft, &p->dt, &err) == 0 &&
+              engine_mtp_stepper_build(&p->mtp, &p->te, &err) == 0);
+    ck_assert(medusa_build(&p->heads, 3, 1, target->m.cfg.hidden_size, target->m.cfg.vocab_size, 0, &err) == 0);
+    medusa_share_lm_head(&p->heads, target->m.w.lm_head);
+    const method_parts parts = {&p->t, &p->draft, &p->mtp, &p->heads};
+    p->parts = parts;
+}
+
+void engine_parts_close(engine_parts *p) {
+    medusa_free(&p->heads);
+    p->mtp.release(&p->mtp);
+    p->draft.release(&p->draft);
+    p->dt.release(&p->dt);
+    p->t.release(&p->t);
+    engine_close(&p->de);
+    engine_close(&p->te);
 }

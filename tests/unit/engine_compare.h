@@ -10,6 +10,7 @@
 
 #include "dtype.h"
 #include "engine_target.h"
+#include "fixtures.h"
 #include "method.h"
 
 /* The longest prefill both sides run: two prefill chunks (of 64) and five
@@ -48,6 +49,22 @@ void write_checkpoint(char *dir, size_t size, const char *preset, int mtp, uint6
 /* The engine's own greedy oracle: one prefill of one token at a time and its argmax, no tree, no proposer, no
  * acceptance rule: out[L] after prompt[n]. */
 void engine_greedy_oracle(decode_target *t, const int *prompt, int n, int L, int *out);
+
+/* What a methods canary runs on: a target engine and a draft engine, each on its own options, and every
+ * proposer over them (the draft as a stepper, the target's MTP module, Medusa heads of zero ResBlocks sharing
+ * the reference model's lm_head, so each head ranks the target's own logits). Used in place: parts points into
+ * the struct. */
+typedef struct {
+    engine te, de;
+    decode_target t, dt;
+    stepper draft, mtp;
+    medusa_heads heads;
+    method_parts parts;
+} engine_parts;
+
+void engine_parts_open(engine_parts *p, const fixture_model *target, const engine_options *target_options,
+                       const fixture_model *draft, const engine_options *draft_options);
+void engine_parts_close(engine_parts *p);
 
 /* Every flags[f] (a method at temperature 0; EOS off) through parts from prompt[n] must give want[n_tokens]:
  * the greedy canary of each method, `what` naming the prompt in the failure. */

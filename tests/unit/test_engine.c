@@ -136,21 +136,10 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     fixture_model tf, df;
     fixture_model_open(&tf, "micro", 73, NULL);
     fixture_model_open(&df, "micro-draft", 74, NULL);
-    engine te, de;
-    sp_error err;
     engine_options o = engine_defaults();
     o.f32_weights = _i;
-    ck_assert_msg(engine_open(&te, tf.dir, &o, &err) == 0, "%s", err.msg);
-    ck_assert_msg(engine_open(&de, df.dir, &o, &err) == 0, "%s", err.msg);
-    decode_target t, dt;
-    engine_target_build(&t, &te);
-    engine_target_build(&dt, &de);
-    stepper draft, mtp;
-    ck_assert(target_stepper_build(&draft, &dt, &err) == 0 && engine_mtp_stepper_build(&mtp, &te, &err) == 0);
-    medusa_heads heads;
-    ck_assert(medusa_build(&heads, 3, 1, tf.m.cfg.hidden_size, tf.m.cfg.vocab_size, 0, &err) == 0);
-    medusa_share_lm_head(&heads, tf.m.w.lm_head); /* zero ResBlocks: each head ranks the target's own logits */
-    const method_parts parts = {&t, &draft, &mtp, &heads};
+    static engine_parts ep; /* large: the engines' tables and buffers */
+    engine_parts_open(&ep, &tf, &o, &df, &o);
     /* every method at temperature 0: MTP with argmax and with sampled drafts;
      * draft and MTP trees of top ranks (the greedy rule) or drawn without
      * replacement;
@@ -176,21 +165,15 @@ START_TEST(test_methods_match_the_greedy_oracle) {
         int prompt[ENGINE_PREFILL_CHUNK + 10], n = p < 6 ? 1 + p % 5 : ENGINE_PREFILL_CHUNK + 10;
         int want[N_TOKENS], want_ref[N_TOKENS];
         for (int i = 0; i < n; i++) prompt[i] = (p * 7 + i * 3 + 1) % V;
-        engine_greedy_oracle(&t, prompt, n, N_TOKENS, want);
+        engine_greedy_oracle(&ep.t, prompt, n, N_TOKENS, want);
         fixture_greedy_oracle(&tf.m, prompt, n, N_TOKENS, want_ref);
         if (o.f32_weights)
             ck_assert_msg(memcmp(want, want_ref, sizeof want) == 0, "prompt %d: the engine's greedy tokens differ", p);
         char what[32];
         snprintf(what, sizeof what, "prompt %d", p);
-        assert_methods_give(&parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, n, want, N_TOKENS, what);
+        assert_methods_give(&ep.parts, flags, (int)(sizeof flags / sizeof flags[0]), prompt, n, want, N_TOKENS, what);
     }
-    medusa_free(&heads);
-    mtp.release(&mtp);
-    draft.release(&draft);
-    dt.release(&dt);
-    t.release(&t);
-    engine_close(&de);
-    engine_close(&te);
+    engine_parts_close(&ep);
     fixture_model_close(&df);
     fixture_model_close(&tf);
 }
