@@ -389,9 +389,23 @@ int st_open(st_set *s, const char *path, sp_error *err) {
     return rc;
 }
 
+int st_open_buffer(st_set *s, const void *data, size_t size, const char *origin, sp_error *err) {
+    memset(s, 0, sizeof *s);
+    int cap = 0, fi = add_file(s, origin);
+    s->maps[fi] = (void *)data; /* never written: the set only reads its maps */
+    s->sizes[fi] = size;
+    s->borrowed = 1;
+    if (parse_file(s, fi, &cap, 1, err)) {
+        st_close(s);
+        return -1;
+    }
+    if (s->n_tensors > 1) qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_tensor);
+    return 0;
+}
+
 void st_close(st_set *s) {
     for (int i = 0; i < s->n_files; i++) {
-        if (s->maps && s->maps[i]) munmap(s->maps[i], s->sizes[i]);
+        if (s->maps && s->maps[i] && !s->borrowed) munmap(s->maps[i], s->sizes[i]);
         free(s->paths[i]);
     }
     for (int i = 0; i < s->n_tensors; i++) free(s->tensors[i].name);
