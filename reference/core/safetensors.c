@@ -152,6 +152,11 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t d
             return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
         numel *= (uint64_t)x;
     }
+    /* nor may its byte count wrap: 2^62 float32 elements made 0 bytes, so a
+     * tensor of 2^62 elements was accepted for the span [0, 0]
+     * (tests/fuzz/crashes/safetensors/) */
+    if (numel > (UINT64_MAX >> 1) / (uint64_t)dtype_size(t->dtype))
+        return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
     if (!json_is_array(jo) || json_array_size(jo) != 2)
         return sp_fail(err, "%s: tensor %s: \"data_offsets\" must be a list [begin, end]", path, name);
     int64_t b = json_nonneg(json_array_get(jo, 0), INT64_MAX), en = json_nonneg(json_array_get(jo, 1), INT64_MAX);

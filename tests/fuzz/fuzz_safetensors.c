@@ -64,7 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const uint8_t *end = data + size;
     for (int i = 0; i < ck.st.n_tensors; i++) {
         const st_tensor *t = &ck.st.tensors[i];
-        FUZZ_CHECK((size_t)st_numel(t) * (size_t)dtype_size(t->dtype) == t->nbytes);
+        /* divided, not multiplied: a product that wraps would hide a tensor larger than its bytes */
+        FUZZ_CHECK(t->nbytes % (size_t)dtype_size(t->dtype) == 0);
+        FUZZ_CHECK(t->nbytes / (size_t)dtype_size(t->dtype) == (size_t)st_numel(t));
         FUZZ_CHECK(t->nbytes == 0 || ((const uint8_t *)t->data >= data && (const uint8_t *)t->data + t->nbytes <= end));
         FUZZ_CHECK(st_find(&ck.st, t->name) != NULL);
     }

@@ -377,6 +377,10 @@ START_TEST(test_error_bad_shape) {
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1099511627776,1099511627776],\"data_offsets\":[0,16]}}",
               (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "absurd number of elements", NULL);
+    /* 2^62 float32 elements: the byte count wrapped to 0, which matched an empty span */
+    write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1099511627776,4194304],\"data_offsets\":[0,0]}}",
+              (uint64_t)-1, NULL, 0);
+    expect_error(path, path, "tensor q", "absurd number of elements", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,16]}}", (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "shape[0] is not an integer", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", (uint64_t)-1,
