@@ -3,6 +3,7 @@
 #   make demo       run the main job on the embedded default model
 #   make test       every test: unit and distribution suites, the sanitizer run,
 #                   CUDA compilation (GPU suites skip without a device)
+#   make fuzz       each libFuzzer target for FUZZ_SECONDS (default 60) seconds (clang; docs/reliability.md)
 #   make memcheck   the main commands under valgrind: no error, no definite leak (a few minutes)
 #   make deps       install missing Debian packages (as root) or print the command
 #   make plots      tokens per pass against α and the cost plots: PNG, SVG, .dat and .gp
@@ -127,7 +128,7 @@ LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
-        notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs
+        notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -208,6 +209,51 @@ SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(K
 $(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
+
+# ---- fuzzing (tests/fuzz, docs/reliability.md "Fuzzing") ----------------------------------------------------------
+# Each tests/fuzz/fuzz_NAME.c is one libFuzzer target over the parsers of untrusted input. With clang's libFuzzer
+# it builds into $(BUILD)/fuzz/fuzz-NAME (-fsanitize=fuzzer,address,undefined, its own instrumented objects);
+# with the normal compiler and its sanitizers, beside tests/fuzz/replay.c, into $(BUILD)/fuzz/replay-NAME,
+# which `make test` runs over the seed corpora and past crashes (tests/parts/fuzz.sh) with or without clang.
+FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_CC ?= clang
+# (probed only for the goals that use it: a link with clang on every make would slow the parts that call make)
+ifneq ($(filter test test-run fuzz,$(MAKECMDGOALS)),)
+FUZZ_OK := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
+                   $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null && echo yes)
+endif
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# what the targets reach: core and decoding (the library's parsers), and generate's command line
+FUZZ_LIB_SRC := $(call ref_src,core decoding) cli/args.c cli/generate_args.c cli/method_cli.c optimized/cuda/absent.c
+FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz/replay-%,$(FUZZ_TARGETS))
+FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
+fuzzobj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
+$(BUILD)/asan/tests/fuzz/%.o $(BUILD)/fuzz/obj/tests/fuzz/%.o: \
+    ALL_CFLAGS += -Icli -DFUZZ_TOKENIZER_JSON='"$(CURDIR)/models/tiny-shakespeare/tokenizer.json"'
+
+$(BUILD)/fuzz/replay-%: $(call sanobj,tests/fuzz/replay.c $(FUZZ_LIB_SRC)) $(BUILD)/asan/tests/fuzz/fuzz_%.o
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lm
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(ALL_CFLAGS) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/fuzz-%: $(call fuzzobj,$(FUZZ_LIB_SRC)) $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(PKG_LIBS) -lm
+.PRECIOUS: $(BUILD)/fuzz/obj/%.o $(BUILD)/asan/%.o
+
+# make fuzz [FUZZ_SECONDS=N] [FUZZ_TARGETS="config cli"]: each target for N seconds, one after the other; new
+# inputs gather in $(BUILD)/fuzz/corpus/NAME, crashes in $(BUILD)/fuzz/crashes/NAME.
+fuzz:
+ifeq ($(FUZZ_OK),yes)
+	@$(MAKE) --no-print-directory $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
+	@tests/fuzz/run.sh $(BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+else
+	@echo "make fuzz: $(FUZZ_CC) with libFuzzer (-fsanitize=fuzzer) not found; install clang (Debian package clang)" >&2
+	@exit 1
+endif
 
 # ---- CPU engine benchmark (not part of `make test`: it times, it asserts nothing) -------------------------------
 $(BUILD)/obj/tools/cpubench/%.o: ALL_CFLAGS += $(if $(OPENMP),$(OPENMP),-Wno-unknown-pragmas)
@@ -298,7 +344,8 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory test-run
 
-test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel cuda
+test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel cuda \
+          $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
 
 # Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).

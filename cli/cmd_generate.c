@@ -10,83 +10,11 @@
 #include "args.h"
 #include "beam.h"
 #include "commands.h"
+#include "generate_args.h"
 #include "method_cli.h"
 #include "tokenizer.h"
 
 #include <utf8proc.h>
-
-#define DEFAULT_PROMPT "ROMEO:\n"
-#define DEFAULT_PROMPT_ESCAPED "ROMEO:\\n"
-
-typedef struct {
-    method_spec spec;
-    model_flags models;
-    const char *tokens_text, *prompt_text;
-    int json, stream, print_ids;
-} generate_args;
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: specula generate [options]\n"
-            "Generates tokens with one decoding method and reports the run's accounting.\n"
-            "  --prompt TEXT        prompt text, encoded with MODEL/tokenizer.json (default \"%s\")\n"
-            "  --tokens IDS         prompt as token ids instead, e.g. 1,5,9\n"
-            "  --ids                print token ids instead of text\n"
-            "  --stream             print each burst of committed tokens as it is committed\n"
-            "  --json               print the tokens and the accounting as one JSON object\n"
-            "The model (on the fastest backend present — the CUDA engine where a GPU is, else the CPU\n"
-            "engine — unless --backend says otherwise):\n",
-            DEFAULT_PROMPT_ESCAPED);
-    model_flags_usage(f);
-    fprintf(f, "The method (the same flags as bench, plot and the verify catalogue):\n");
-    method_spec_usage(f, METHODS_ALL, NULL);
-}
-
-/* A generate-only flag: 1 consumed, 0 not one, -1 a missing value. */
-static int own_flag(generate_args *a, int argc, char **argv, int *i) {
-    const char *f = argv[*i];
-    if (!strcmp(f, "--ids")) return a->print_ids = 1;
-    if (!strcmp(f, "--json")) return a->json = 1;
-    if (!strcmp(f, "--stream")) return a->stream = 1;
-    const char **slot = !strcmp(f, "--tokens") ? &a->tokens_text : !strcmp(f, "--prompt") ? &a->prompt_text : NULL;
-    if (!slot) return 0;
-    return (*slot = arg_value(argc, argv, i)) ? 1 : -1;
-}
-
-static int parse(int argc, char **argv, generate_args *a) {
-    memset(a, 0, sizeof *a);
-    a->spec = method_spec_defaults();
-    a->models = model_flags_defaults(backend_cuda_on_device() ? BACKEND_CUDA : BACKEND_CPU); /* the fastest present */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 1;
-        }
-        int rc = own_flag(a, argc, argv, &i);
-        if (!rc) rc = method_cli_flag(&a->spec, &a->models, argc, argv, &i, "generate");
-        if (rc < 0) return 2;
-        if (!rc) {
-            fprintf(stderr, "specula generate: unknown option '%s'\n", argv[i]);
-            return 2;
-        }
-    }
-    if (a->stream && a->spec.kind == METHOD_BEAM) {
-        fprintf(stderr, "specula generate: --stream does not apply to --method beam: its result is known only when "
-                        "the search stops\n");
-        return 2;
-    }
-    sp_error err;
-    if (method_spec_finish(&a->spec, 1, &err)) {
-        fprintf(stderr, "specula generate: %s\n", err.msg);
-        return 2;
-    }
-    if (model_flags_check(&a->models, a->spec.kind, "generate")) return 2;
-    if (a->tokens_text && a->prompt_text) {
-        fprintf(stderr, "specula generate: give the prompt as --prompt TEXT or as --tokens IDS, not both\n");
-        return 2;
-    }
-    return 0;
-}
 
 /* Output goes through one printer so streamed and final output agree. */
 typedef struct {
@@ -272,7 +200,7 @@ static int load_tokenizer(const generate_args *a, const char *dir, tokenizer *to
 
 int cmd_generate(int argc, char **argv) {
     generate_args a;
-    int rc = parse(argc, argv, &a);
+    int rc = generate_parse(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;
     const char *dir = a.models.model_dir ? a.models.model_dir : default_model_dir();
     loaded_models lm;

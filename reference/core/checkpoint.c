@@ -50,7 +50,7 @@ static const st_tensor *find_checked(const checkpoint *ck, const tensor_spec *sp
     return t;
 }
 
-static int check_tensors(checkpoint *ck, sp_error *err) {
+int checkpoint_check(checkpoint *ck, sp_error *err) {
     const model_config *c = &ck->cfg;
     ck->with_mtp = c->mtp_num_layers > 0 && st_find(&ck->st, "mtp.fc.weight") != NULL;
     ck->specs = sp_xcalloc((size_t)layout_max_tensors(c), sizeof *ck->specs, "tensor specs");
@@ -68,7 +68,7 @@ int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err) {
     snprintf(ck->path, sizeof ck->path, "%s", dir);
     if (config_load(dir, &ck->cfg, err)) return -1;
     if (st_open(&ck->st, dir, err)) return -1;
-    if (check_tensors(ck, err)) {
+    if (checkpoint_check(ck, err)) {
         sp_wrap(err, "loading %s: ", dir);
         checkpoint_close(ck);
         return -1;

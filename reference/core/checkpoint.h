@@ -30,6 +30,10 @@ typedef struct {
  * module is an error. Every message names the tensor and the file; those
  * about tensors start "loading DIR: ". */
 int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err);
+/* The checks alone, of ck->st against ck->cfg, both filled by the caller
+ * (checkpoint_open reads them from DIR; the fuzzer from memory, with
+ * st_open_buffer). checkpoint_close releases ck either way. */
+int checkpoint_check(checkpoint *ck, sp_error *err);
 /* Converts tensor i into dst[numel] float32; refuses a NaN or an infinity,
  * naming the element. */
 int checkpoint_read_f32(const checkpoint *ck, int i, float *dst, sp_error *err);

@@ -105,28 +105,33 @@ static int parse_rope(json_t *text, const char *origin, model_config *c, sp_erro
     return 0;
 }
 
+/* Range-checked as the 64-bit integer JSON gave: cast to int first, 2^32 + 7
+ * became token 7 and passed the vocabulary check. */
 static int parse_eos(json_t *text, json_t *top, const char *origin, model_config *c, sp_error *err) {
     json_t *v = field(text, top, "eos_token_id");
     c->num_eos = 0;
     if (!v || json_is_null(v)) return 0;
     json_t *one;
     size_t i;
+    json_int_t ids[CONFIG_MAX_EOS];
     if (json_is_integer(v)) {
-        c->eos_token_ids[c->num_eos++] = (int)json_integer_value(v);
+        ids[c->num_eos++] = json_integer_value(v);
     } else if (json_is_array(v)) {
         json_array_foreach(v, i, one) {
             if (!json_is_integer(one) || c->num_eos == CONFIG_MAX_EOS)
                 return sp_fail(err, "%s: config field \"eos_token_id\" must be an integer or a list of at most %d",
                                origin, CONFIG_MAX_EOS);
-            c->eos_token_ids[c->num_eos++] = (int)json_integer_value(one);
+            ids[c->num_eos++] = json_integer_value(one);
         }
     } else {
         return sp_fail(err, "%s: config field \"eos_token_id\" must be an integer or a list", origin);
     }
-    for (int e = 0; e < c->num_eos; e++)
-        if (c->eos_token_ids[e] < 0 || c->eos_token_ids[e] >= c->vocab_size)
-            return sp_fail(err, "%s: eos_token_id %d is outside the vocabulary (%d)", origin, c->eos_token_ids[e],
+    for (int e = 0; e < c->num_eos; e++) {
+        if (ids[e] < 0 || ids[e] >= c->vocab_size)
+            return sp_fail(err, "%s: eos_token_id %lld is outside the vocabulary (%d)", origin, (long long)ids[e],
                            c->vocab_size);
+        c->eos_token_ids[e] = (int)ids[e];
+    }
     return 0;
 }
 

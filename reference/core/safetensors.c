@@ -152,6 +152,11 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t d
             return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
         numel *= (uint64_t)x;
     }
+    /* nor may its byte count wrap: 2^62 float32 elements made 0 bytes, so a
+     * tensor of 2^62 elements was accepted for the span [0, 0]
+     * (tests/fuzz/crashes/safetensors/) */
+    if (numel > (UINT64_MAX >> 1) / (uint64_t)dtype_size(t->dtype))
+        return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
     if (!json_is_array(jo) || json_array_size(jo) != 2)
         return sp_fail(err, "%s: tensor %s: \"data_offsets\" must be a list [begin, end]", path, name);
     int64_t b = json_nonneg(json_array_get(jo, 0), INT64_MAX), en = json_nonneg(json_array_get(jo, 1), INT64_MAX);
@@ -389,9 +394,23 @@ int st_open(st_set *s, const char *path, sp_error *err) {
     return rc;
 }
 
+int st_open_buffer(st_set *s, const void *data, size_t size, const char *origin, sp_error *err) {
+    memset(s, 0, sizeof *s);
+    int cap = 0, fi = add_file(s, origin);
+    s->maps[fi] = (void *)data; /* never written: the set only reads its maps */
+    s->sizes[fi] = size;
+    s->borrowed = 1;
+    if (parse_file(s, fi, &cap, 1, err)) {
+        st_close(s);
+        return -1;
+    }
+    if (s->n_tensors > 1) qsort(s->tensors, (size_t)s->n_tensors, sizeof *s->tensors, cmp_tensor);
+    return 0;
+}
+
 void st_close(st_set *s) {
     for (int i = 0; i < s->n_files; i++) {
-        if (s->maps && s->maps[i]) munmap(s->maps[i], s->sizes[i]);
+        if (s->maps && s->maps[i] && !s->borrowed) munmap(s->maps[i], s->sizes[i]);
         free(s->paths[i]);
     }
     for (int i = 0; i < s->n_tensors; i++) free(s->tensors[i].name);

@@ -35,11 +35,16 @@ typedef struct {
     int n_meta;
     char **meta_keys;   /* [n_meta] "__metadata__" string entries of the first file */
     char **meta_values; /* [n_meta] */
+    int borrowed;       /* maps[0] is the caller's buffer (st_open_buffer): st_close leaves it */
 } st_set;
 
 /* path: a model directory (model.safetensors.index.json, else
  * model.safetensors), a .safetensors file, or an index .json file. */
 int st_open(st_set *s, const char *path, sp_error *err);
+/* One safetensors file already in memory, data[size], with the same checks;
+ * tensors point into data, which must outlive the set. `origin` stands for
+ * the path in messages. For bytes that never were a file (the fuzzer). */
+int st_open_buffer(st_set *s, const void *data, size_t size, const char *origin, sp_error *err);
 void st_close(st_set *s);
 
 /* NULL when absent. */

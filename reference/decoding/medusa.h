@@ -14,6 +14,7 @@
 #include "decode.h"
 #include "dtype.h"
 #include "proposer.h"
+#include "safetensors.h"
 #include "target.h"
 
 #define MEDUSA_MAX_HEADS 16
@@ -77,6 +78,11 @@ typedef struct {
  * the base's safetensors). Every missing tensor, wrong
  * shape, non-finite value or inconsistent head is an error naming it. */
 int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int ignore_base, sp_error *err);
+/* The same checks on a set already open (st_open, or st_open_buffer for
+ * bytes in memory: the fuzzer); `path` names it in messages. The set stays
+ * the caller's. */
+int medusa_load_set(medusa_heads *h, const st_set *st, const char *path, const medusa_base *base, int ignore_base,
+                    sp_error *err);
 
 /* Writes the heads to PATH in `dtype`, with "__metadata__" base_sha256,
  * medusa_num_heads, medusa_num_layers, medusa_shared_lm_head and the n_meta

@@ -123,13 +123,21 @@ static int count_layers(const st_set *st) {
 
 int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int ignore_base, sp_error *err) {
     memset(h, 0, sizeof *h);
-    const int D = base->D, V = base->V;
     st_set st;
     if (st_open(&st, path, err)) return sp_wrap(err, "loading Medusa heads: ");
+    const int rc = medusa_load_set(h, &st, path, base, ignore_base, err);
+    st_close(&st);
+    return rc;
+}
+
+int medusa_load_set(medusa_heads *h, const st_set *st, const char *path, const medusa_base *base, int ignore_base,
+                    sp_error *err) {
+    memset(h, 0, sizeof *h);
+    const int D = base->D, V = base->V;
     int rc = -1;
-    const char *sha = st_metadata(&st, "base_sha256");
-    int n_heads = meta_int(&st, path, "medusa_num_heads", 1, 1, MEDUSA_MAX_HEADS, err);
-    int n_layers_meta = n_heads < 0 ? -1 : meta_int(&st, path, "medusa_num_layers", 0, 1, MEDUSA_MAX_LAYERS, err);
+    const char *sha = st_metadata(st, "base_sha256");
+    int n_heads = meta_int(st, path, "medusa_num_heads", 1, 1, MEDUSA_MAX_HEADS, err);
+    int n_layers_meta = n_heads < 0 ? -1 : meta_int(st, path, "medusa_num_layers", 0, 1, MEDUSA_MAX_LAYERS, err);
     if (n_heads < 0 || n_layers_meta < 0) goto done;
     if (!sha || strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64) {
         sp_fail(err,
@@ -138,7 +146,7 @@ int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int 
                 path, sha ? sha : "none");
         goto done;
     }
-    int n_layers = count_layers(&st);
+    int n_layers = count_layers(st);
     if (n_layers < 1 || n_layers > MEDUSA_MAX_LAYERS) {
         sp_fail(err, "%s: head 0 has %d ResBlocks (medusa_head.0.{j}.linear.weight): expected 1 to %d", path, n_layers,
                 MEDUSA_MAX_LAYERS);
@@ -150,39 +158,39 @@ int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int 
     }
     char name[128];
     snprintf(name, sizeof name, "medusa_head.%d.0.linear.weight", n_heads);
-    if (st_find(&st, name)) {
+    if (st_find(st, name)) {
         sp_fail(err, "%s: metadata says %d heads but the file has %s", path, n_heads, name);
         goto done;
     }
     snprintf(name, sizeof name, "medusa_head.0.%d.weight", n_layers);
-    const int own = st_find(&st, name) != NULL;
+    const int own = st_find(st, name) != NULL;
     if (medusa_build(h, n_heads, n_layers, D, V, own, err)) goto done;
     if (!own && base->lm_head) medusa_share_lm_head(h, base->lm_head);
     for (int i = 0; i < n_heads; i++) {
         for (int j = 0; j < n_layers; j++) {
             medusa_resblock *b = &h->blocks[i * n_layers + j];
             snprintf(name, sizeof name, "medusa_head.%d.%d.linear.weight", i, j);
-            if (read_tensor(&st, path, name, D, D, b->w, err)) goto done;
+            if (read_tensor(st, path, name, D, D, b->w, err)) goto done;
             snprintf(name, sizeof name, "medusa_head.%d.%d.linear.bias", i, j);
-            if (read_tensor(&st, path, name, D, 0, b->b, err)) goto done;
+            if (read_tensor(st, path, name, D, 0, b->b, err)) goto done;
         }
         snprintf(name, sizeof name, "medusa_head.%d.%d.linear.weight", i, n_layers);
-        if (st_find(&st, name)) {
+        if (st_find(st, name)) {
             sp_fail(err, "%s: head %d has more ResBlocks than head 0 (%s exists): every head needs %d", path, i, name,
                     n_layers);
             goto done;
         }
         snprintf(name, sizeof name, "medusa_head.%d.%d.weight", i, n_layers);
-        if (!own && st_find(&st, name)) {
+        if (!own && st_find(st, name)) {
             sp_fail(err,
                     "%s: head %d has its own projection %s but head 0 shares the lm_head: all heads must do "
                     "the same",
                     path, i, name);
             goto done;
         }
-        if (own && read_tensor(&st, path, name, V, D, (float *)h->proj[i], err)) goto done;
+        if (own && read_tensor(st, path, name, V, D, (float *)h->proj[i], err)) goto done;
     }
-    h->storage_bytes = st.n_tensors ? dtype_size(st.tensors[0].dtype) : 4;
+    h->storage_bytes = st->n_tensors ? dtype_size(st->tensors[0].dtype) : 4;
     snprintf(h->base_sha256, sizeof h->base_sha256, "%s", sha);
     snprintf(h->path, sizeof h->path, "%s", path);
     if (!ignore_base) {
@@ -198,7 +206,6 @@ int medusa_load(medusa_heads *h, const char *path, const medusa_base *base, int 
     }
     rc = 0;
 done:
-    st_close(&st);
     if (rc) medusa_free(h);
     return rc;
 }

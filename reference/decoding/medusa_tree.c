@@ -21,6 +21,13 @@ static int cmp_path(const void *pa, const void *pb) {
     return 0;
 }
 
+/* Room for the text of any path: MEDUSA_MAX_HEADS ranks of up to 10 digits
+ * (a rank is at most 2^30), ", " between them, the brackets and the NUL. A
+ * smaller buffer cut deep paths of large ranks short, and medusa_tree_format
+ * then printed a tree that does not parse back (the round trip that
+ * tests/fuzz/fuzz_medusa_tree.c checks; tests/fuzz/crashes/medusa_tree/). */
+#define PATH_TEXT_SIZE (MEDUSA_MAX_HEADS * 12 + 3)
+
 static void path_text(const rank_path *p, char *buf, size_t size) {
     size_t off = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < p->len && off < size; i++)
@@ -32,7 +39,7 @@ static void path_text(const rank_path *p, char *buf, size_t size) {
 static int tree_from_paths(medusa_tree *t, rank_path *paths, int n, const char *origin, sp_error *err) {
     memset(t, 0, sizeof *t);
     qsort(paths, (size_t)n, sizeof *paths, cmp_path);
-    char a[128];
+    char a[PATH_TEXT_SIZE];
     for (int k = 0; k < n; k++) {
         if (k && cmp_path(&paths[k - 1], &paths[k]) == 0) {
             path_text(&paths[k], a, sizeof a);
@@ -45,7 +52,7 @@ static int tree_from_paths(medusa_tree *t, rank_path *paths, int n, const char *
             for (int j = k - 1; j >= 0 && parent < 0; j--)
                 if (cmp_path(&paths[j], &pre) == 0) parent = j;
             if (parent < 0) {
-                char b[128];
+                char b[PATH_TEXT_SIZE];
                 path_text(&paths[k], a, sizeof a);
                 path_text(&pre, b, sizeof b);
                 return sp_fail(err, "%s: the path %s needs its prefix %s, which is not in the tree", origin, a, b);
@@ -163,7 +170,7 @@ int medusa_tree_load(medusa_tree *t, const char *path, sp_error *err) {
 int medusa_tree_validate(const medusa_tree *t, int n_heads, int V, const char *origin, sp_error *err) {
     if (t->n < 1) return sp_fail(err, "%s: the tree is empty", origin);
     int ranks[MEDUSA_MAX_HEADS];
-    char a[128];
+    char a[PATH_TEXT_SIZE];
     for (int k = 0; k < t->n; k++) {
         if (t->depth[k] <= n_heads && t->rank[k] < V) continue;
         rank_path p = {t->depth[k], {0}};
@@ -190,7 +197,7 @@ void medusa_tree_format(const medusa_tree *t, char *buf, size_t size) {
         rank_path p = {t->depth[k], {0}};
         medusa_tree_path(t, k, ranks);
         memcpy(p.r, ranks, sizeof ranks);
-        char a[128];
+        char a[PATH_TEXT_SIZE];
         path_text(&p, a, sizeof a);
         off += (size_t)snprintf(buf + off, size - off, "%s%s", k ? ", " : "", a);
     }

@@ -95,6 +95,9 @@ START_TEST(test_errors_name_the_field) {
     expect_error("\"rms_norm_eps\": 1e-6", "\"rms_norm_eps\": -1", "\"rms_norm_eps\"");
     expect_error("\"qwen3_5\"", "\"llama\"", "model_type is \"llama\"");
     expect_error("\"eos_token_id\": [5, 6]", "\"eos_token_id\": 64", "outside the vocabulary");
+    /* read as an int first, 2^32 + 5 was token 5 */
+    expect_error("\"eos_token_id\": [5, 6]", "\"eos_token_id\": 4294967301", "eos_token_id 4294967301 is outside");
+    expect_error("\"eos_token_id\": [5, 6]", "\"eos_token_id\": [5, -4294967290]", "eos_token_id -4294967290");
     expect_error("\"mtp_num_hidden_layers\": 1", "\"mtp_num_hidden_layers\": 2", "out of range");
     expect_error("\"tie_word_embeddings\": false", "\"tie_word_embeddings\": 1", "true or false");
     expect_error("\"partial_rotary_factor\": 0.25", "\"partial_rotary_factor\": 0.01", "no rotary dimensions");

@@ -147,6 +147,30 @@ START_TEST(test_header_layout) {
 }
 END_TEST
 
+/* st_open_buffer reads the bytes of a file as st_open reads the file, its
+ * tensors pointing into the caller's buffer, and refuses broken bytes with
+ * the same message under the name it was given. */
+START_TEST(test_open_buffer) {
+    unsigned char buf[8 + sizeof F32_4 - 1 + 16];
+    const size_t h = strlen(F32_4);
+    for (int i = 0; i < 8; i++) buf[i] = (unsigned char)((uint64_t)h >> (8 * i));
+    memcpy(buf + 8, F32_4, h);
+    memcpy(buf + 8 + h, FOUR, 16);
+    st_set s;
+    sp_error err = {{0}};
+    ck_assert_msg(st_open_buffer(&s, buf, sizeof buf, "in memory", &err) == 0, "%s", err.msg);
+    const st_tensor *w = st_find(&s, "w");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_int_eq(w->ndim, 2);
+    ck_assert_ptr_eq(w->data, buf + 8 + h);
+    st_close(&s); /* leaves buf alone: it was never mapped */
+    ck_assert_int_eq(buf[8], '{');
+    ck_assert_int_eq(st_open_buffer(&s, buf, sizeof buf - 1, "in memory", &err), -1);
+    ck_assert_msg(strstr(err.msg, "in memory: tensor w") && strstr(err.msg, "truncated"), "%s", err.msg);
+    ck_assert_int_eq(s.n_tensors, 0);
+}
+END_TEST
+
 START_TEST(test_metadata) {
     char dir[256], path[320];
     harness_tmpdir(dir, sizeof dir);
@@ -353,6 +377,10 @@ START_TEST(test_error_bad_shape) {
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1099511627776,1099511627776],\"data_offsets\":[0,16]}}",
               (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "absurd number of elements", NULL);
+    /* 2^62 float32 elements: the byte count wrapped to 0, which matched an empty span */
+    write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1099511627776,4194304],\"data_offsets\":[0,0]}}",
+              (uint64_t)-1, NULL, 0);
+    expect_error(path, path, "tensor q", "absurd number of elements", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[2.5],\"data_offsets\":[0,16]}}", (uint64_t)-1, FOUR, 16);
     expect_error(path, path, "tensor q", "shape[0] is not an integer", NULL);
     write_raw(path, "{\"q\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", (uint64_t)-1,
@@ -518,6 +546,7 @@ Suite *safetensors_suite(void) {
     TCase *tc = harness_tcase("round_trip", 20);
     tcase_add_test(tc, test_round_trip_all_dtypes);
     tcase_add_test(tc, test_header_layout);
+    tcase_add_test(tc, test_open_buffer);
     tcase_add_test(tc, test_metadata);
     tcase_add_test(tc, test_sharded_round_trip);
     tcase_add_test(tc, test_writer_refuses_bad_input);
