@@ -211,6 +211,15 @@ int bench_synthetic(int argc, char **argv) {
         return 1;
     }
     const model_config *c = &e.cfg;
+    for (int i = 0; i < a.n_contexts; i++)
+        if (a.contexts[i] + TREE_NODES > c->max_position_embeddings) {
+            fprintf(stderr,
+                    "specula bench --synthetic: --contexts %d: with a %d-node tree after it, past the %d positions "
+                    "%s holds\n",
+                    a.contexts[i], TREE_NODES, c->max_position_embeddings, a.dir);
+            engine_close(&e);
+            return 2;
+        }
     printf("synthetic %s on %s (cuda engine): %d layers, D %d, vocab %d, %.4g GB of weights read per pass; "
            "%d runs per figure, median\n",
            a.dir, e.be.device, c->num_layers, c->hidden_size, c->vocab_size, e.weight_bytes_per_pass / 1e9, a.runs);

@@ -40,6 +40,8 @@ run "--dtype is the CPU engine's" 2 "computes with bf16 weights" "$emu" generate
 "$build/genmodel" --quiet --preset micro-tied --seed 5 "$tmp/mt" || { echo "cuda-emu-cli: genmodel failed"; exit 1; }
 run "bench --synthetic needs the CUDA backend" 2 "made on the device: --backend cuda" "$emu" bench \
     --synthetic "$tmp/mt" --backend cpu
+run "bench --synthetic refuses a context past the model's 1024 positions" 2 "past the" "$emu" bench \
+    --synthetic "$tmp/mt" --contexts 1000
 run "bench --synthetic without a GPU build" 1 "built without the CUDA backend" "$build/specula" bench \
     --synthetic "$tmp/mt"
 
