@@ -15,6 +15,7 @@
 
 #include "args.h"
 #include "bench.h"
+#include "commands.h"
 #include "engine_target.h"
 
 #define MAX_CONTEXTS 4
@@ -207,8 +208,8 @@ int bench_synthetic(int argc, char **argv) {
     o.cuda = 1;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
     if (engine_open_synthetic(&e, a.dir, &o, a.seed, &err)) {
-        fprintf(stderr, "specula bench --synthetic: %s\n", err.msg);
-        return 1;
+        fprintf(stderr, "specula bench --synthetic: %s\n", err.msg); /* the config, or no device to run it on */
+        return EXIT_BAD_INPUT;
     }
     const model_config *c = &e.cfg;
     for (int i = 0; i < a.n_contexts; i++)

@@ -426,7 +426,7 @@ int cmd_bench(int argc, char **argv) {
     loaded_models lm;
     /* --plain runs the target alone: no companion is loaded (nor counted in max RSS) */
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
-    if (models_load(&lm, &a.models, companions, companions, "bench")) return 1;
+    if (models_load(&lm, &a.models, companions, companions, "bench")) return EXIT_BAD_INPUT;
     if (bench_prompt(&a, dir, models_config(&lm)->vocab_size) ||
         context_check(models_config(&lm), a.prompt_text ? NULL : "--prompt-tokens", a.prompt_tokens, "--tokens",
                       a.tokens, "bench")) {
@@ -438,9 +438,10 @@ int cmd_bench(int argc, char **argv) {
     memset(rows, 0, sizeof rows);
     for (int i = 0; i < BENCH_MAX_ROWS; i++) rows[i].predicted = NAN;
     int n = 0, ok[BENCH_MAX_ROWS] = {0}, status = 0;
-    if (plan_rows(&a, &lm, rows, &n)) {
+    if (plan_rows(&a, &lm, rows, &n)) { /* a method the flags or the companions present cannot run */
+        free(a.prompt);
         models_release(&lm);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     bench_costs costs;
     memset(&costs, 0, sizeof costs);

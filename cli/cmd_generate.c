@@ -109,7 +109,7 @@ static int run_beam(const generate_args *a, decode_target *t, const printer *pr,
     sp_error err;
     if (beam_run(t, prompt, n_prompt, &a->spec.beam, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
-        return 1;
+        return EXIT_RUN_FAILED;
     }
     if (a->json) {
         beam_print_json(&out, &a->spec.beam, prompt, n_prompt, stdout, pr->tok ? beam_text_field : NULL,
@@ -151,9 +151,9 @@ static int run_method(generate_args *a, const method_parts *parts, const printer
                       const int *prompt, int n_prompt) {
     method_built m;
     sp_error err;
-    if (method_build(&m, &a->spec, parts, &err)) {
+    if (method_build(&m, &a->spec, parts, &err)) { /* a tree file, heads, a draft or an MTP module that will not do */
         fprintf(stderr, "specula generate: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     if (a->stream) {
         m.options.on_commit = print_burst;
@@ -164,7 +164,7 @@ static int run_method(generate_args *a, const method_parts *parts, const printer
     int status = 0;
     if (decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
-        status = 1;
+        status = EXIT_RUN_FAILED;
     } else {
         if (a->stream) printf("\n");
         if (a->json) {
@@ -206,12 +206,12 @@ int cmd_generate(int argc, char **argv) {
     loaded_models lm;
     if (models_load(&lm, &a.models, a.spec.kind == METHOD_SPEC ? COMPANION_NEEDED : COMPANION_NO,
                     a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "generate"))
-        return 1;
+        return EXIT_BAD_INPUT;
     tokenizer tok;
     const int have_tok = load_tokenizer(&a, dir, &tok);
     if (have_tok < 0) {
         models_release(&lm);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     printer pr = {have_tok && !a.print_ids ? &tok : NULL};
     const model_config *c = models_config(&lm);

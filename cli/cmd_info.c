@@ -79,13 +79,13 @@ int cmd_info(int argc, char **argv) {
     sp_error err;
     if (config_load(dir, &c, &err)) {
         fprintf(stderr, "specula info: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     int assumed, file_mtp;
     dtype_t dt;
     if (weight_dtype(dir, &dt, &assumed, &file_mtp, &err)) {
         fprintf(stderr, "specula info: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     int with_mtp = c.mtp_num_layers > 0 && (assumed || file_mtp);
     model_footprint fp;

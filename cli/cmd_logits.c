@@ -38,16 +38,23 @@ static unsigned long long hash_floats(const float *x, int n) {
     return h;
 }
 
-/* Written whole or not at all: a failed or killed run leaves an older file as it was. */
-static int write_rows(const char *path, const float *rows, size_t n_floats) {
-    atomic_file a;
+/* The output files are opened before any work, so that a path that cannot
+ * be written is refused as bad input with nothing computed; each is written
+ * whole or not at all (a failed or killed run leaves an older file as it was). */
+static int open_output(atomic_file *a, const char *path) {
     sp_error err;
-    if (atomic_open(&a, path, &err)) {
+    if (!path) return 0;
+    if (atomic_open(a, path, &err)) {
         fprintf(stderr, "specula logits: %s\n", err.msg);
         return -1;
     }
-    fwrite(rows, sizeof(float), n_floats, a.f); /* a short write sets ferror, which the commit checks */
-    if (atomic_commit(&a, &err)) {
+    return 0;
+}
+
+static int write_rows(atomic_file *a, const float *rows, size_t n_floats) {
+    sp_error err;
+    fwrite(rows, sizeof(float), n_floats, a->f); /* a short write sets ferror, which the commit checks */
+    if (atomic_commit(a, &err)) {
         fprintf(stderr, "specula logits: %s\n", err.msg);
         return -1;
     }
@@ -56,8 +63,8 @@ static int write_rows(const char *path, const float *rows, size_t n_floats) {
 
 /* Row t = MTP(hidden_t, token_t+1) at position t, the module's KV cache
  * accumulating; rows after chain_from (≥ 0) read the module's own previous
- * output hidden state, as a chained draft does. Written to path. */
-static int mtp_rows(stepper *mtp, const int *ids, int T, const float *hidden, int chain_from, const char *path) {
+ * output hidden state, as a chained draft does. Written to out. */
+static int mtp_rows(stepper *mtp, const int *ids, int T, const float *hidden, int chain_from, atomic_file *out) {
     const int V = mtp->V, D = mtp->D;
     sp_error err;
     float *rows = sp_xcalloc((size_t)(T > 1 ? T - 1 : 1) * V, sizeof(float), "MTP logits");
@@ -69,14 +76,14 @@ static int mtp_rows(stepper *mtp, const int *ids, int T, const float *hidden, in
         if ((rc = mtp->step(mtp, &ids[t + 1], h, 1, rows + (size_t)t * V, h, &err)))
             fprintf(stderr, "specula logits: %s\n", err.msg);
     }
-    if (!rc) rc = write_rows(path, rows, (size_t)(T - 1) * V);
+    if (!rc) rc = write_rows(out, rows, (size_t)(T - 1) * V);
     free(rows);
     free(h);
     return rc;
 }
 
-/* The logits and hidden states of ids[T] in one prefill, printed or written. */
-static int trunk_rows(decode_target *t, const int *ids, int T, float *logits, float *hidden, const char *out) {
+/* The logits and hidden states of ids[T] in one prefill, written to out or printed. */
+static int trunk_rows(decode_target *t, const int *ids, int T, float *logits, float *hidden, atomic_file *out) {
     sp_error err;
     const int V = t->cfg->vocab_size;
     const int seq = t->seq_open(t, &err);
@@ -135,31 +142,40 @@ int cmd_logits(int argc, char **argv) {
     if (model_flags_backend_check(&mf, "logits")) return 2;
     const char *dir = mf.model_dir ? mf.model_dir : default_model_dir();
     loaded_models lm;
-    if (models_load(&lm, &mf, COMPANION_NO, COMPANION_NO, "logits")) return 1;
+    if (models_load(&lm, &mf, COMPANION_NO, COMPANION_NO, "logits")) return EXIT_BAD_INPUT;
     const model_config *c = models_config(&lm);
     int *ids, T;
     if (arg_tokens("--tokens", tokens_text, c->vocab_size, &ids, &T)) {
         models_release(&lm);
-        return 2;
+        return EXIT_BAD_INPUT;
     }
     if (context_check(c, "--tokens:", T, NULL, 0, "logits")) {
         free(ids);
         models_release(&lm);
-        return 2;
+        return EXIT_BAD_INPUT;
     }
     if (mtp_out && !lm.parts.mtp) {
         fprintf(stderr, "specula logits: --mtp-out: %s has no MTP module (mtp.* tensors)\n", dir);
         free(ids);
         models_release(&lm);
-        return 1;
+        return EXIT_BAD_INPUT;
+    }
+    atomic_file out_file = {0}, mtp_file = {0};
+    if (open_output(&out_file, out) || open_output(&mtp_file, mtp_out)) {
+        atomic_abort(&out_file);
+        free(ids);
+        models_release(&lm);
+        return EXIT_BAD_INPUT;
     }
     float *logits = sp_xcalloc((size_t)T * c->vocab_size, sizeof(float), "logits");
     float *hidden = sp_xcalloc((size_t)T * c->hidden_size, sizeof(float), "hidden states");
-    int rc = trunk_rows(lm.parts.target, ids, T, logits, hidden, out);
-    if (!rc && mtp_out) rc = mtp_rows(lm.parts.mtp, ids, T, hidden, chain_from, mtp_out);
+    int rc = trunk_rows(lm.parts.target, ids, T, logits, hidden, out ? &out_file : NULL);
+    if (!rc && mtp_out) rc = mtp_rows(lm.parts.mtp, ids, T, hidden, chain_from, &mtp_file);
+    atomic_abort(&out_file); /* after a commit these are released already; after a failure, the temporaries go */
+    atomic_abort(&mtp_file);
     free(logits);
     free(hidden);
     free(ids);
     models_release(&lm);
-    return rc ? 1 : 0;
+    return rc ? EXIT_RUN_FAILED : EXIT_DONE;
 }

@@ -540,19 +540,22 @@ int cmd_medusa_train(int argc, char **argv) {
     sp_error err;
     if (model_load(&r.target, r.dir, &err)) {
         fprintf(stderr, "specula medusa-train: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     if (context_check(&r.target.cfg, "--prompt-len", r.a.data.prompt_len, "--gen-len", r.a.data.gen_len,
                       "medusa-train")) {
         model_free(&r.target);
-        return 2;
+        return EXIT_BAD_INPUT;
     }
     reference_target_build(&r.target_if, &r.target);
+    if (load_corpus(&r)) { /* it said why: the corpus file or the tokenizer it needs */
+        run_free(&r);
+        return EXIT_BAD_INPUT;
+    }
     /* each step returns 0, −1 with err set, or 1 after printing its own message */
-    if ((rc = load_corpus(&r)) == 0 && (rc = make_datasets(&r, &err)) == 0 && (rc = train_heads(&r, &err)) == 0 &&
-        (rc = evaluate(&r, &err)) == 0)
+    if ((rc = make_datasets(&r, &err)) == 0 && (rc = train_heads(&r, &err)) == 0 && (rc = evaluate(&r, &err)) == 0)
         rc = save(&r, argc, argv, &err);
     if (rc < 0) fprintf(stderr, "specula medusa-train: %s\n", err.msg);
     run_free(&r);
-    return rc ? 1 : 0;
+    return rc ? EXIT_RUN_FAILED : EXIT_DONE;
 }

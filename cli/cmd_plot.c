@@ -220,21 +220,21 @@ static int build_prompts(const char *dir, const model_config *c, int n, int toke
     const int have_tok = access(path, R_OK) == 0;
     if (have_tok && tokenizer_load(&tok, path, &err)) { /* broken, not absent: no silent token prompts */
         fprintf(stderr, "specula plot: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     }
     for (int i = 0; i < n; i++) {
         if (have_tok) {
             if (tokenizer_encode(&tok, text_prompts[i], strlen(text_prompts[i]), &p->ids[i], &p->len[i], &err)) {
                 fprintf(stderr, "specula plot: prompt %d: %s\n", i, err.msg);
                 tokenizer_free(&tok);
-                return 1;
+                return EXIT_BAD_INPUT;
             }
             for (int t = 0; t < p->len[i]; t++)
                 if (p->ids[i][t] >= V) {
                     fprintf(stderr, "specula plot: %s gives token %d, outside the model's vocabulary of %d\n", path,
                             p->ids[i][t], V);
                     tokenizer_free(&tok);
-                    return 1;
+                    return EXIT_BAD_INPUT;
                 }
         } else {
             /* 3..6 tokens: at least two, so the MTP module has a hidden state to start from */
@@ -245,7 +245,7 @@ static int build_prompts(const char *dir, const model_config *c, int n, int toke
         }
     }
     if (have_tok) tokenizer_free(&tok);
-    if (prompts_fit(p, c, tokens)) return 2;
+    if (prompts_fit(p, c, tokens)) return EXIT_BAD_INPUT;
     fprintf(stderr, "specula plot: %d %s prompts\n", n, have_tok ? "text" : "token");
     return 0;
 }
@@ -329,18 +329,18 @@ int cmd_plot(int argc, char **argv) {
     sp_error err;
     if (models_load_target(&lm, &a.models, &err) == 0) {
         have_target = 1;
-    } else if (a.models.model_dir) {
+    } else if (a.models.model_dir) { /* named, so required */
         fprintf(stderr, "specula plot: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
     } else {
         fprintf(stderr, "specula plot: no measured points or embedded-pair curves: %s\n", err.msg);
     }
     if (have_target) {
-        if (models_load_companions(&lm, &a.models, COMPANION_PRESENT, COMPANION_IF_FITS, "plot")) return 1;
+        if (models_load_companions(&lm, &a.models, COMPANION_PRESENT, COMPANION_IF_FITS, "plot")) return EXIT_BAD_INPUT;
         if (method_spec_given(&a.base, "--tree") && !lm.have_heads) {
             fprintf(stderr, "specula plot: --tree given, but there are no Medusa heads to run it with\n");
             models_release(&lm);
-            return 1;
+            return EXIT_BAD_INPUT;
         }
         const decode_target *target = lm.parts.target;
         t.pair_target_bytes = target->weight_bytes_per_pass;

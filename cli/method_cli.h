@@ -80,7 +80,7 @@ const model_config *models_config(const loaded_models *lm);
 
 /* Loads the target (and the companions asked for) and builds the parts.
  * Prints "specula CMD: reason" and returns 1 on failure (nothing is left
- * loaded), 0 on success. */
+ * loaded; the command exits EXIT_BAD_INPUT), 0 on success. */
 int models_load(loaded_models *lm, const model_flags *f, companion_need draft, companion_need heads, const char *cmd);
 /* The same in two steps, for a command that goes on without a target:
  * the target alone (nothing printed; err says why), then the companions. */

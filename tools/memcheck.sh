@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # memcheck.sh BUILD — the body of `make memcheck`: the main command paths
 # under valgrind's memcheck, each on a small input: info, generate with every
-# method on both backends (the engine at --threads 1, and 2 for two methods),
-# logits, verify at a small --scale, a few steps of medusa-train, plot --term
-# dumb. A command passes when valgrind reports no error and no definitely
+# method and both trees of drafts on both backends (the engine at --threads
+# 1, and 2 for two methods), bench, logits, two refusals that free what
+# they loaded, verify at a small --scale and its --plan, a few steps of
+# medusa-train, plot --term dumb. A command passes when valgrind reports no error and no definitely
 # lost block and the command exits with its own expected status. One line
 # per command, then a summary; valgrind's log of each command is kept in
 # BUILD/memcheck/. A planted uninitialised read and leak, caught first, is
@@ -83,7 +84,7 @@ mc "info (micro, --medusa heads)" 0 "$specula" info "$m"
 for backend in reference cpu; do
     threads=()
     [ "$backend" = cpu ] && threads=(--threads 1)
-    for method in greedy sample beam spec mtp medusa; do
+    for method in greedy sample beam spec mtp medusa lookup; do
         seed=(--seed 3)
         [ "$method" = beam ] && seed=() # beam search draws nothing at random
         mc "generate --method $method --backend $backend" 0 "$specula" generate --model "$emb" --method "$method" \
@@ -91,6 +92,13 @@ for backend in reference cpu; do
     done
     mc "generate --method medusa --backend $backend (micro)" 0 "$specula" generate --model "$m" --tokens 1,2,3 \
         --method medusa --max-tokens 12 --no-eos --ids --json --backend "$backend" "${threads[@]}"
+    for method in spec mtp; do # trees of drafts: 2 children under the root, 2 under each, 1 under those
+        mc "generate --method $method --tree-shape 2,2,1 --backend $backend" 0 "$specula" generate --model "$emb" \
+            --method "$method" --tree-shape 2,2,1 --temperature 0.8 --max-tokens 12 --no-eos --seed 3 \
+            --backend "$backend" "${threads[@]}"
+    done
+    mc "bench --backend $backend (micro, every row and the cost model)" 0 "$specula" bench "$m" --runs 1 --tokens 6 \
+        --cost-reps 1 --backend "$backend" "${threads[@]}"
     mc "logits --backend $backend --out --mtp-out" 0 "$specula" logits "$emb" --tokens 3,1,4,1,5,9,2,6 \
         --out "$tmp/l.bin" --mtp-out "$tmp/m.bin" --mtp-chain-from 3 --backend "$backend" "${threads[@]}"
 done
@@ -101,6 +109,14 @@ for method in spec medusa; do
         --tokens 1,2,3 --method "$method" --max-tokens 12 --no-eos --ids --backend cpu --threads 2
 done
 mc "logits (printed)" 0 "$specula" logits "$m" --tokens 3,1,4,1,5
+# refusals free what they loaded: a second output that cannot be created
+# after the first was opened, a Medusa tree deeper than the heads
+mc "logits --out, --mtp-out into a missing folder (refused)" 2 "$specula" logits "$m" --tokens 3,1,4 \
+    --out "$tmp/l2.bin" --mtp-out "$tmp/nope/m.bin"
+printf '[[0],[0,0],[0,0,0],[0,0,0,0],[0,0,0,0,0]]\n' >"$tmp/deep-tree.json"
+mc "generate --method medusa --tree deeper than the heads (refused)" 2 "$specula" generate --model "$m" \
+    --tokens 1,2,3 --method medusa --tree "$tmp/deep-tree.json" --max-tokens 4
+mc "verify --plan --all" 0 "$specula" verify --plan --all
 # 200 draws per case and 100 per planted bug: too few for the controls to
 # be rejected (they need 1 000 to 15 500), so verify reports them and exits 1;
 # every case's code runs all the same.

@@ -2,8 +2,8 @@
 # bad-input-cli.sh BUILD COUNTS — the bad-input table of docs/reliability.md:
 # every row is a command given one input a user gets wrong (a missing or
 # broken checkpoint, a flag out of range, flags that contradict each other)
-# and must exit with the row's status (2: the command line, 1: a file it
-# names that is broken; never a signal) after one line on stderr that
+# and must exit with status 2 (the rule of cli/commands.h; never a signal,
+# never 1, which is for a run that fails after its inputs were accepted) after one line on stderr that
 # contains the row's fragment, naming the file, field or flag. Broken
 # checkpoints are made once each from one generated micro model.
 # With BAD_INPUT_TABLE=FILE, also writes the rows as observed, as the
@@ -110,33 +110,33 @@ for c in info generate logits bench; do
     logits) args=(logits) && pre=(--tokens 1,2) ;;
     bench) args=(bench) && pre=(--plain --runs 1 --tokens 2) ;;
     esac
-    row "$c" "a folder that does not exist" 1 "$tmp/nope" -- "${args[@]}" "$tmp/nope" "${pre[@]}"
-    row "$c" "a folder without config.json" 1 "$tmp/empty/config.json" -- "${args[@]}" "$tmp/empty" "${pre[@]}"
-    row "$c" "config.json that is a folder" 1 "$dircfg/config.json: is a folder" -- "${args[@]}" "$dircfg" "${pre[@]}"
-    row "$c" "model.safetensors cut in half" 1 "truncated" -- "${args[@]}" "$cut" "${pre[@]}"
+    row "$c" "a folder that does not exist" 2 "$tmp/nope" -- "${args[@]}" "$tmp/nope" "${pre[@]}"
+    row "$c" "a folder without config.json" 2 "$tmp/empty/config.json" -- "${args[@]}" "$tmp/empty" "${pre[@]}"
+    row "$c" "config.json that is a folder" 2 "$dircfg/config.json: is a folder" -- "${args[@]}" "$dircfg" "${pre[@]}"
+    row "$c" "model.safetensors cut in half" 2 "truncated" -- "${args[@]}" "$cut" "${pre[@]}"
 done
 i() { row info "$1" "$2" "$3" -- info "$tmp/$5"; }
-i "config.json not valid JSON" 1 "$badcfg/config.json" -- badcfg
-i "config.json without hidden_size" 1 "hidden_size" -- nofield
-i "header length past the end of the file" 1 "header length 4096 runs past the end of the file" -- hdr-past
-i "header length 2^62" 1 "header length 4611686018427387904 runs past" -- hdr-huge
-i "header not JSON" 1 "header is not valid JSON" -- notjson
-i "overlapping tensors" 1 "overlap" -- overlap
-i "a shape whose byte count overflows" 1 "absurd" -- overflow
-i "an unknown dtype" 1 'dtype "Q4_K"' -- dtype
-row generate "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- generate --model "$nan" --tokens 1,2 --max-tokens 2
-row bench "+Inf in a weight (the engine)" 1 "embed_tokens.weight" -- bench "$inf" --plain --runs 1 --tokens 2
-row generate "a shard named in the index missing" 1 "model-00002-of-00002.safetensors" -- generate --model "$shards" --tokens 1,2 --max-tokens 2
-gm "--medusa heads cut in half" 1 "$tmp/heads-cut.safetensors" -- --method medusa --medusa "$tmp/heads-cut.safetensors"
+i "config.json not valid JSON" 2 "$badcfg/config.json" -- badcfg
+i "config.json without hidden_size" 2 "hidden_size" -- nofield
+i "header length past the end of the file" 2 "header length 4096 runs past the end of the file" -- hdr-past
+i "header length 2^62" 2 "header length 4611686018427387904 runs past" -- hdr-huge
+i "header not JSON" 2 "header is not valid JSON" -- notjson
+i "overlapping tensors" 2 "overlap" -- overlap
+i "a shape whose byte count overflows" 2 "absurd" -- overflow
+i "an unknown dtype" 2 'dtype "Q4_K"' -- dtype
+row generate "NaN in a weight" 2 "layers.0.input_layernorm.weight" -- generate --model "$nan" --tokens 1,2 --max-tokens 2
+row bench "+Inf in a weight (the engine)" 2 "embed_tokens.weight" -- bench "$inf" --plain --runs 1 --tokens 2
+row generate "a shard named in the index missing" 2 "model-00002-of-00002.safetensors" -- generate --model "$shards" --tokens 1,2 --max-tokens 2
+gm "--medusa heads cut in half" 2 "$tmp/heads-cut.safetensors" -- --method medusa --medusa "$tmp/heads-cut.safetensors"
 # unreadable: permissions do not stop root, so the row is skipped there
 unread=$tmp/unread && cp -r "$m" "$unread" && chmod 000 "$unread/config.json"
 if [ "$(id -u)" -ne 0 ]; then
-    row info "config.json without read permission" 1 "$unread/config.json" -- info "$unread"
+    row info "config.json without read permission" 2 "$unread/config.json" -- info "$unread"
 else
     skip=$((skip + 1))
     echo "SKIP bad-input-cli: config.json without read permission: running as root, which reads it anyway"
 fi
-row logits "NaN in a weight" 1 "layers.0.input_layernorm.weight" -- logits "$nan" --tokens 1,2
+row logits "NaN in a weight" 2 "layers.0.input_layernorm.weight" -- logits "$nan" --tokens 1,2
 
 # ---- prompts -------------------------------------------------------------------------
 gm "--tokens with an id past the vocabulary (32)" 2 "--tokens" -- --tokens 1,32
@@ -148,7 +148,7 @@ g "--prompt and --tokens" 2 "--prompt" -- generate --prompt a --tokens 1 --max-t
 row generate "--prompt on a model without tokenizer.json" 2 "tokenizer.json" -- generate --model "$m" --prompt hello
 gm "a prompt longer than the context (1024)" 2 "1024" -- --tokens "$(seq -s, 1 1030 | awk -F, '{for (i = 1; i <= NF; i++) $i = $i % 30 + 1} 1' OFS=,)"
 gm "prompt + --max-tokens past the context" 2 "--max-tokens" -- --max-tokens 1100 --no-eos
-g "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- generate --model "$badtok" --prompt hi --max-tokens 2
+g "a broken tokenizer.json" 2 "$badtok/tokenizer.json" -- generate --model "$badtok" --prompt hi --max-tokens 2
 row logits "--tokens with an id past the vocabulary" 2 "--tokens" -- logits "$m" --tokens 1,40
 row logits "no --tokens" 2 "--tokens" -- logits "$m"
 row logits "--tokens longer than the context" 2 "1024" -- logits "$m" --tokens "$(seq -s, 1 1030 | awk -F, '{for (i = 1; i <= NF; i++) $i = $i % 30 + 1} 1' OFS=,)"
@@ -180,17 +180,17 @@ gm "--threads with --backend reference" 2 "--threads" -- --backend reference --t
 gm "--dtype f8" 2 "--dtype" -- --dtype f8
 gm "--seed -1" 2 "--seed" -- --seed -1
 gm "--rule unknown" 2 "--rule" -- --rule maybe
-gm "--method spec without a draft" 1 "draft" -- --method spec
-gm "--method medusa, --medusa missing" 1 "$tmp/no-heads" -- --method medusa --medusa "$tmp/no-heads"
-gm "--medusa a model file, not heads" 1 "$st" -- --method medusa --medusa "$st"
-gm "--tree missing" 1 "$tmp/no-tree.json" -- --method medusa --tree "$tmp/no-tree.json"
-gm "--tree not JSON" 1 "$tmp/tree-bad.json" -- --method medusa --tree "$tmp/tree-bad.json"
-gm "--tree deeper than the heads (2)" 1 "tree3.json" -- --method medusa --tree "$tmp/tree3.json"
+gm "--method spec without a draft" 2 "draft" -- --method spec
+gm "--method medusa, --medusa missing" 2 "$tmp/no-heads" -- --method medusa --medusa "$tmp/no-heads"
+gm "--medusa a model file, not heads" 2 "$st" -- --method medusa --medusa "$st"
+gm "--tree missing" 2 "$tmp/no-tree.json" -- --method medusa --tree "$tmp/no-tree.json"
+gm "--tree not JSON" 2 "$tmp/tree-bad.json" -- --method medusa --tree "$tmp/tree-bad.json"
+gm "--tree deeper than the heads (2)" 2 "tree3.json" -- --method medusa --tree "$tmp/tree3.json"
 # 1088 paths: every rank at depth 1, every pair at depth 2, and 32 more
 seq -s' ' 0 1087 | awk '{printf "["; for (i = 1; i <= NF; i++) { n = $i; printf "%s", (i > 1 ? "," : "");
     if (n < 32) printf "[%d]", n; else if (n < 1056) printf "[%d,%d]", int((n - 32) / 32), (n - 32) % 32;
     else printf "[0,0,%d]", n - 1056 } print "]" }' >"$tmp/tree-big.json"
-gm "--tree of 1088 paths" 1 "1088 paths, at most 255" -- --method medusa --tree "$tmp/tree-big.json"
+gm "--tree of 1088 paths" 2 "1088 paths, at most 255" -- --method medusa --tree "$tmp/tree-big.json"
 gm "--k with --method medusa" 2 "--k" -- --method medusa --k 3
 gm "--ngram 0" 2 "--ngram" -- --method lookup --ngram 0
 gm "--ngram with --method spec" 2 "--ngram" -- --method spec --ngram 2
@@ -202,7 +202,7 @@ row bench "--prompt with --prompt-tokens" 2 "--prompt" -- bench "$m" --prompt "t
 row bench "--prompt, no tokenizer beside the model" 2 "tokenizer" -- bench "$m" --plain --prompt "to be"
 
 # ---- the other commands ---------------------------------------------------------------
-row logits "--out into a missing folder" 1 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"
+row logits "--out into a missing folder" 2 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"
 row logits "--mtp-chain-from without --mtp-out" 2 "--mtp-chain-from" -- logits "$m" --tokens 1,2 --mtp-chain-from 0
 row verify "--samples 0" 2 "--samples" -- verify --samples 0
 row verify "--scale -1" 2 "--scale" -- verify --scale -1
@@ -213,8 +213,8 @@ row plot "--term unknown" 2 "--term" -- plot --term jpeg --out "$tmp/plots"
 row plot "--alpha 1.5" 2 "--alpha" -- plot --alpha 1.5 --out "$tmp/plots"
 row plot "--ngram" 2 "--ngram" -- plot --ngram 2 --out "$tmp/plots"
 row plot "--tokens past the context" 2 "--tokens 2000" -- plot --model "$m" --tokens 2000 --term none --out "$tmp/plots"
-row plot "a broken tokenizer.json" 1 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
-row plot "--model missing" 1 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"
+row plot "a broken tokenizer.json" 2 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
+row plot "--model missing" 2 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"
 mt() { # medusa-train on the micro model
     local input=$1 want=$2 fragment=$3
     shift 4
@@ -224,10 +224,10 @@ mt() { # medusa-train on the micro model
 mt "no --out" 2 "--out" -- --random-prompts
 mt "no prompts source" 2 "--corpus" -- --out "$tmp/h.st"
 mt "--corpus and --random-prompts" 2 "--corpus" -- --random-prompts --corpus "$tmp/x" --out "$tmp/h.st"
-mt "--corpus-ids missing" 1 "$tmp/no-corpus.txt" -- --corpus-ids "$tmp/no-corpus.txt" --out "$tmp/h.st"
-mt "--corpus on a model without tokenizer.json" 1 "tokenizer.json" -- --corpus "$tmp/x" --out "$tmp/h.st"
+mt "--corpus-ids missing" 2 "$tmp/no-corpus.txt" -- --corpus-ids "$tmp/no-corpus.txt" --out "$tmp/h.st"
+mt "--corpus on a model without tokenizer.json" 2 "tokenizer.json" -- --corpus "$tmp/x" --out "$tmp/h.st"
 echo 1 2 32 4 >"$tmp/ids.txt"
-mt "--corpus-ids with an id past the vocabulary" 1 "$tmp/ids.txt: entry 2" -- --corpus-ids "$tmp/ids.txt" --out "$tmp/h.st"
+mt "--corpus-ids with an id past the vocabulary" 2 "$tmp/ids.txt: entry 2" -- --corpus-ids "$tmp/ids.txt" --out "$tmp/h.st"
 mt "--heads 0" 2 "--heads" -- --random-prompts --heads 0 --out "$tmp/h.st"
 mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
 mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"

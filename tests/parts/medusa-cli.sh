@@ -65,17 +65,17 @@ expect_error "typical settings without the typical rule" 2 "only apply to --rule
 expect_error "medusa flags without medusa" 2 "--tree only applies to --method medusa" \
     generate --model "$m" --tokens 1,2 --method mtp --tree "$tmp/tree.json"
 echo '[[0], [0, 0], [0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0, 0]]' >"$tmp/deep.json"
-expect_error "a tree deeper than the heads" 1 "depth 5, but there are only 4 Medusa heads" \
+expect_error "a tree deeper than the heads" 2 "depth 5, but there are only 4 Medusa heads" \
     generate --model "$m" --tokens 1,2 --method medusa --tree "$tmp/deep.json"
 echo '[[0, 1]]' >"$tmp/bad.json"
-expect_error "a tree with a missing prefix" 1 "needs its prefix \[0\]" \
+expect_error "a tree with a missing prefix" 2 "needs its prefix \[0\]" \
     generate --model "$m" --tokens 1,2 --method medusa --tree "$tmp/bad.json"
-expect_error "heads of another base are refused" 1 "do not belong to this model" \
+expect_error "heads of another base are refused" 2 "do not belong to this model" \
     generate --model "$tmp/other" --tokens 1,2 --method medusa --medusa "$m-medusa/medusa_heads.safetensors"
 "$specula" generate --model "$tmp/other" --tokens 1,2 --method medusa --medusa "$m-medusa/medusa_heads.safetensors" \
     --medusa-ignore-base >/dev/null 2>&1
 check "--medusa-ignore-base lets them through" test $? -eq 0
-expect_error "no heads file" 1 "cannot open" generate --model "$tmp/other" --tokens 1,2 --method medusa
+expect_error "no heads file" 2 "cannot open" generate --model "$tmp/other" --tokens 1,2 --method medusa
 
 "$specula" medusa-train --model "$m" --random-prompts --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 4 \
     --gen-len 16 --steps 20 --batch 8 --log-every 10 --out "$tmp/trained/heads.safetensors" \
@@ -104,7 +104,7 @@ check "bench: the pass over the heads' tree" grep -qE "^ +[0-9]+ +$num +$num +<-
 check "bench: the heads' round" grep -qE "^Medusa heads, 1 round's proposal +$num +$num$" "$tmp/bench"
 check "bench: medusa measured and predicted" grep -qE "^medusa( +[0-9.e+]+){5} +${num}x +${num}x\*? +medusa" "$tmp/bench"
 check "bench: medusa in the cost model, no alpha" grep -qE "^medusa +- +$num +[0-9]+ +$num +$num +${num}x" "$tmp/bench"
-expect_error "bench refuses heads of another base" 1 "do not belong to this model" \
+expect_error "bench refuses heads of another base" 2 "do not belong to this model" \
     bench "$tmp/other" --runs 1 --tokens 8 --medusa "$m-medusa/medusa_heads.safetensors"
 expect_error "medusa-train needs a prompt source" 2 "exactly one prompt source" medusa-train --model "$m" --out "$tmp/x"
 expect_error "medusa-train needs --out" 2 "with --out" medusa-train --model "$m" --random-prompts

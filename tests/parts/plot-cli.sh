@@ -45,17 +45,17 @@ expect_error "bad temperature" 2 "--temperatures expects a number" --temperature
 expect_error "bad k" 2 "--k expects an integer in \[1, 32\]" --k 0
 expect_error "bad alpha" 2 "--alpha expects a number in \[0, 1\]" --alpha 1.5
 expect_error "missing value" 2 "--out needs a value" --out
-expect_error "missing model" 1 "cannot open" --model "$tmp/nowhere" --no-measure --term none
+expect_error "missing model" 2 "cannot open" --model "$tmp/nowhere" --no-measure --term none
 
 "$build/genmodel" --quiet --preset micro --seed 3 --medusa-heads 2 "$tmp/m"
 "$build/genmodel" --quiet --preset micro-draft --seed 4 "$tmp/m-draft"
-expect_error "missing heads" 1 "loading Medusa heads" --model "$tmp/m" --medusa "$tmp/none.safetensors" --no-measure --term none
+expect_error "missing heads" 2 "loading Medusa heads" --model "$tmp/m" --medusa "$tmp/none.safetensors" --no-measure --term none
 "$build/genmodel" --quiet --preset micro --seed 5 "$tmp/other"
 mkdir -p "$tmp/other-medusa" && cp "$tmp/m-medusa/medusa_heads.safetensors" "$tmp/other-medusa/"
 "$specula" plot --model "$tmp/other" --no-measure --term none --out "$tmp/o" >"$tmp/out" 2>"$tmp/err"
 check "heads of another checkpoint beside the model: still exit 0" test $? -eq 0
 check "heads of another checkpoint: says why Medusa is left out" grep -q "no Medusa points: .*do not belong" "$tmp/err"
-expect_error "heads of another checkpoint by name" 1 "do not belong" --model "$tmp/other" \
+expect_error "heads of another checkpoint by name" 2 "do not belong" --model "$tmp/other" \
     --medusa "$tmp/m-medusa/medusa_heads.safetensors" --no-measure --term none
 run=(--model "$tmp/m" --prompts 1 --tokens 8 --temperatures 0,1 --k 2)
 
