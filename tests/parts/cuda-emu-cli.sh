@@ -30,7 +30,7 @@ run() {
 }
 
 emu=$build/specula-emu
-run "a build without the backend names the one with it" 1 "build/specula-emu runs it on the CPU emulator" \
+run "a build without the backend names the one with it" 2 "build/specula-emu runs it on the CPU emulator" \
     "$build/specula" generate --backend cuda --max-tokens 2
 run "--threads is the CPU engine's" 2 "only applies to --backend cpu (the CUDA backend runs on the device)" \
     "$emu" generate --backend cuda --threads 2 --max-tokens 2
@@ -42,7 +42,7 @@ run "bench --synthetic needs the CUDA backend" 2 "made on the device: --backend 
     --synthetic "$tmp/mt" --backend cpu
 run "bench --synthetic refuses a context past the model's 1024 positions" 2 "past the" "$emu" bench \
     --synthetic "$tmp/mt" --contexts 1000
-run "bench --synthetic without a GPU build" 1 "built without the CUDA backend" "$build/specula" bench \
+run "bench --synthetic without a GPU build" 2 "built without the CUDA backend" "$build/specula" bench \
     --synthetic "$tmp/mt"
 
 if [ -f models/tiny-shakespeare/model.safetensors ]; then
