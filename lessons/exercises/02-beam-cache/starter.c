@@ -1,5 +1,5 @@
 /* Exercise 2 — the copy-on-write KV cache that lets beams share a prefix
- * (lessons/02-beam-search.md, "Sharing the cache"; lessons/10-state.md).
+ * (lessons/02-beam-search.md, "What it costs"; lessons/10-state.md).
  * The reference keeps a sequence's keys and values in blocks of
  * KV_BLOCK_SIZE positions taken from a pool (reference/model/state.h): a
  * sequence holds a block table, position t lives in
