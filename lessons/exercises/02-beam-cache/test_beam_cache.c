@@ -51,8 +51,8 @@ static void expect_positions(model_state *s, int tag, int from, int to, const ch
             const float *k = state_key(s, la, t), *v = state_value(s, la, t);
             for (int i = 0; i < s->pool->kv_dim; i++)
                 ck_assert_msg(k[i] == mark(tag, la, t, i) && v[i] == -mark(tag, la, t, i),
-                              "%s: layer %d position %d element %d holds key %g, value %g; want %g, %g", what, la, t,
-                              i, k[i], v[i], mark(tag, la, t, i), -mark(tag, la, t, i));
+                              "%s: layer %d position %d element %d holds key %g, value %g; want %g, %g", what, la, t, i,
+                              k[i], v[i], mark(tag, la, t, i), -mark(tag, la, t, i));
         }
 }
 
@@ -62,8 +62,8 @@ static void open_fixture(void) {
     model_state s;
     state_build(&s, &fx.m.cfg, NULL);
     ck_assert_msg(s.num_attn >= 1 && s.num_attn <= 8 && s.pool->kv_dim <= 64,
-                  "the fixture's shape (%d attention layers, kv_dim %d) is outside what mark() can number",
-                  s.num_attn, s.pool->kv_dim);
+                  "the fixture's shape (%d attention layers, kv_dim %d) is outside what mark() can number", s.num_attn,
+                  s.pool->kv_dim);
     state_free(&s);
 }
 static void close_fixture(void) { fixture_model_close(&fx); }
@@ -161,8 +161,8 @@ START_TEST(test_fork_replaces_what_dst_held) {
     state_build(&a, &fx.m.cfg, NULL);
     state_build(&b, &fx.m.cfg, a.pool);
     kv_pool *p = a.pool;
-    write_positions(&b, 5, 0, KV_BLOCK_SIZE + 1);         /* b: two blocks of its own */
-    write_positions(&a, 6, 0, 12 * KV_BLOCK_SIZE);        /* a: twelve, a longer table than b's */
+    write_positions(&b, 5, 0, KV_BLOCK_SIZE + 1);  /* b: two blocks of its own */
+    write_positions(&a, 6, 0, 12 * KV_BLOCK_SIZE); /* a: twelve, a longer table than b's */
     ck_assert_int_eq(p->blocks_in_use, 14);
     const size_t conv = state_deltanet_bytes(&a) / sizeof(float);
     ck_assert(conv > 0);

@@ -64,7 +64,8 @@ START_TEST(test_residual_is_carried_to_the_next_child) {
             accept_result r;
             sp_error err;
             ck_assert_int_eq(accept_exact(&t, p, (accept_site){5, round, 10}, scratch, &r, &err), 0);
-            ck_assert_msg(r.n_accepted == 0, "%s children, round %d: a child was accepted (node %d) though the "
+            ck_assert_msg(r.n_accepted == 0,
+                          "%s children, round %d: a child was accepted (node %d) though the "
                           "residual after token 0 gives token 1 no mass",
                           kind == CHILDREN_IID ? "i.i.d." : "without-replacement", (int)round, r.path[1]);
             ck_assert_msg(r.next_token == 2, "round %d: the correction is token %d; the residual is token 2 alone",
@@ -139,8 +140,10 @@ START_TEST(test_the_accepted_sibling_is_the_one_descended_into) {
         ck_assert_int_eq(accept_exact(&t, p, (accept_site){3, round, 0}, scratch, &r, &err), 0);
         ck_assert_int_eq(r.n_accepted, 1);
         ck_assert_int_eq(r.path[1], 2);
-        ck_assert_msg(r.next_token == 3 && r.bonus == 1, "after node 2 (a leaf) the bonus comes from its row "
-                      "(token 3); got token %d, bonus %d", r.next_token, r.bonus);
+        ck_assert_msg(r.next_token == 3 && r.bonus == 1,
+                      "after node 2 (a leaf) the bonus comes from its row "
+                      "(token 3); got token %d, bonus %d",
+                      r.next_token, r.bonus);
     }
     tree_free(&t);
 }
@@ -258,8 +261,10 @@ static void check_law(children_kind kind) {
         for (int b = 0; b < V; b++) n += counts2[a][b];
         if (n < 200) continue; /* too few rounds accepted token a to test */
         const double p2 = gof(counts2[a], P1[a]) * V;
-        ck_assert_msg(p2 > 1e-3, "after an accepted token %d, the next token does not follow p after it: "
-                      "p-value %.3g (Bonferroni over %d rows)", a, p2, V);
+        ck_assert_msg(p2 > 1e-3,
+                      "after an accepted token %d, the next token does not follow p after it: "
+                      "p-value %.3g (Bonferroni over %d rows)",
+                      a, p2, V);
     }
 }
 

@@ -88,4 +88,3 @@ void state_kv_for_write(model_state *s, int la, int t, float **key, float **valu
     *key = state_key(s, la, t);
     *value = state_value(s, la, t);
 }
-

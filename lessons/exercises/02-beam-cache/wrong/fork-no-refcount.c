@@ -1,5 +1,5 @@
 /* A wrong solution to exercise 2; its checker must reject it (tests/parts/exercises.sh).
- * Mistake: lists src's blocks in dst's table without counting the new references: the first beam to let go frees blocks the other still reads.
+ * Mistake: fork lists src's blocks without counting the new references: the first beam to let go frees them.
  * Caught by: exercise_beam_cache */
 #include "state.h"
 
@@ -88,4 +88,3 @@ void state_kv_for_write(model_state *s, int la, int t, float **key, float **valu
     *key = state_key(s, la, t);
     *value = state_value(s, la, t);
 }
-

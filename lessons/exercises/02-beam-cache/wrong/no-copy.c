@@ -1,5 +1,5 @@
 /* A wrong solution to exercise 2; its checker must reject it (tests/parts/exercises.sh).
- * Mistake: writes into the block at position t even when another beam still lists it: the write lands in the sibling's cache too.
+ * Mistake: writes into the block at t even when another beam lists it: the write lands in the sibling's cache.
  * Caught by: exercise_beam_cache */
 #include "state.h"
 
@@ -90,4 +90,3 @@ void state_kv_for_write(model_state *s, int la, int t, float **key, float **valu
     *key = state_key(s, la, t);
     *value = state_value(s, la, t);
 }
-

@@ -1,5 +1,5 @@
 /* A wrong solution to exercise 2; its checker must reject it (tests/parts/exercises.sh).
- * Mistake: keeps pos / KV_BLOCK_SIZE blocks (rounded down): the partial block that still holds positions below pos goes back to the pool.
+ * Mistake: keeps pos / KV_BLOCK_SIZE blocks: the partial block still holding positions below pos goes back.
  * Caught by: exercise_beam_cache */
 #include "state.h"
 
@@ -89,4 +89,3 @@ void state_kv_for_write(model_state *s, int la, int t, float **key, float **valu
     *key = state_key(s, la, t);
     *value = state_value(s, la, t);
 }
-

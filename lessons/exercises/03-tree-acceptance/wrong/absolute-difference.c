@@ -10,8 +10,7 @@
 
 double accept_residual(const float *p, const float *q, float *residual, int V) {
     double mass = 0; /* first pass only measures, so residual may alias p */
-    for (int i = 0; i < V; i++)
-        mass += fabs((double)p[i] - q[i]);
+    for (int i = 0; i < V; i++) mass += fabs((double)p[i] - q[i]);
     if (mass <= 0) { /* p ≤ q everywhere means p = q: a rejection had probability 0 */
         if (residual != p) memcpy(residual, p, (size_t)V * sizeof(float));
         return 0;
@@ -83,4 +82,3 @@ int accept_exact(const token_tree *t, const float *p, accept_site site, float *s
         u = next;
     }
 }
-

@@ -1,5 +1,5 @@
 /* A wrong solution to exercise 3; its checker must reject it (tests/parts/exercises.sh).
- * Mistake: when no child is accepted, draws the next token from p_u instead of the residual: the tree's tokens get a second chance.
+ * Mistake: when no child is accepted, draws the next token from p_u, not the residual.
  * Caught by: exercise_tree_walk/by_hand */
 #include "accept.h"
 
@@ -83,4 +83,3 @@ int accept_exact(const token_tree *t, const float *p, accept_site site, float *s
         u = next;
     }
 }
-

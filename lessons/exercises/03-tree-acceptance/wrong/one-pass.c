@@ -1,5 +1,5 @@
 /* A wrong solution to exercise 3; its checker must reject it (tests/parts/exercises.sh).
- * Mistake: accept_residual writes residual while it measures the mass: in place with p = q, p is wiped before the fallback copies it.
+ * Mistake: accept_residual writes while it measures: in place with p = q, p is wiped before the fallback.
  * Caught by: exercise_residual_rule */
 #include "accept.h"
 
@@ -86,4 +86,3 @@ int accept_exact(const token_tree *t, const float *p, accept_site site, float *s
         u = next;
     }
 }
-

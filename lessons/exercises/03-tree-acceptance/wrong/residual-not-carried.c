@@ -83,4 +83,3 @@ int accept_exact(const token_tree *t, const float *p, accept_site site, float *s
         u = next;
     }
 }
-
