@@ -318,7 +318,7 @@ $(BUILD)/emu-asan/%.o: %
 # Notebook cells are complete programs built with the project's own flags
 # against the library; NOTEBOOK_ARGS passes runner options (--counts FILE).
 NOTEBOOKS := $(sort $(wildcard notebooks-c/[0-9]*.md))
-NB_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(INC_all) -Itools $(PKG_CFLAGS)
+NB_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(INC_all) -Ioptimized -Itools $(PKG_CFLAGS)
 NB_RUN = tools/notebook/run.sh --build $(BUILD) --cc "$(CC)" --cflags "$(NB_CFLAGS)" --libs "$(LIB) $(LDLIBS)"
 notebooks: $(LIB)
 	@$(NB_RUN) $(NOTEBOOK_ARGS) $(NOTEBOOKS)

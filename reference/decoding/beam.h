@@ -70,8 +70,7 @@ typedef struct {
 /* The length-normalised score sum_logprobs / length^length_penalty (length:
  * generated tokens, the EOS included). Finished hypotheses are ranked by
  * it, and the stopping rule bounds a live beam's best possible score with
- * it. A function of its own so that the course can replace it
- * (lessons/exercises/02-beam-score). */
+ * it. */
 double beam_length_normalised(double sum_logprobs, double length, double length_penalty);
 
 /* b 4, length penalty 1, heuristic, 1 returned, 32 new tokens, EOS on. */
