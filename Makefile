@@ -127,7 +127,7 @@ ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
 LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
+.PHONY: all demo test test-build test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
         notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
@@ -341,11 +341,18 @@ exercise: exercise-deps
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
 
+# The build runs on every core (on a clean clone it is a good part of the
+# time make test takes); then tests/run.sh runs the suites side by side.
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	@$(MAKE) --no-print-directory test-run
 
-test-run: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel cuda \
-          $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
+# Everything the suites and parts run, built before any of them starts, so
+# that the parts that call make (notebooks, exercises) find it up to date.
+test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel \
+            cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
+test-run: test-build
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
 
 # Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).
