@@ -5,4 +5,6 @@
 set -u
 build=${1:-build}
 counts=${2:-/dev/null}
-make --no-print-directory -s notebooks BUILD="$build" NOTEBOOK_ARGS="--counts $counts"
+# --timeout 120: the longest cells take about 10 s of CPU; a hung cell still
+# ends the part, and a machine shared with other work does not.
+make --no-print-directory -s notebooks BUILD="$build" NOTEBOOK_ARGS="--counts $counts --timeout 120"
