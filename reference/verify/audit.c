@@ -19,6 +19,19 @@ const char *audit_verdict_name(audit_verdict v) {
     return "?";
 }
 
+void audit_pit_init(audit_pit *p, int L) {
+    p->L = L;
+    p->bins = sp_xcalloc((size_t)L * AUDIT_PIT_BINS, sizeof *p->bins, "audit PIT bins[L, B]");
+    p->impossible = sp_xcalloc((size_t)L, sizeof *p->impossible, "audit PIT impossible[L]");
+    p->draws = 0;
+}
+
+void audit_pit_free(audit_pit *p) {
+    free(p->bins);
+    free(p->impossible);
+    memset(p, 0, sizeof *p);
+}
+
 void audit_report_free(audit_report *r) {
     free(r->tests);
     free(r->control);
@@ -112,19 +125,34 @@ static int add_two_sample(audit_test *tests, int *m, audit_test_kind kind, int p
     return 0;
 }
 
-/* The goodness of fit of one arm's transforms to the uniform law; a token
- * the law forbids is a cell of probability 0, which makes G infinite. */
-static int add_law(audit_test *tests, int *m, const audit_pit *pit, const char *arm, sp_error *err) {
-    int64_t counts[AUDIT_PIT_BINS + 1];
+/* The goodness of fit of one arm's transforms at `position` (−1: pooled
+ * over every position) to the uniform law; a token the law forbids is a
+ * cell of probability 0, which makes G infinite. Skipped when the uniform
+ * expected counts are too small to leave two cells after pooling. */
+static int add_law(audit_test *tests, int *m, const audit_pit *pit, int position, const char *arm, sp_error *err) {
+    int64_t counts[AUDIT_PIT_BINS + 1] = {0}, n = 0;
     double probs[AUDIT_PIT_BINS + 1];
-    for (int j = 0; j < AUDIT_PIT_BINS; j++) counts[j] = pit->bins[j], probs[j] = 1.0 / AUDIT_PIT_BINS;
-    counts[AUDIT_PIT_BINS] = pit->impossible;
+    for (int t = 0; t < pit->L; t++) {
+        if (position >= 0 && t != position) continue;
+        for (int j = 0; j < AUDIT_PIT_BINS; j++) counts[j] += pit->bins[(size_t)t * AUDIT_PIT_BINS + (size_t)j];
+        counts[AUDIT_PIT_BINS] += pit->impossible[t];
+    }
+    for (int j = 0; j <= AUDIT_PIT_BINS; j++) n += counts[j];
+    if ((double)n / AUDIT_PIT_BINS < 2 * STATS_MIN_EXPECTED && counts[AUDIT_PIT_BINS] == 0) return 0;
+    for (int j = 0; j < AUDIT_PIT_BINS; j++) probs[j] = 1.0 / AUDIT_PIT_BINS;
     probs[AUDIT_PIT_BINS] = 0.0;
     audit_test *x = &tests[*m];
     memset(x, 0, sizeof *x);
     x->kind = AUDIT_TEST_LAW;
+    x->position = position;
     x->arm = arm;
-    if (stats_gof(counts, probs, AUDIT_PIT_BINS + 1, STATS_G, STATS_MIN_EXPECTED, &x->test, err)) return -1;
+    if (counts[AUDIT_PIT_BINS] && (double)n / AUDIT_PIT_BINS < 2 * STATS_MIN_EXPECTED) {
+        /* too few draws for a chi-square test, but a forbidden token is
+         * proof enough */
+        x->test = (stats_result){.statistic = INFINITY, .p_value = 0.0, .n = n, .impossible = counts[AUDIT_PIT_BINS]};
+    } else if (stats_gof(counts, probs, AUDIT_PIT_BINS + 1, STATS_G, STATS_MIN_EXPECTED, &x->test, err)) {
+        return -1;
+    }
     (*m)++;
     return 0;
 }
@@ -143,7 +171,7 @@ static void holm(audit_test *tests, int m) {
 static int family(const audit_samples *a, const audit_samples *off, const audit_samples *tv_source, int V,
                   int64_t *seq_a, int64_t *seq_off, int64_t *seq_tv, int K, const audit_pit *const *pits,
                   const char *const *pit_arms, double tv_delta, audit_test **out, int *n_out, sp_error *err) {
-    int L = a->L, cap = L + 1 + 3, m = 0;
+    int L = a->L, cap = L + 1 + 2 * (L + 1), m = 0;
     audit_test *tests = sp_xcalloc((size_t)cap, sizeof *tests, "audit tests");
     int64_t *ca = sp_xcalloc((size_t)V, sizeof *ca, "audit counts"), *cb = sp_xcalloc((size_t)V, sizeof *cb, "counts"),
             *cr = tv_source ? sp_xcalloc((size_t)V, sizeof *cr, "audit counts") : NULL;
@@ -155,7 +183,8 @@ static int family(const audit_samples *a, const audit_samples *off, const audit_
         rc = add_two_sample(tests, &m, AUDIT_TEST_POSITION, t, ca, cb, cr, V, tv_delta, err);
     }
     if (!rc) rc = add_two_sample(tests, &m, AUDIT_TEST_SEQUENCE, -1, seq_a, seq_off, seq_tv, K, tv_delta, err);
-    for (int i = 0; pits && pits[i] && !rc; i++) rc = add_law(tests, &m, pits[i], pit_arms[i], err);
+    for (int i = 0; pits && pits[i] && !rc; i++)
+        for (int t = -1; t < L && !rc; t++) rc = add_law(tests, &m, pits[i], t, pit_arms[i], err);
     free(ca), free(cb), free(cr);
     if (rc) {
         free(tests);
@@ -208,11 +237,12 @@ int audit_run(const audit_samples *on, const audit_samples *off, const audit_sam
         if (x->has_tv && x->kind == AUDIT_TEST_POSITION && x->tv.upper > r->max_tv) r->max_tv = x->tv.upper;
     }
     r->control_min_p_holm = 1.0;
-    r->control_law_p_holm = -1.0;
+    r->control_law_p_holm = pit_on ? 1.0 : -1.0;
     for (int i = 0; i < r->n_control; i++) {
         const audit_test *x = &r->control[i];
-        if (x->kind == AUDIT_TEST_LAW)
-            r->control_law_p_holm = x->p_holm;
+        if (x->kind == AUDIT_TEST_LAW) {
+            if (x->p_holm < r->control_law_p_holm) r->control_law_p_holm = x->p_holm;
+        }
         else if (x->p_holm < r->control_min_p_holm)
             r->control_min_p_holm = x->p_holm;
     }

@@ -13,7 +13,8 @@
  * `on` and `off` (a 2×V table, G-test, pooled), the homogeneity of whole
  * sequences (when enough of them repeat to have a degree of freedom), and,
  * when the law is computed (audit_law.h), a goodness of fit of each arm's
- * randomised probability integral transforms against the uniform law.
+ * randomised probability integral transforms against the uniform law,
+ * pooled over the positions and at each position.
  * Holm over the run's tests; a TV upper bound for each position.
  * docs/audit.md states what this can and cannot see. */
 #ifndef SPECULA_AUDIT_H
@@ -31,12 +32,18 @@
 /* Equal-width bins of the probability integral transform. */
 #define AUDIT_PIT_BINS 20
 
-/* Where each arm's draws fall against the target's law (audit_law.h). */
+/* Where each arm's draws fall against the target's law (audit_law.h), per
+ * position: a bug that touches one position (the bonus token, the last
+ * step) would be diluted in the pooled counts, so both are tested. */
 typedef struct {
-    int64_t bins[AUDIT_PIT_BINS]; /* randomised PIT values per bin of [0, 1) */
-    int64_t impossible;           /* tokens the law gives probability 0 */
-    int64_t draws;                /* n · L */
+    int L;
+    int64_t *bins;       /* [L, AUDIT_PIT_BINS] randomised PIT values per bin of [0, 1) */
+    int64_t *impossible; /* [L] tokens the law gives probability 0 */
+    int64_t draws;       /* n · L */
 } audit_pit;
+
+void audit_pit_init(audit_pit *p, int L);
+void audit_pit_free(audit_pit *p);
 
 typedef struct {
     double alpha; /* family-wise level of the audit (Holm), default 1e-3 */
@@ -50,7 +57,7 @@ typedef enum { AUDIT_TEST_POSITION = 0, AUDIT_TEST_SEQUENCE, AUDIT_TEST_LAW } au
 /* One test of a family. */
 typedef struct {
     audit_test_kind kind;
-    int position;      /* AUDIT_TEST_POSITION: 0-based position in the continuation */
+    int position;      /* 0-based position in the continuation; −1: the whole sequence (sequence test, pooled law) */
     const char *arm;   /* AUDIT_TEST_LAW: "on", "off" or "control" */
     stats_result test; /* raw test */
     double p_holm;     /* Holm-adjusted within its family */
@@ -72,7 +79,7 @@ typedef struct {
     int n_control;
     double min_p_holm;         /* smallest Holm-adjusted p of the audit's family */
     double control_min_p_holm; /* the same for the control's two-sample tests */
-    double control_law_p_holm; /* the control's law test (−1: no law) */
+    double control_law_p_holm; /* the smallest of the control's law tests (−1: no law) */
     double max_tv;             /* the largest TV upper bound of the audit's positions */
     int control_rejected;
     audit_verdict verdict;

@@ -53,7 +53,7 @@ static int sample_probs(decode_target *t, int base, int pending, const int *row,
 int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp,
                   const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
                   sp_error *err) {
-    memset(out, 0, sizeof *out);
+    if (out->L != s->L) return sp_fail(err, "audit: transforms of %d positions for samples of %d", out->L, s->L);
     if (n_prompt < 1) return sp_fail(err, "audit: the law needs a prompt of at least one token");
     int V = t->cfg->vocab_size, L = s->L;
     int base = t->seq_open(t, err);
@@ -68,10 +68,10 @@ int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampl
         for (int k = 0; k < L; k++) {
             double u = audit_pit_value(p + (size_t)k * (size_t)V, V, row[k], pit_uniform(seed, i, k));
             if (u < 0) {
-                out->impossible++;
+                out->impossible[k]++;
             } else {
                 int b = (int)(u * AUDIT_PIT_BINS);
-                out->bins[b < AUDIT_PIT_BINS ? b : AUDIT_PIT_BINS - 1]++;
+                out->bins[(size_t)k * AUDIT_PIT_BINS + (size_t)(b < AUDIT_PIT_BINS ? b : AUDIT_PIT_BINS - 1)]++;
             }
             out->draws++;
         }

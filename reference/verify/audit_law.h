@@ -24,10 +24,10 @@
 
 typedef void (*audit_progress_fn)(void *user, int64_t done, int64_t total);
 
-/* The transforms of s (continuations of prompt[n_prompt], n_prompt ≥ 1)
+/* Adds the transforms of s (continuations of prompt[n_prompt], n_prompt ≥ 1)
  * under t's processed distribution at sp. The uniforms U come from Philox
  * with `seed` (stream: the sample, counter: the position), so a run is
- * reproducible. */
+ * reproducible. out: audit_pit_init'ed with s->L. */
 int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp,
                   const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
                   sp_error *err);
