@@ -19,12 +19,13 @@ typedef struct {
     const char *files[3]; /* on, off, control */
     const char *save_dir;
     int n, L;
-    const char *prompt_text, *tokens_text;
+    const char *prompt_text, *tokens_text, *banned_text;
     float control_temperature;
     int no_law, json, quiet;
     audit_options opt;
     /* filled while running */
     int *prompt, n_prompt;
+    int *banned, n_banned; /* --ban-tokens */
     const char *model_dir;
     double draw_seconds, law_seconds;
 } audit_args;

@@ -40,6 +40,11 @@ void audit_print_table(const audit_args *a, const audit_report *r, FILE *f) {
     fprintf(f, "model %s, prompt of %d tokens, T %g (top-k %d, top-p %g, min-p %g), control T %g\n", a->model_dir,
             a->n_prompt, (double)sp->temperature, sp->top_k, (double)sp->top_p, (double)sp->min_p,
             (double)a->control_temperature);
+    if (a->n_banned) {
+        fprintf(f, "tokens the engine never draws, removed from the law:");
+        for (int i = 0; i < a->n_banned; i++) fprintf(f, " %d", a->banned[i]);
+        fputc('\n', f);
+    }
     fprintf(f, "%d samples per arm of %d tokens, seed %llu; drawn in %.1f s, law in %.1f s\n\n", r->n, r->L,
             (unsigned long long)a->spec.seed, a->draw_seconds, a->law_seconds);
     const int law = r->control_law_p_holm >= 0;
@@ -116,6 +121,8 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
         fprintf(f, "\"backend\": \"%s\", \"method\": \"%s\", ", backend_name(a->models.backend), label);
     fprintf(f, "\"model\": \"%s\", \"prompt_tokens\": [", a->model_dir);
     for (int i = 0; i < a->n_prompt; i++) fprintf(f, "%s%d", i ? ", " : "", a->prompt[i]);
+    fprintf(f, "], \"banned_tokens\": [");
+    for (int i = 0; i < a->n_banned; i++) fprintf(f, "%s%d", i ? ", " : "", a->banned[i]);
     fprintf(f,
             "], \"temperature\": %g, \"top_k\": %d, \"top_p\": %g, \"min_p\": %g, \"control_temperature\": %g, "
             "\"n\": %d, \"length\": %d, \"seed\": %llu, \"alpha\": %g, \"delta\": %g, \"draw_seconds\": %.3f, "

@@ -51,6 +51,8 @@ static void usage(FILE *f) {
             "  --tokens IDS         the prompt as token ids\n"
             "  --control-temperature T\n"
             "                       the control arm's temperature (default 1.5 x --temperature)\n"
+            "  --ban-tokens IDS     tokens the engine never draws (a server told to ignore EOS gives them a\n"
+            "                       logit of -inf): the law is computed without them\n"
             "  --no-law             skip the tests against the target's law (an engine on another model)\n"
             "  --alpha A            family-wise level of the audit (default 0.001)\n"
             "  --delta D            the TV bounds hold together with probability 1 - D (default 0.001)\n"
@@ -110,6 +112,9 @@ static int parse(int argc, char **argv, audit_args *a) {
             VALUE();
             if (arg_float(f, v, 1e-3, 100, &x)) return 2;
             a->control_temperature = x;
+        } else if (!strcmp(f, "--ban-tokens")) {
+            VALUE();
+            a->banned_text = v;
         } else if (!strcmp(f, "--no-law")) {
             a->no_law = 1;
         } else if (!strcmp(f, "--alpha")) {
@@ -299,7 +304,7 @@ static int law_arm(const audit_args *a, loaded_models *lm, int arm, const audit_
     snprintf(label, sizeof label, "law of arm %s", arm_names[arm]);
     audit_pit_init(pit, a->L);
     sp_error err;
-    if (audit_law_pit(lm->parts.target, a->prompt, a->n_prompt, &a->spec.sampling, s,
+    if (audit_law_pit(lm->parts.target, a->prompt, a->n_prompt, &a->spec.sampling, a->banned, a->n_banned, s,
                       verify_run_seed(a->spec.seed, 10 + arm, 0), a->quiet ? NULL : progress, label, pit, &err)) {
         fprintf(stderr, "specula audit: %s\n", err.msg);
         return AUDIT_EXIT_ERROR;
@@ -365,10 +370,14 @@ int cmd_audit(int argc, char **argv) {
                     own && a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "audit"))
         return AUDIT_EXIT_ERROR;
     rc = prompt_ids(&a, dir, models_config(&lm)->vocab_size);
+    if (!rc && a.banned_text && arg_tokens("--ban-tokens", a.banned_text, models_config(&lm)->vocab_size, &a.banned,
+                                           &a.n_banned))
+        rc = 2;
     if (!rc) rc = context_check(models_config(&lm), NULL, a.n_prompt, "--length", a.L, "audit");
     a.model_dir = dir;
     if (!rc) rc = run(&a, &lm);
     free(a.prompt);
+    free(a.banned);
     models_release(&lm);
     return rc;
 }

@@ -32,7 +32,7 @@ static double pit_uniform(uint64_t seed, int i, int t) {
 /* p[L, V]: the processed distribution of each token of row given the
  * prefix, from a fork of `base` (the prompt but its last token). */
 static int sample_probs(decode_target *t, int base, int pending, const int *row, int L, const sampler_params *sp,
-                        token_tree *tree, float *p, sp_error *err) {
+                        const int *banned, int n_banned, token_tree *tree, float *p, sp_error *err) {
     int V = t->cfg->vocab_size, seq = t->seq_fork(t, base, err);
     if (seq < 0) return -1;
     int rc = 0;
@@ -41,7 +41,14 @@ static int sample_probs(decode_target *t, int base, int pending, const int *row,
         tree_reset(tree, pending, CHILDREN_IID);
         for (int j = 0; j + 1 < c; j++) tree_add(tree, j, row[pos + j]);
         target_job job = {.seq = seq, .tree = tree, .p = p + (size_t)pos * (size_t)V, .hidden = NULL};
-        if ((rc = t->verify(t, &job, 1, sp, err))) break;
+        /* raw logits, so the banned tokens leave before the temperature and
+         * the cuts, as a logit bias of −inf does in an engine */
+        if ((rc = t->verify(t, &job, 1, NULL, err))) break;
+        for (int j = 0; j < c; j++) {
+            float *row_p = p + (size_t)(pos + j) * (size_t)V;
+            for (int b = 0; b < n_banned; b++) row_p[banned[b]] = -INFINITY;
+            sampler_probs(sp, row_p, row_p, V);
+        }
         rc = t->commit(t, seq, c - 1, err);
         pending = row[pos + c - 1];
         pos += c;
@@ -50,12 +57,14 @@ static int sample_probs(decode_target *t, int base, int pending, const int *row,
     return rc;
 }
 
-int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp,
-                  const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
+int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp, const int *banned,
+                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
                   sp_error *err) {
     if (out->L != s->L) return sp_fail(err, "audit: transforms of %d positions for samples of %d", out->L, s->L);
     if (n_prompt < 1) return sp_fail(err, "audit: the law needs a prompt of at least one token");
     int V = t->cfg->vocab_size, L = s->L;
+    for (int b = 0; b < n_banned; b++)
+        if (banned[b] < 0 || banned[b] >= V) return sp_fail(err, "audit: banned token %d outside the vocabulary", banned[b]);
     int base = t->seq_open(t, err);
     if (base < 0) return -1;
     int rc = t->prefill(t, base, prompt, n_prompt - 1, NULL, NULL, err);
@@ -64,7 +73,7 @@ int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampl
     tree_build(&tree, V, L < t->max_tree_nodes ? L : t->max_tree_nodes);
     for (int i = 0; i < s->n && !rc; i++) {
         const int *row = s->tokens + (size_t)i * (size_t)L;
-        if ((rc = sample_probs(t, base, prompt[n_prompt - 1], row, L, sp, &tree, p, err))) break;
+        if ((rc = sample_probs(t, base, prompt[n_prompt - 1], row, L, sp, banned, n_banned, &tree, p, err))) break;
         for (int k = 0; k < L; k++) {
             double u = audit_pit_value(p + (size_t)k * (size_t)V, V, row[k], pit_uniform(seed, i, k));
             if (u < 0) {

@@ -27,9 +27,11 @@ typedef void (*audit_progress_fn)(void *user, int64_t done, int64_t total);
 /* Adds the transforms of s (continuations of prompt[n_prompt], n_prompt ≥ 1)
  * under t's processed distribution at sp. The uniforms U come from Philox
  * with `seed` (stream: the sample, counter: the position), so a run is
- * reproducible. out: audit_pit_init'ed with s->L. */
-int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp,
-                  const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
+ * reproducible. banned[n_banned]: tokens the engine never draws (an engine
+ * told to ignore EOS gives them a logit of −inf): removed from the logits
+ * before the temperature and the cuts. out: audit_pit_init'ed with s->L. */
+int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp, const int *banned,
+                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
                   sp_error *err);
 
 /* The transform of token x under probs[V] with uniform U (the rule above):

@@ -59,7 +59,7 @@ static void pit(micro_world *w, const audit_samples *s, float temperature, audit
     sampler_params sp = sampler_defaults();
     sp.temperature = temperature;
     audit_pit_init(out, s->L);
-    ck_assert_msg(audit_law_pit(&w->parts.target, prompt, N_PROMPT, &sp, s, 99, NULL, NULL, out, &err) == 0, "%s",
+    ck_assert_msg(audit_law_pit(&w->parts.target, prompt, N_PROMPT, &sp, NULL, 0, s, 99, NULL, NULL, out, &err) == 0, "%s",
                   err.msg);
 }
 
