@@ -16,7 +16,7 @@ int audit_exec_draw(const char *cmd, const char *arm, int n, const sampler_param
     char *line = malloc(size);
     if (!line) return sp_fail(err, "out of memory");
     int len = snprintf(line, size,
-                       "%s --arm %s --n %d --length %d --temperature %.9g --top-k %d --top-p %.9g --min-p %.9g "
+                       "%s --arm %s --n %d --length %d --temperature %.7g --top-k %d --top-p %.7g --min-p %.7g "
                        "--seed %llu --prompt-ids ",
                        cmd, arm, n, out->L, (double)sp->temperature, sp->top_k, (double)sp->top_p,
                        (double)sp->min_p, (unsigned long long)seed_base);
