@@ -18,8 +18,8 @@ int audit_exec_draw(const char *cmd, const char *arm, int n, const sampler_param
     int len = snprintf(line, size,
                        "%s --arm %s --n %d --length %d --temperature %.7g --top-k %d --top-p %.7g --min-p %.7g "
                        "--seed %llu --prompt-ids ",
-                       cmd, arm, n, out->L, (double)sp->temperature, sp->top_k, (double)sp->top_p,
-                       (double)sp->min_p, (unsigned long long)seed_base);
+                       cmd, arm, n, out->L, (double)sp->temperature, sp->top_k, (double)sp->top_p, (double)sp->min_p,
+                       (unsigned long long)seed_base);
     for (int i = 0; i < n_prompt; i++) len += snprintf(line + len, size - (size_t)len, "%s%d", i ? "," : "", prompt[i]);
     fflush(NULL);
     FILE *p = popen(line, "r");
@@ -38,7 +38,7 @@ int audit_exec_draw(const char *cmd, const char *arm, int n, const sampler_param
     int status = pclose(p);
     if (!rc && (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0))
         rc = sp_fail(err, "the engine command failed (arm %s, %s %d): %s", arm,
-                     status != -1 && WIFEXITED(status) ? "exit status" : "signal or wait status", 
+                     status != -1 && WIFEXITED(status) ? "exit status" : "signal or wait status",
                      status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : status, line);
     if (!rc && out->n < n)
         rc = sp_fail(err, "the engine command printed %d samples for arm %s, %d were asked for", out->n, arm, n);

@@ -23,8 +23,7 @@ static void source_line(const audit_args *a, FILE *f) {
     else if (a->source == AUDIT_SOURCE_CMD)
         fprintf(f, "engine: the command %s\n", a->engine_cmd);
     else
-        fprintf(f, "engine: the sample files %s (on), %s (off), %s (control)\n", a->files[0], a->files[1],
-                a->files[2]);
+        fprintf(f, "engine: the sample files %s (on), %s (off), %s (control)\n", a->files[0], a->files[1], a->files[2]);
 }
 
 static void p_cell(const audit_test *x, FILE *f) {
@@ -50,13 +49,13 @@ void audit_print_table(const audit_args *a, const audit_report *r, FILE *f) {
     const int law = r->control_law_p_holm >= 0;
     fprintf(f, "%5s | %-44s | %s\n", "", "on vs off (G-test, Holm p, TV upper bound)",
             law ? "against the law (Holm p)" : "");
-    fprintf(f, "%5s | %9s %5s %10s %10s %6s | %s\n", "pos", "G", "df", "p", "Holm p", "TV <=",
-            law ? "on         off" : "");
+    fprintf(f, "%5s | %9s %5s %10s %10s %6s | %s\n", "pos", "G", "df", "p", "Holm p",
+            "TV <=", law ? "on         off" : "");
     for (int t = 0; t < r->L; t++) {
         const audit_test *x = find(r->tests, r->n_tests, AUDIT_TEST_POSITION, t, NULL);
         if (x)
-            fprintf(f, "%5d | %9.2f %5d %10.3g %10.3g %6.3f |", t + 1, x->test.statistic, x->test.df,
-                    x->test.p_value, x->p_holm, x->tv.upper);
+            fprintf(f, "%5d | %9.2f %5d %10.3g %10.3g %6.3f |", t + 1, x->test.statistic, x->test.df, x->test.p_value,
+                    x->p_holm, x->tv.upper);
         else
             fprintf(f, "%5d | %-44s |", t + 1, "  one token almost always: nothing to test");
         if (law) {
@@ -85,8 +84,7 @@ void audit_print_table(const audit_args *a, const audit_report *r, FILE *f) {
                                 : "NOT rejected below 1e-12: too few samples for this audit to mean anything");
     fprintf(f, "verdict: %s: ", audit_verdict_name(r->verdict));
     if (r->verdict == AUDIT_FAILED)
-        fprintf(f, "a test rejects at the family-wise level %g (smallest Holm p %.3g)\n", a->opt.alpha,
-                r->min_p_holm);
+        fprintf(f, "a test rejects at the family-wise level %g (smallest Holm p %.3g)\n", a->opt.alpha, r->min_p_holm);
     else
         fprintf(f, "no test rejects at the family-wise level %g (smallest Holm p %.3g)%s\n", a->opt.alpha,
                 r->min_p_holm, r->verdict == AUDIT_UNDERPOWERED ? ", but the control was not rejected: draw more" : "");
@@ -116,7 +114,9 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
     char label[160];
     method_spec_label(&a->spec, label, sizeof label);
     fprintf(f, "{\"engine\": \"%s\", ",
-            a->source == AUDIT_SOURCE_SPECULA ? "specula" : a->source == AUDIT_SOURCE_CMD ? "command" : "files");
+            a->source == AUDIT_SOURCE_SPECULA ? "specula"
+            : a->source == AUDIT_SOURCE_CMD   ? "command"
+                                              : "files");
     if (a->source == AUDIT_SOURCE_SPECULA)
         fprintf(f, "\"backend\": \"%s\", \"method\": \"%s\", ", backend_name(a->models.backend), label);
     fprintf(f, "\"model\": \"%s\", \"prompt_tokens\": [", a->model_dir);
@@ -128,8 +128,7 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
             "\"n\": %d, \"length\": %d, \"seed\": %llu, \"alpha\": %g, \"delta\": %g, \"draw_seconds\": %.3f, "
             "\"law_seconds\": %.3f,\n \"tests\": [",
             (double)sp->temperature, sp->top_k, (double)sp->top_p, (double)sp->min_p, (double)a->control_temperature,
-            r->n, r->L, (unsigned long long)a->spec.seed, a->opt.alpha, a->opt.delta, a->draw_seconds,
-            a->law_seconds);
+            r->n, r->L, (unsigned long long)a->spec.seed, a->opt.alpha, a->opt.delta, a->draw_seconds, a->law_seconds);
     for (int i = 0; i < r->n_tests; i++) {
         fprintf(f, "%s\n  ", i ? "," : "");
         json_test(&r->tests[i], f);
@@ -143,5 +142,6 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
             "],\n \"min_p_holm\": %.6g, \"max_tv_upper\": %.6g, \"control_min_p_holm\": %.6g, "
             "\"control_law_p_holm\": %.6g, \"control_rejected\": %s, \"verdict\": \"%s\"}\n",
             r->min_p_holm, r->max_tv, r->control_min_p_holm, r->control_law_p_holm,
-            r->control_rejected ? "true" : "false", r->verdict == AUDIT_FAILED ? "failed" : audit_verdict_name(r->verdict));
+            r->control_rejected ? "true" : "false",
+            r->verdict == AUDIT_FAILED ? "failed" : audit_verdict_name(r->verdict));
 }

@@ -270,8 +270,8 @@ static int draw_arm(const audit_args *a, loaded_models *lm, int arm, audit_sampl
     int rc;
     char label[32];
     snprintf(label, sizeof label, "arm %s", arm_names[arm]);
-    if (!a->quiet) fprintf(stderr, "specula audit: drawing arm %s (%d samples of %d tokens)\n", arm_names[arm], a->n,
-                           a->L);
+    if (!a->quiet)
+        fprintf(stderr, "specula audit: drawing arm %s (%d samples of %d tokens)\n", arm_names[arm], a->n, a->L);
     if (a->source == AUDIT_SOURCE_CMD) {
         rc = audit_exec_draw(a->engine_cmd, arm_names[arm], a->n, &sp, base, a->prompt, a->n_prompt, V, s, &err);
     } else {
@@ -370,8 +370,8 @@ int cmd_audit(int argc, char **argv) {
                     own && a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "audit"))
         return AUDIT_EXIT_ERROR;
     rc = prompt_ids(&a, dir, models_config(&lm)->vocab_size);
-    if (!rc && a.banned_text && arg_tokens("--ban-tokens", a.banned_text, models_config(&lm)->vocab_size, &a.banned,
-                                           &a.n_banned))
+    if (!rc && a.banned_text &&
+        arg_tokens("--ban-tokens", a.banned_text, models_config(&lm)->vocab_size, &a.banned, &a.n_banned))
         rc = 2;
     if (!rc) rc = context_check(models_config(&lm), NULL, a.n_prompt, "--length", a.L, "audit");
     a.model_dir = dir;

@@ -197,15 +197,15 @@ static int family(const audit_samples *a, const audit_samples *off, const audit_
 }
 
 int audit_run(const audit_samples *on, const audit_samples *off, const audit_samples *control, int V,
-              const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control,
-              const audit_options *opt, audit_report *r, sp_error *err) {
+              const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control, const audit_options *opt,
+              audit_report *r, sp_error *err) {
     memset(r, 0, sizeof *r);
     if (V < 2) return sp_fail(err, "audit: the vocabulary must have at least 2 tokens, got %d", V);
     if (on->L != off->L || on->L != control->L)
         return sp_fail(err, "audit: the arms' lengths differ (on %d, off %d, control %d)", on->L, off->L, control->L);
     if (on->n != off->n || on->n != control->n)
-        return sp_fail(err, "audit: the arms must have the same number of samples (on %d, off %d, control %d)",
-                       on->n, off->n, control->n);
+        return sp_fail(err, "audit: the arms must have the same number of samples (on %d, off %d, control %d)", on->n,
+                       off->n, control->n);
     if (on->n < 1) return sp_fail(err, "audit: no samples");
     if ((pit_on != NULL) != (pit_off != NULL) || (pit_on != NULL) != (pit_control != NULL))
         return sp_fail(err, "audit: the law's transforms are needed for all three arms or none");
@@ -220,8 +220,8 @@ int audit_run(const audit_samples *on, const audit_samples *off, const audit_sam
     const char *pit_arms[2] = {"on", "off"};
     const audit_pit *cpits[2] = {pit_control, NULL};
     const char *cpit_arms[1] = {"control"};
-    int rc = family(on, off, control, V, seq[0], seq[1], seq[2], K, pit_on ? pits : NULL, pit_arms, tv_delta,
-                    &r->tests, &r->n_tests, err);
+    int rc = family(on, off, control, V, seq[0], seq[1], seq[2], K, pit_on ? pits : NULL, pit_arms, tv_delta, &r->tests,
+                    &r->n_tests, err);
     if (!rc)
         rc = family(control, off, NULL, V, seq[2], seq[1], NULL, K, pit_on ? cpits : NULL, cpit_arms, tv_delta,
                     &r->control, &r->n_control, err);
@@ -242,8 +242,7 @@ int audit_run(const audit_samples *on, const audit_samples *off, const audit_sam
         const audit_test *x = &r->control[i];
         if (x->kind == AUDIT_TEST_LAW) {
             if (x->p_holm < r->control_law_p_holm) r->control_law_p_holm = x->p_holm;
-        }
-        else if (x->p_holm < r->control_min_p_holm)
+        } else if (x->p_holm < r->control_min_p_holm)
             r->control_min_p_holm = x->p_holm;
     }
     /* the control must be caught by the two-sample tests and, where the law

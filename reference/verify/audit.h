@@ -91,8 +91,8 @@ typedef struct {
  * draws choose the coarse cells of the TV bounds: independent of the arms
  * bounded, so the bounds keep their coverage (stats.h). */
 int audit_run(const audit_samples *on, const audit_samples *off, const audit_samples *control, int V,
-              const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control,
-              const audit_options *opt, audit_report *r, sp_error *err);
+              const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control, const audit_options *opt,
+              audit_report *r, sp_error *err);
 void audit_report_free(audit_report *r);
 
 /* "passed", "FAILED", "underpowered" */

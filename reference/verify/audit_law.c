@@ -58,13 +58,14 @@ static int sample_probs(decode_target *t, int base, int pending, const int *row,
 }
 
 int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp, const int *banned,
-                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
-                  sp_error *err) {
+                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user,
+                  audit_pit *out, sp_error *err) {
     if (out->L != s->L) return sp_fail(err, "audit: transforms of %d positions for samples of %d", out->L, s->L);
     if (n_prompt < 1) return sp_fail(err, "audit: the law needs a prompt of at least one token");
     int V = t->cfg->vocab_size, L = s->L;
     for (int b = 0; b < n_banned; b++)
-        if (banned[b] < 0 || banned[b] >= V) return sp_fail(err, "audit: banned token %d outside the vocabulary", banned[b]);
+        if (banned[b] < 0 || banned[b] >= V)
+            return sp_fail(err, "audit: banned token %d outside the vocabulary", banned[b]);
     int base = t->seq_open(t, err);
     if (base < 0) return -1;
     int rc = t->prefill(t, base, prompt, n_prompt - 1, NULL, NULL, err);

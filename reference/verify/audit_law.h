@@ -31,8 +31,8 @@ typedef void (*audit_progress_fn)(void *user, int64_t done, int64_t total);
  * told to ignore EOS gives them a logit of −inf): removed from the logits
  * before the temperature and the cuts. out: audit_pit_init'ed with s->L. */
 int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampler_params *sp, const int *banned,
-                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user, audit_pit *out,
-                  sp_error *err);
+                  int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user,
+                  audit_pit *out, sp_error *err);
 
 /* The transform of token x under probs[V] with uniform U (the rule above):
  * in [0, 1), or −1 when probs[x] is 0. */

@@ -12,9 +12,9 @@
 #include "error.h"
 
 typedef struct {
-    int n, L;   /* samples, tokens each */
+    int n, L;    /* samples, tokens each */
     int *tokens; /* [n, L] */
-    int cap;    /* samples allocated */
+    int cap;     /* samples allocated */
 } audit_samples;
 
 /* An empty set of samples of L tokens (L ≥ 1). */

@@ -50,8 +50,8 @@ static void world_close(micro_world *w) {
 static void draw(micro_world *w, const method_spec *s, uint64_t base, int n, audit_samples *out) {
     sp_error err;
     audit_samples_init(out, AUDIT_TEST_L);
-    ck_assert_msg(audit_specula_draw(s, &w->parts.parts, prompt, N_PROMPT, base, n, NULL, NULL, out, &err) == 0,
-                  "%s", err.msg);
+    ck_assert_msg(audit_specula_draw(s, &w->parts.parts, prompt, N_PROMPT, base, n, NULL, NULL, out, &err) == 0, "%s",
+                  err.msg);
 }
 
 static void pit(micro_world *w, const audit_samples *s, float temperature, audit_pit *out) {
@@ -59,8 +59,8 @@ static void pit(micro_world *w, const audit_samples *s, float temperature, audit
     sampler_params sp = sampler_defaults();
     sp.temperature = temperature;
     audit_pit_init(out, s->L);
-    ck_assert_msg(audit_law_pit(&w->parts.target, prompt, N_PROMPT, &sp, NULL, 0, s, 99, NULL, NULL, out, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(audit_law_pit(&w->parts.target, prompt, N_PROMPT, &sp, NULL, 0, s, 99, NULL, NULL, out, &err) == 0,
+                  "%s", err.msg);
 }
 
 /* The planted engine-side bug: whatever the method drew, the last token is
