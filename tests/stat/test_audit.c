@@ -195,6 +195,38 @@ START_TEST(test_audit_pit_is_uniform) {
 }
 END_TEST
 
+/* A banned token leaves the law: where the samples drew it, the law test
+ * counts an impossible draw; the same samples against the unbanned law
+ * have none. */
+START_TEST(test_audit_banned_tokens) {
+    micro_world w;
+    world_open(&w);
+    method_spec off = fixture_spec("--method sample --temperature 0.7");
+    audit_samples s;
+    draw(&w, &off, 5000000, 300, &s);
+    int64_t drawn = 0;
+    for (int i = 0; i < s.n * s.L; i++) drawn += s.tokens[i] == 3;
+    ck_assert_msg(drawn > 0, "token 3 never drawn in 900 draws");
+    sampler_params sp = sampler_defaults();
+    sp.temperature = 0.7f;
+    const int banned[1] = {3};
+    sp_error err;
+    for (int ban = 0; ban < 2; ban++) {
+        audit_pit p;
+        audit_pit_init(&p, s.L);
+        ck_assert_msg(audit_law_pit(&w.parts.target, prompt, N_PROMPT, &sp, banned, ban, &s, 1, NULL, NULL, &p, &err) ==
+                          0,
+                      "%s", err.msg);
+        int64_t impossible = 0;
+        for (int t = 0; t < s.L; t++) impossible += p.impossible[t];
+        ck_assert_int_eq(impossible, ban ? drawn : 0);
+        audit_pit_free(&p);
+    }
+    audit_samples_free(&s);
+    world_close(&w);
+}
+END_TEST
+
 static int read_text(const char *text, int L, int V, audit_samples *s, sp_error *err) {
     FILE *f = fmemopen((void *)text, strlen(text), "r");
     ck_assert_ptr_nonnull(f);
@@ -232,6 +264,7 @@ Suite *audit_suite(void) {
     tcase_add_test(tc, test_audit_small_n_underpowered);
     tcase_add_test(tc, test_audit_pit_is_uniform);
     tcase_add_test(tc, test_audit_sample_file);
+    tcase_add_test(tc, test_audit_banned_tokens);
     suite_add_tcase(s, tc);
     return s;
 }
