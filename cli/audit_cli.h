@@ -19,6 +19,7 @@ typedef struct {
     const char *files[3]; /* on, off, control */
     const char *save_dir;
     int n, L;
+    int n_given; /* -n given: sample files must hold at least n lines */
     const char *prompt_text, *tokens_text, *banned_text;
     float control_temperature;
     int no_law, json, quiet;

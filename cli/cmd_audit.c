@@ -45,7 +45,7 @@ static void usage(FILE *f) {
             "                       read the arms from sample files (one sample a line, L token ids)\n"
             "  --save-samples DIR   write the arms drawn as DIR/{on,off,control}.txt\n"
             "The audit:\n"
-            "  -n, --samples N      samples per arm (default 2000)\n"
+            "  -n, --samples N      samples per arm (default 2000; with --samples-*: the shortest file's)\n"
             "  --length L           tokens per sample (default 16)\n"
             "  --prompt TEXT        the prompt, through the model's tokenizer.json (default \"%s\")\n"
             "  --tokens IDS         the prompt as token ids\n"
@@ -99,6 +99,7 @@ static int parse(int argc, char **argv, audit_args *a) {
         } else if (!strcmp(f, "-n") || !strcmp(f, "--samples")) {
             VALUE();
             if (arg_int(f, v, 1, 1 << 28, &a->n)) return 2;
+            a->n_given = 1;
         } else if (!strcmp(f, "--length")) {
             VALUE();
             if (arg_int(f, v, 1, 4096, &a->L)) return 2;
@@ -250,6 +251,7 @@ static int read_file_arm(const audit_args *a, int arm, int V, audit_samples *s) 
         fprintf(stderr, "specula audit: %s\n", err.msg);
         return 2;
     }
+    if (!a->n_given) return 0; /* every line; the arms are cut to the shortest in run() */
     if (s->n < a->n) {
         fprintf(stderr, "specula audit: %s has %d samples, --samples asks for %d\n", a->files[arm], s->n, a->n);
         return 2;
@@ -321,6 +323,11 @@ static int run(audit_args *a, loaded_models *lm) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int arm = 0; arm < 3 && !status; arm++) status = draw_arm(a, lm, arm, &arms[arm]);
+    if (!status && a->source == AUDIT_SOURCE_FILES && !a->n_given) {
+        a->n = arms[0].n;
+        for (int arm = 1; arm < 3; arm++) a->n = arms[arm].n < a->n ? arms[arm].n : a->n;
+        for (int arm = 0; arm < 3; arm++) arms[arm].n = a->n;
+    }
     if (!status && a->save_dir) {
         mkdir(a->save_dir, 0777);
         for (int arm = 0; arm < 3 && !status; arm++) status = save_arm(a->save_dir, arm, &arms[arm]);

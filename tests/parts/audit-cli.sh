@@ -66,6 +66,13 @@ stats() { grep -o '"tests": .*' "$1" | sed 's/"draw_seconds[^,]*,//; s/"law_seco
 check "sample files: the same exit status" test $? -eq $own
 check "sample files: the same tests" test "$(stats "$tmp/files.json")" = "$(stats "$tmp/own.json")"
 
+head -n 60 "$tmp/arms/off.txt" >"$tmp/off60.txt"
+"$spec" audit --quiet --tokens 1,2,3 --length 4 --json --samples-on "$tmp/arms/on.txt" --samples-off "$tmp/off60.txt" \
+    --samples-control "$tmp/arms/control.txt" >"$tmp/short.json" 2>"$tmp/err"
+check "sample files without -n: the shortest file's count" grep -q '"n": 60,' "$tmp/short.json"
+expect_status "sample files shorter than -n" 2 "has 60 samples" --tokens 1,2,3 --length 4 -n 100 \
+    --samples-on "$tmp/arms/on.txt" --samples-off "$tmp/off60.txt" --samples-control "$tmp/arms/control.txt"
+
 # an adapter program that replays the saved arms: the command line it is given, and its lines
 cat >"$tmp/replay.sh" <<'SH'
 #!/bin/sh
