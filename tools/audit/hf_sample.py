@@ -43,10 +43,6 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--assistant", help="draft model of arms on and control (default: none, plain sampling)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--force-stateful-assist", action="store_true",
-                    help="clear the target's _is_stateful flag so transformers runs assisted generation on a "
-                         "model it refuses it for (qwen3_5: its DeltaNet state cannot be rewound); an "
-                         "experiment the audit is expected to fail")
     ap.add_argument("--arm", choices=["on", "off", "control"], required=True)
     ap.add_argument("--n", type=int, required=True)
     ap.add_argument("--length", type=int, required=True)
@@ -62,8 +58,6 @@ def main():
     prompt = torch.tensor([[int(t) for t in args.prompt_ids.split(",")]])
     target = load(args.model)
     assistant = load(args.assistant) if args.arm != "off" and args.assistant else None
-    if assistant is not None and args.force_stateful_assist:
-        target._is_stateful = False
     print(f"hf_sample: transformers {transformers.__version__}, torch {torch.__version__}, arm {args.arm}, "
           f"{'assisted by ' + args.assistant if assistant else 'plain sampling'}", file=sys.stderr)
     # Every cut passed explicitly: transformers' own defaults (top_k 50)
