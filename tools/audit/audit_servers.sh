@@ -12,7 +12,8 @@
 # (--spec-type draft-mtp, the target's own MTP layer). Writes
 # OUTDIR/NAME.txt (the report), NAME.err (progress, the servers' logs
 # under OUTDIR/server-*.log). Every server is started here and stopped by
-# its process id on exit. N, L, T default to 2000, 16, 0.8.
+# its process id on exit. N, L, T default to 2000, 16, 0.8. Needs python3
+# (standard library) and curl or python3 for the health checks.
 set -u
 server=$1 target=$2 draft=$3 out=$4
 n=${5:-2000} len=${6:-16} temp=${7:-0.8}
@@ -44,8 +45,16 @@ start off 8090 || exit 4
 start draft 8091 -md "$draft" --spec-draft-n-max 4 || exit 4
 start mtp 8092 --spec-type draft-mtp --spec-draft-n-max 3 || exit 4
 
-# the end-of-generation tokens llama.cpp masks under ignore_eos (printed by the server as it loads)
-eog=$(grep -o 'EOG token *= *[0-9]*' "$out/server-off.log" | grep -o '[0-9]*$' | sort -un | paste -sd, -)
+# the end-of-generation tokens llama.cpp masks under ignore_eos: the added
+# tokens its vocabulary loader marks EOG by their text (src/llama-vocab.cpp)
+eog=$(python3 - "$root/models/tiny-shakespeare/tokenizer.json" <<'PY'
+import json, sys
+names = {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|eom_id|>", "<EOT>",
+         "<|end_of_text|>", "<end_of_utterance>"}
+added = json.load(open(sys.argv[1])).get("added_tokens", [])
+print(",".join(str(t["id"]) for t in added if t["content"] in names))
+PY
+)
 echo "audit_servers: end-of-generation tokens banned in the law: ${eog:-none}"
 
 status=0
