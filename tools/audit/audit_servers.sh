@@ -42,7 +42,9 @@ start() {
 }
 
 start off 8090 || exit 4
-start draft 8091 -md "$draft" --spec-draft-n-max 4 || exit 4
+# -md alone loads the draft but drafts nothing ("no implementations
+# specified"): the type must be named
+start draft 8091 -md "$draft" --spec-type draft-simple --spec-draft-n-max 4 || exit 4
 start mtp 8092 --spec-type draft-mtp --spec-draft-n-max 3 || exit 4
 
 # the end-of-generation tokens llama.cpp masks under ignore_eos: the added
@@ -66,6 +68,15 @@ for setting in draft:8091 mtp:8092; do
         --save-samples "$out/$name-arms" >"$out/$name.txt" 2>"$out/$name.err"
     rc=$?
     echo "exit $rc, started $start_time, ended $(date -u +%FT%TZ)" >>"$out/$name.txt"
+    # an audit of a server that never speculated says nothing about speculation
+    drafted=$(grep -c "draft acceptance" "$out/server-$name.log")
+    grep "draft acceptance" "$out/server-$name.log" |
+        sed -E 's/.*\( *([0-9]+) accepted \/ *([0-9]+) generated.*/\1 \2/' | awk '{a += $1; g += $2} END {
+        if (g) printf "llama-server drafts: %d accepted of %d drafted over the requests\n", a, g}' >>"$out/$name.txt"
+    if [ "$drafted" -eq 0 ]; then
+        echo "audit_servers: the $name server drafted nothing: not an audit of its speculation" | tee -a "$out/$name.txt" >&2
+        rc=4
+    fi
     echo "audit_servers: llama-server $name: exit $rc ($out/$name.txt)"
     [ $rc -le $status ] || status=$rc
 done
