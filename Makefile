@@ -12,6 +12,7 @@
 #   make verify-docs run `specula verify` (default, --backend cpu) and rewrite its tables in
 #                   docs/verification.md (a few minutes; VERIFY_DOCS_ALL=1 adds the --all grid)
 #   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
+#   make audit-peers `specula audit` of llama-server and transformers (after bench-peers; long; docs/audit.md)
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
 #   make format     clang-format every C/CUDA file
@@ -127,7 +128,7 @@ ENGINE_SRC := $(sort $(wildcard optimized/*.c optimized/cpu/*.c))
 LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
-.PHONY: all demo test test-build test-run memcheck deps peer bench-peers gpu-check format clean cuda info-tools plots notebooks \
+.PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check format clean cuda info-tools plots notebooks \
         notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
@@ -407,6 +408,12 @@ $(BUILD)/readbw: tools/cpubench/readbw.c
 BENCH_PEERS_ARGS ?=
 bench-peers: all $(BUILD)/readbw
 	@tools/peer/bench_peers.sh $(BUILD) $(PYTHON) $(BENCH_PEERS_ARGS)
+
+# `specula audit` of llama-server (our draft model, MTP) over loopback and of
+# transformers, on what bench-peers prepared (docs/audit.md). Long.
+AUDIT_PEERS_ARGS ?=
+audit-peers: all
+	@tools/audit/audit_peers.sh $(BUILD) $(AUDIT_PEERS_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu' '*.cuh')

@@ -12,6 +12,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 int cmd_medusa_train(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_audit(int argc, char **argv);
 
 const cli_command cli_commands[] = {
     {"generate", "generate text with greedy, sampled, beam, speculative, Medusa or MTP decoding", cmd_generate},
@@ -21,6 +22,7 @@ const cli_command cli_commands[] = {
     {"logits", "print or dump the reference logits of a token sequence (and the MTP's)", cmd_logits},
     {"medusa-train", "train Medusa heads by self-distillation against a frozen target", cmd_medusa_train},
     {"verify", "test statistically that every method emits the target's distribution", cmd_verify},
+    {"audit", "test statistically that an engine with speculation on samples the target's law", cmd_audit},
     {NULL, NULL, NULL},
 };
 

@@ -121,6 +121,13 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     sys.argv = ["convert_hf_to_gguf.py", os.path.dirname(tok_json), "--outtype", args.outtype,
                 "--outfile", args.out]
+    # A checkpoint without an MTP module (a draft model): the converter's
+    # qwen35 class asserts one unless told there is none.
+    with open(os.path.join(args.model, "config.json")) as f:
+        cfg = json.load(f)
+    if cfg.get("text_config", cfg).get("mtp_num_hidden_layers", 0) == 0:
+        print("convert_gguf: the checkpoint has no MTP module: --no-mtp", flush=True)
+        sys.argv.append("--no-mtp")
     convert_hf_to_gguf.main()
 
 

@@ -1,0 +1,101 @@
+/* audit.h — `specula audit`'s statistics: does an engine with speculation
+ * on sample from the same law as with it off, and from the target's law?
+ * The core sees only samples (n continuations of L token ids per arm), so
+ * any engine that can write token ids can be audited; how the samples are
+ * drawn is an adapter's job (audit_specula.h, tools/audit/). Three arms:
+ *   on       speculation on, at the audit's temperature and cuts
+ *   off      speculation off, same model, prompt, temperature and cuts
+ *   control  the same engine at a deliberately different temperature: the
+ *            negative control, which the same tests must reject at
+ *            p < AUDIT_CONTROL_P, or the audit has too few draws to mean
+ *            anything and says so.
+ * The tests: per position t, the homogeneity of the token drawn at t in
+ * `on` and `off` (a 2×V table, G-test, pooled), the homogeneity of whole
+ * sequences (when enough of them repeat to have a degree of freedom), and,
+ * when the law is computed (audit_law.h), a goodness of fit of each arm's
+ * randomised probability integral transforms against the uniform law,
+ * pooled over the positions and at each position.
+ * Holm over the run's tests; a TV upper bound for each position.
+ * docs/audit.md states what this can and cannot see. */
+#ifndef SPECULA_AUDIT_H
+#define SPECULA_AUDIT_H
+
+#include <stdint.h>
+
+#include "audit_samples.h"
+#include "error.h"
+#include "stats.h"
+
+/* The control counts as rejected below this Holm-adjusted p-value (the
+ * level the project asks of every negative control). */
+#define AUDIT_CONTROL_P 1e-12
+/* Equal-width bins of the probability integral transform. */
+#define AUDIT_PIT_BINS 20
+
+/* Where each arm's draws fall against the target's law (audit_law.h), per
+ * position: a bug that touches one position (the bonus token, the last
+ * step) would be diluted in the pooled counts, so both are tested. */
+typedef struct {
+    int L;
+    int64_t *bins;       /* [L, AUDIT_PIT_BINS] randomised PIT values per bin of [0, 1) */
+    int64_t *impossible; /* [L] tokens the law gives probability 0 */
+    int64_t draws;       /* n · L */
+} audit_pit;
+
+void audit_pit_init(audit_pit *p, int L);
+void audit_pit_free(audit_pit *p);
+
+typedef struct {
+    double alpha; /* family-wise level of the audit (Holm), default 1e-3 */
+    double delta; /* the TV bounds hold together with probability ≥ 1 − delta, default 1e-3 */
+} audit_options;
+
+audit_options audit_defaults(void);
+
+typedef enum { AUDIT_TEST_POSITION = 0, AUDIT_TEST_SEQUENCE, AUDIT_TEST_LAW } audit_test_kind;
+
+/* One test of a family. */
+typedef struct {
+    audit_test_kind kind;
+    int position;      /* 0-based position in the continuation; −1: the whole sequence (sequence test, pooled law) */
+    const char *arm;   /* AUDIT_TEST_LAW: "on", "off" or "control" */
+    stats_result test; /* raw test */
+    double p_holm;     /* Holm-adjusted within its family */
+    int has_tv;        /* positions and sequences: the TV bound below */
+    stats_tv tv;
+} audit_test;
+
+typedef enum {
+    AUDIT_PASSED = 0,      /* nothing rejected at alpha, and the control was rejected */
+    AUDIT_FAILED = 1,      /* a test rejected at alpha: the arms differ or an arm is off the law */
+    AUDIT_UNDERPOWERED = 3 /* nothing rejected, but neither was the control: the draws are too few */
+} audit_verdict;
+
+typedef struct {
+    int n, L, V;
+    audit_test *tests; /* [n_tests] the audit's family: on vs off, and the law tests */
+    int n_tests;
+    audit_test *control; /* [n_control] the control's family: control vs off, and its law test */
+    int n_control;
+    double min_p_holm;         /* smallest Holm-adjusted p of the audit's family */
+    double control_min_p_holm; /* the same for the control's two-sample tests */
+    double control_law_p_holm; /* the smallest of the control's law tests (−1: no law) */
+    double max_tv;             /* the largest TV upper bound of the audit's positions */
+    int control_rejected;
+    audit_verdict verdict;
+} audit_report;
+
+/* The audit of on against off with the control, each arm n samples of L
+ * tokens below V. pit_on, pit_off and pit_control, when not NULL (all or
+ * none), are the arms' transforms against the target's law. The control's
+ * draws choose the coarse cells of the TV bounds: independent of the arms
+ * bounded, so the bounds keep their coverage (stats.h). */
+int audit_run(const audit_samples *on, const audit_samples *off, const audit_samples *control, int V,
+              const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control, const audit_options *opt,
+              audit_report *r, sp_error *err);
+void audit_report_free(audit_report *r);
+
+/* "passed", "FAILED", "underpowered" */
+const char *audit_verdict_name(audit_verdict v);
+
+#endif
