@@ -4,8 +4,9 @@
  * adapter program (audit_exec.h) or sample files, computes each arm's law
  * test on the target checkpoint, and prints the table (audit_print.c) or
  * JSON. Progress on stderr. Exit status: 0 passed, 1 the engine failed the
- * audit, 2 bad usage, 3 underpowered (the control was not rejected), 4 the
- * audit could not run (an adapter or a model failed). */
+ * audit, 2 bad input (the command line, the model or a file it names), 3
+ * underpowered (the control was not rejected), 4 the audit could not run
+ * (an adapter failed, or a write). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "atomic_file.h"
 #include "audit_cli.h"
 #include "audit_exec.h"
 #include "audit_specula.h"
@@ -24,6 +26,9 @@
 #include "tokenizer.h"
 #include "verify_dist.h"
 
+/* Beside the statuses of cli/commands.h (2: bad input), the audit's own:
+ * 0 passed, 1 failed, 3 underpowered (audit_verdict), and 4: the run could
+ * not be done (an adapter or a write failed). */
 #define AUDIT_EXIT_ERROR 4
 
 static void usage(FILE *f) {
@@ -64,7 +69,7 @@ static void usage(FILE *f) {
     static const char *const except[] = {"--max-tokens", "--no-eos", NULL};
     method_spec_usage(f, METHODS_ALL & ~(1u << METHOD_BEAM) & ~(1u << METHOD_GREEDY), except);
     model_flags_usage(f);
-    fprintf(f, "Exit status: 0 passed, 1 the engine failed the audit, 2 bad usage, 3 underpowered, 4 the audit\n"
+    fprintf(f, "Exit status: 0 passed, 1 the engine failed the audit, 2 bad input, 3 underpowered, 4 the audit\n"
                "could not run.\n");
 }
 
@@ -198,7 +203,7 @@ static int prompt_ids(audit_args *a, const char *dir, int V) {
     sp_error err;
     if (tokenizer_load(&tok, path, &err)) {
         fprintf(stderr, "specula audit: %s\n", err.msg);
-        return AUDIT_EXIT_ERROR;
+        return EXIT_BAD_INPUT;
     }
     const char *text = a->prompt_text ? a->prompt_text : DEFAULT_PROMPT;
     int rc = tokenizer_encode(&tok, text, strlen(text), &a->prompt, &a->n_prompt, &err);
@@ -292,10 +297,19 @@ static int draw_arm(const audit_args *a, loaded_models *lm, int arm, audit_sampl
 static int save_arm(const char *dir, int arm, const audit_samples *s) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s.txt", dir, arm_names[arm]);
-    FILE *f = fopen(path, "w");
+    atomic_file f; /* whole or not at all, like every file specula writes */
     sp_error err;
-    if (!f || audit_samples_write(s, f, &err) || fclose(f)) {
-        fprintf(stderr, "specula audit: cannot write %s\n", path);
+    if (atomic_open(&f, path, &err)) {
+        fprintf(stderr, "specula audit: %s\n", err.msg);
+        return AUDIT_EXIT_ERROR;
+    }
+    if (audit_samples_write(s, f.f, &err)) {
+        atomic_abort(&f);
+        fprintf(stderr, "specula audit: %s: %s\n", path, err.msg);
+        return AUDIT_EXIT_ERROR;
+    }
+    if (atomic_commit(&f, &err)) {
+        fprintf(stderr, "specula audit: %s\n", err.msg);
         return AUDIT_EXIT_ERROR;
     }
     return 0;
@@ -375,7 +389,7 @@ int cmd_audit(int argc, char **argv) {
     loaded_models lm;
     if (models_load(&lm, &a.models, own && a.spec.kind == METHOD_SPEC ? COMPANION_NEEDED : COMPANION_NO,
                     own && a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "audit"))
-        return AUDIT_EXIT_ERROR;
+        return EXIT_BAD_INPUT;
     rc = prompt_ids(&a, dir, models_config(&lm)->vocab_size);
     if (!rc && a.banned_text &&
         arg_tokens("--ban-tokens", a.banned_text, models_config(&lm)->vocab_size, &a.banned, &a.n_banned))
