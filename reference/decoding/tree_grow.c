@@ -58,7 +58,8 @@ static int has_child(const token_tree *t, int u, int x) {
  * the tree, and must not share randomness with the child it decides on. */
 static int draw_next(const tree_growth *g, const token_tree *t, int u, const propose_call *call, float *pool) {
     const int V = t->V, d = t->depth[u] + 1, j = g->n_children[u];
-    if (g->kind == CHILDREN_TOP_RANKS) return j < V ? g->ranked[u][j] : -1;
+    if (g->kind == CHILDREN_TOP_RANKS) /* a rank the draft gives no chance at all is not worth a node */
+        return j < V && j < TREE_SHAPE_MAX_BRANCH && g->ranked_conf[u][j] > 0 ? g->ranked[u][j] : -1;
     const float *q = tree_q_const(t, u);
     rng_site site = {call->seed, RNG_DRAFT, accept_draw_index(call->round, call->root_position + d, g->at_depth[d])};
     if (g->kind == CHILDREN_IID) return sampler_sample(q, V, site);
