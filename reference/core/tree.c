@@ -93,8 +93,7 @@ int tree_shape_check_budget(const tree_shape *s, const char *what, sp_error *err
         return sp_fail(err, "%s of more than %d nodes: at most %d", what, TREE_SHAPE_MAX_NODES, TREE_SHAPE_MAX_NODES);
     if (s->budget < 0 || s->budget > TREE_SHAPE_MAX_NODES)
         return sp_fail(err, "%s with a budget of %d nodes: outside [1, %d]", what, s->budget, TREE_SHAPE_MAX_NODES);
-    if (s->budget > full)
-        return sp_fail(err, "%s with a budget of %d nodes: its caps allow %d", what, s->budget, full);
+    if (s->budget > full) return sp_fail(err, "%s with a budget of %d nodes: its caps allow %d", what, s->budget, full);
     return 0;
 }
 

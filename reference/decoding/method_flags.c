@@ -329,7 +329,7 @@ int method_spec_finish(method_spec *s, int strict, sp_error *err) {
     if (treed && (s->given >> F_TREE_SHAPE & 1u) && (s->given >> F_K & 1u) && strict)
         return sp_fail(err, "--k and --tree-shape both set the depth of the drafts: give one");
     if (!treed) memset(&s->shape, 0, sizeof s->shape); /* bench's other rows: no tree */
-    if (treed && s->tree_budget > 0) { /* a dynamic tree: within --tree-shape's caps, else to depth k */
+    if (treed && s->tree_budget > 0) {                 /* a dynamic tree: within --tree-shape's caps, else to depth k */
         if (s->given >> F_TREE_SHAPE & 1u)
             s->shape.budget = s->tree_budget;
         else

@@ -113,8 +113,7 @@ static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_c
             memcpy(s->path_hidden + (size_t)(d - from) * D, s->node_hidden + (size_t)anc[d - 1] * D,
                    (size_t)D * sizeof(float));
         }
-        if (s->mtp->step(s->mtp, tokens, s->path_hidden, du - from + 1, s->logits, s->node_hidden + (size_t)u * D,
-                         err))
+        if (s->mtp->step(s->mtp, tokens, s->path_hidden, du - from + 1, s->logits, s->node_hidden + (size_t)u * D, err))
             return -1;
         self->steps++;
         s->mtp->mark(s->mtp, MARK_AFTER(du));

@@ -33,7 +33,7 @@ typedef struct {
     int n_consumed;
     held_path held;    /* the same path as nodes, with the depths after which it has a mark */
     tree_growth *grow; /* a dynamic tree's growth (NULL: static shape) */
-    int *backlog; /* committed tokens the draft has not consumed yet */
+    int *backlog;      /* committed tokens the draft has not consumed yet */
     int n_backlog, backlog_cap;
     float *logits;    /* [V] */
     float *remaining; /* [V] q without the children drawn so far (without replacement) */

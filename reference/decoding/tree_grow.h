@@ -24,15 +24,15 @@
 #define TREE_GROW_MAX_NODES (TREE_SHAPE_MAX_NODES + 1) /* the root and the budget */
 
 typedef struct {
-    tree_shape caps;                                  /* depth and children per node at most; budget */
-    children_kind kind;                               /* how children are chosen */
-    int n_children[TREE_GROW_MAX_NODES];              /* children drawn so far */
-    float path[TREE_GROW_MAX_NODES];                  /* path probability under the draft (root: 1) */
-    float used[TREE_GROW_MAX_NODES];                  /* confidence mass of the distinct children so far */
-    unsigned char stepped[TREE_GROW_MAX_NODES];       /* 1: the node's q (and ranks) are known */
-    unsigned char exhausted[TREE_GROW_MAX_NODES];     /* 1: nothing left to draw (without replacement) */
-    int at_depth[TREE_SHAPE_MAX_DEPTH + 1];           /* nodes added at each depth: the next one's rng slot */
-    int ranked[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH];      /* top ranks of a stepped node */
+    tree_shape caps;                                        /* depth and children per node at most; budget */
+    children_kind kind;                                     /* how children are chosen */
+    int n_children[TREE_GROW_MAX_NODES];                    /* children drawn so far */
+    float path[TREE_GROW_MAX_NODES];                        /* path probability under the draft (root: 1) */
+    float used[TREE_GROW_MAX_NODES];                        /* confidence mass of the distinct children so far */
+    unsigned char stepped[TREE_GROW_MAX_NODES];             /* 1: the node's q (and ranks) are known */
+    unsigned char exhausted[TREE_GROW_MAX_NODES];           /* 1: nothing left to draw (without replacement) */
+    int at_depth[TREE_SHAPE_MAX_DEPTH + 1];                 /* nodes added at each depth: the next one's rng slot */
+    int ranked[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* top ranks of a stepped node */
     float ranked_conf[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* their softmax at temperature 1 */
 } tree_growth;
 
@@ -61,9 +61,9 @@ void tree_grow_path(const token_tree *t, int u, int *anc);
  * dynamic tree is not walked depth first, so reaching the next node may mean
  * returning to an ancestor and stepping the rest of its path again. */
 typedef struct {
-    int node[TREE_SHAPE_MAX_DEPTH + 1];            /* the node held at each depth */
+    int node[TREE_SHAPE_MAX_DEPTH + 1];             /* the node held at each depth */
     unsigned char marked[TREE_SHAPE_MAX_DEPTH + 1]; /* a mark after that depth's node */
-    int n;                                         /* depths held */
+    int n;                                          /* depths held */
 } held_path;
 
 /* To step node u (path anc, from tree_grow_path), the stepper resumes after

@@ -10,7 +10,7 @@
 #include "sampler.h"
 
 static const char *const names[PLANT_COUNT] = {
-    "none",          "ratio-inverted",    "residual-is-p",        "residual-unnormalised",
+    "none",          "ratio-inverted",    "residual-is-p",         "residual-unnormalised",
     "reject-from-q", "bonus-from-parent", "no-replacement-as-iid", "children-by-q"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",

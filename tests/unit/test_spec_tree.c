@@ -230,7 +230,6 @@ START_TEST(test_trees_match_the_greedy_oracle) {
 }
 END_TEST
 
-
 START_TEST(test_dynamic_flags) {
     char buf[96];
     method_spec m = fixture_spec("--method spec --tree-budget 10 --temperature 0.8");
@@ -269,7 +268,8 @@ static void grow_by_hand(token_tree *t, int budget, int depth) {
     float logits[HAND_V], scratch[HAND_V], pool[HAND_V];
     for (int u; (u = tree_grow_pick(&g, t, depth)) >= 0;) {
         if (!g.stepped[u]) {
-            for (int x = 0; x < HAND_V; x++) logits[x] = logf(hand_conf[t->token[u]][x]); /* log 0 = −inf: never ranked */
+            for (int x = 0; x < HAND_V; x++)
+                logits[x] = logf(hand_conf[t->token[u]][x]); /* log 0 = −inf: never ranked */
             memcpy(tree_q(t, u), hand_conf[t->token[u]], sizeof logits);
             tree_grow_stepped(&g, t, u, logits, scratch);
         }
@@ -394,8 +394,8 @@ static void check_dynamic_proposals(const method_parts *parts, stepper *fresh, c
         if (s.kind == METHOD_SPEC) { /* one step per node with children (re-steps are batched into it), and
                                       * one catching up on the last commit when the draft lacked some of it */
             const long steps = p->steps - steps_before;
-            ck_assert_msg(steps == with_children || steps == with_children + 1, "%s: %ld steps for %d nodes with children",
-                          flags, steps, with_children);
+            ck_assert_msg(steps == with_children || steps == with_children + 1,
+                          "%s: %ld steps for %d nodes with children", flags, steps, with_children);
         }
         for (int u = 0; u < t.n && fresh; u++) {
             if (tree_children(&t, u, kids, 1) == 0) continue;
@@ -427,12 +427,12 @@ START_TEST(test_dynamic_proposals_grow_best_first) {
     fixture_parts_open(&p, &t.m, &d.m, NULL);
     fixture_parts_open(&fresh, &t.m, &d.m, NULL); /* a second draft stepper, for the fresh q rows */
     const int V = t.m.cfg.vocab_size;
-    check_dynamic_proposals(&p.parts, &fresh.draft, "--method spec --tree-budget 12 --k 4 --temperature 0.3 --rule exact",
-                            V);
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 12 --k 4 --temperature 0.3 --rule exact", V);
     check_dynamic_proposals(&p.parts, &fresh.draft, "--method spec --tree-budget 9 --k 5 --temperature 0.5 --top-k 3",
                             V);
-    check_dynamic_proposals(&p.parts, &fresh.draft, "--method spec --tree-budget 7 --tree-shape 3,2,1 --temperature 0.4",
-                            V);
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 7 --tree-shape 3,2,1 --temperature 0.4", V);
     check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 10 --k 4 --temperature 0.4 --rule exact", V);
     check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 8 --k 3 --temperature 0.8", V);
     fixture_parts_close(&fresh);
