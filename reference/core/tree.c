@@ -134,7 +134,8 @@ void tree_shape_format(const tree_shape *s, char *buf, size_t size) {
     int widest = 1;
     for (int d = 0; d < s->depth; d++) widest &= s->branch[d] == TREE_SHAPE_MAX_BRANCH;
     if (s->budget > 0) {
-        len = (size_t)snprintf(buf, size, "dynamic depth %d%s", s->depth, widest ? "" : " under ");
+        len = (size_t)snprintf(buf, size, "dynamic%s depth %d%s", s->raw_confidence ? " raw" : "", s->depth,
+                               widest ? "" : " under ");
         if (widest || len >= size) return;
     }
     for (int d = 0; d < s->depth && len < size; d++)

@@ -158,7 +158,8 @@ static int mtp_propose(proposer *self, token_tree *tree, const propose_call *cal
 
 static int mtp_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     mtp_impl *s = self->impl;
-    s->mtp->rewind(s->mtp, MARK_REAL); /* drop the chain steps */
+    if (s->grow) tree_grow_learn(s->grow, path, len); /* the verdict calibrates the next growths */
+    s->mtp->rewind(s->mtp, MARK_REAL);                /* drop the chain steps */
     if (len < 1) return 0;
     if (len > s->following_cap) {
         s->following_cap = len + 16;

@@ -144,6 +144,7 @@ static int spec_propose(proposer *self, token_tree *tree, const propose_call *ca
 static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     spec_impl *s = self->impl;
     (void)hidden, (void)next_token, (void)err;
+    if (s->grow) tree_grow_learn(s->grow, path, len); /* the verdict calibrates the next growths */
     int m = 0; /* the longest prefix of what the draft holds that was committed */
     while (m < s->n_consumed && m < len && s->consumed[m] == path[m]) m++;
     while (m > 0 && !s->held.marked[m - 1]) m--; /* a dynamic tree's batched steps leave depths unmarked */

@@ -8,14 +8,63 @@
 #include "sampler.h"
 
 void tree_grow_start(tree_growth *g, const tree_shape *caps, children_kind kind) {
+    const tree_calibration kept = g->calibration;
     memset(g, 0, sizeof *g);
+    g->calibration = kept;
     g->caps = *caps;
     g->kind = kind;
     g->path[0] = 1.0f;
+    g->rest[0] = 1.0f;
+    g->n = 1;
+    g->parent[0] = -1;
 }
 
-/* The draft's probability that the target's path leaves u by a token not yet drawn there. */
-static float next_child_priority(const tree_growth *g, int u) { return g->path[u] * (1.0f - g->used[u]); }
+int tree_grow_bin(float confidence) {
+    const int b = (int)(confidence * TREE_GROW_BINS);
+    return b < 0 ? 0 : b >= TREE_GROW_BINS ? TREE_GROW_BINS - 1 : b;
+}
+
+float tree_grow_calibrated(const tree_growth *g, float confidence, int later) {
+    if (g->caps.raw_confidence) return confidence;
+    const int b = tree_grow_bin(confidence);
+    const tree_calibration *k = &g->calibration;
+    /* the confidence itself is the prior, worth two tried children: with no verdicts yet it is unchanged */
+    return (float)((k->accepted[later][b] + 2.0 * confidence) / (k->tried[later][b] + 2.0));
+}
+
+void tree_grow_learn(tree_growth *g, const int *path, int len) {
+    int u = 0;
+    for (int d = 1; d <= len && g->n > 1; d++) { /* d = len: the last node, whose children were all rejected */
+        int next = -1;
+        for (int c = u + 1; c < g->n && next < 0; c++) {
+            if (g->parent[c] != u) continue;
+            g->calibration.tried[g->later[c]][g->bin[c]]++;
+            if (d < len && g->token[c] == path[d]) {
+                g->calibration.accepted[g->later[c]][g->bin[c]]++;
+                next = c;
+            }
+        }
+        if (next < 0) break;
+        u = next;
+    }
+    g->n = 0;
+}
+
+/* The acceptance rate measured so far for first children (later = 0) or later ones, ½ before any verdict. */
+static float expected_acceptance(const tree_growth *g, int later) {
+    long tried = 0, accepted = 0;
+    for (int b = 0; b < TREE_GROW_BINS; b++)
+        tried += g->calibration.tried[later][b], accepted += g->calibration.accepted[later][b];
+    return (float)((accepted + 1.0) / (tried + 2.0));
+}
+
+/* Raw: the draft's probability that the target's path leaves u by a token not yet drawn there (EAGLE-2's
+ * value of a node, before the child is drawn). Calibrated: the chance the rule reaches u's next child,
+ * times the chance such a child is accepted: the tokens the child is expected to add. */
+static float next_child_priority(const tree_growth *g, int u) {
+    const float reach = g->path[u] * g->rest[u];
+    return g->caps.raw_confidence ? reach : reach * expected_acceptance(g, g->n_children[u] > 0);
+}
 
 int tree_grow_pick(const tree_growth *g, const token_tree *t, int depth) {
     if (t->n - 1 >= g->caps.budget) return -1;
@@ -77,13 +126,20 @@ int tree_grow_child(tree_growth *g, token_tree *t, int u, const propose_call *ca
         return -1;
     }
     const float conf = g->kind == CHILDREN_TOP_RANKS ? g->ranked_conf[u][j] : tree_q_const(t, u)[x];
-    const int repeated = g->kind == CHILDREN_IID && has_child(t, u, x);
+    const float cal = tree_grow_calibrated(g, conf, j > 0);
+    const int repeated = g->kind == CHILDREN_IID && has_child(t, u, x); /* rejected once, rejected again */
     const int c = tree_add(t, u, x);
     if (c < 0) return -2;
     g->n_children[u]++;
     g->at_depth[t->depth[c]]++;
-    if (!repeated) g->used[u] += conf;
-    g->path[c] = g->path[u] * conf;
+    if (!repeated) g->rest[u] = g->caps.raw_confidence ? g->rest[u] - conf : g->rest[u] * (1.0f - cal);
+    g->path[c] = g->path[u] * cal;
+    g->rest[c] = 1.0f;
+    g->parent[c] = u;
+    g->token[c] = x;
+    g->bin[c] = (unsigned char)tree_grow_bin(conf);
+    g->later[c] = j > 0;
+    g->n = c + 1;
     return c;
 }
 

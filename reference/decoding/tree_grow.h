@@ -14,7 +14,16 @@
  * it by a token not yet drawn there. It reads only what has already been
  * drawn, never the child it decides on, never p and never the verifier's
  * randomness: docs/methods.md ("Dynamic trees") says why that keeps the
- * multi-round rule exact. Ties go to the lower node index (the earlier node). */
+ * multi-round rule exact. Ties go to the lower node index (the earlier node).
+ *
+ * Calibrated (the default): small drafts are right far more often than their
+ * softmax says, so each confidence c is replaced by the acceptance rate the
+ * verdicts of the earlier rounds measured for children of about that
+ * confidence (16 bins, c itself as a prior worth two children), and the
+ * mass of u's children so far by the chance that the rule rejects them all,
+ * the product of (1 − calibrated c). Earlier rounds are settled before this
+ * round draws anything, so the rule still reads nothing of this round's
+ * verification. */
 #ifndef SPECULA_TREE_GROW_H
 #define SPECULA_TREE_GROW_H
 
@@ -23,20 +32,51 @@
 
 #define TREE_GROW_MAX_NODES (TREE_SHAPE_MAX_NODES + 1) /* the root and the budget */
 
+#define TREE_GROW_BINS 16 /* bins of confidence for the calibration */
+
+/* The verdicts of earlier rounds, per bin of the draft's confidence and
+ * apart for first children and later ones (a later child is tried only
+ * after its elder siblings were rejected, which says the draft was off
+ * there): the children the rule tried and those it accepted. Kept across
+ * rounds. */
+typedef struct {
+    long tried[2][TREE_GROW_BINS], accepted[2][TREE_GROW_BINS];
+} tree_calibration;
+
 typedef struct {
     tree_shape caps;                                        /* depth and children per node at most; budget */
     children_kind kind;                                     /* how children are chosen */
     int n_children[TREE_GROW_MAX_NODES];                    /* children drawn so far */
     float path[TREE_GROW_MAX_NODES];                        /* path probability under the draft (root: 1) */
-    float used[TREE_GROW_MAX_NODES];                        /* confidence mass of the distinct children so far */
+    float rest[TREE_GROW_MAX_NODES];                        /* chance that no child so far carries the path */
     unsigned char stepped[TREE_GROW_MAX_NODES];             /* 1: the node's q (and ranks) are known */
     unsigned char exhausted[TREE_GROW_MAX_NODES];           /* 1: nothing left to draw (without replacement) */
     int at_depth[TREE_SHAPE_MAX_DEPTH + 1];                 /* nodes added at each depth: the next one's rng slot */
     int ranked[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* top ranks of a stepped node */
     float ranked_conf[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* their softmax at temperature 1 */
+    /* what the last growth drew, for the verdict (tree_grow_learn) */
+    int n;                                    /* nodes (0: nothing to learn from) */
+    int parent[TREE_GROW_MAX_NODES];          /* [n] */
+    int token[TREE_GROW_MAX_NODES];           /* [n] */
+    unsigned char bin[TREE_GROW_MAX_NODES];   /* [n] bin of the node's raw confidence */
+    unsigned char later[TREE_GROW_MAX_NODES]; /* [n] 1: not its parent's first child */
+    tree_calibration calibration;             /* across rounds: not reset by tree_grow_start */
 } tree_growth;
 
-/* A fresh growth for one proposal; caps->budget > 0. */
+/* The bin of a confidence in [0, 1]. */
+int tree_grow_bin(float confidence);
+/* The confidence the priority uses for a child of the given confidence,
+ * first among its siblings or not: raw, or calibrated by the verdicts so far. */
+float tree_grow_calibrated(const tree_growth *g, float confidence, int later);
+
+/* The committed path (root first, len tokens) of the round the last growth
+ * proposed: every child the rule tried on it — the children of each node on
+ * the path up to the accepted one, all children of its last node — counts
+ * in its bin, accepted or not. A no-op when nothing was grown since the last
+ * call. */
+void tree_grow_learn(tree_growth *g, const int *path, int len);
+
+/* A fresh growth for one proposal; caps->budget > 0. The calibration stays. */
 void tree_grow_start(tree_growth *g, const tree_shape *caps, children_kind kind);
 
 /* The node to give the next child to, or −1 when the budget is spent or no

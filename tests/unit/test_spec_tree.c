@@ -9,7 +9,8 @@
  * up every round), with the target as its own draft (every first child
  * accepted) and from the target's MTP module.
  * Dynamic trees (--tree-budget, tree_grow.h): the flags, the growth order
- * against hand-made confidences (ties to the earlier node), every child of
+ * against hand-made confidences (ties to the earlier node), the calibration
+ * counting a hand-made verdict, every child of
  * real proposals given to the node of highest priority within the budget
  * and depth, q rows equal to a fresh draft's on the node's path (the state
  * after re-steps along another branch), and the degenerate budgets that are
@@ -248,6 +249,11 @@ START_TEST(test_dynamic_flags) {
     expect_refused("--method spec --tree-budget 0", "--tree-budget");
     expect_refused("--method spec --tree-budget 256", "--tree-budget");
     expect_refused("--method mtp --tree-budget 4 --mtp-argmax", "--mtp-argmax gives every sibling the same token");
+    m = fixture_spec("--method spec --tree-budget 4 --temperature 0.8 --tree-raw-confidence");
+    ck_assert_int_eq(m.shape.raw_confidence, 1);
+    method_spec_label(&m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "spec tree dynamic raw depth 4 (4 nodes), exact-norepl rule");
+    expect_refused("--method spec --k 3 --tree-raw-confidence", "--tree-raw-confidence applies to dynamic trees");
 }
 END_TEST
 
@@ -258,22 +264,22 @@ static const float hand_conf[HAND_V][HAND_V] = {
 
 /* Grows a tree of `budget` nodes to `depth` over hand_conf by top ranks (the logits are log conf,
  * so the softmax confidences are conf) from root token 3. */
-static void grow_by_hand(token_tree *t, int budget, int depth) {
-    static tree_growth g;
+static void grow_by_hand(tree_growth *g, token_tree *t, int budget, int depth) {
     tree_shape caps = tree_shape_dynamic(budget, depth);
-    tree_grow_start(&g, &caps, CHILDREN_TOP_RANKS);
+    caps.raw_confidence = 1; /* the order below is EAGLE-2's on these confidences */
+    tree_grow_start(g, &caps, CHILDREN_TOP_RANKS);
     tree_reset(t, 3, CHILDREN_TOP_RANKS);
     sampler_params sp = sampler_defaults();
     const propose_call call = {&sp, 1, 0, 0, depth};
     float logits[HAND_V], scratch[HAND_V], pool[HAND_V];
-    for (int u; (u = tree_grow_pick(&g, t, depth)) >= 0;) {
-        if (!g.stepped[u]) {
+    for (int u; (u = tree_grow_pick(g, t, depth)) >= 0;) {
+        if (!g->stepped[u]) {
             for (int x = 0; x < HAND_V; x++)
                 logits[x] = logf(hand_conf[t->token[u]][x]); /* log 0 = −inf: never ranked */
             memcpy(tree_q(t, u), hand_conf[t->token[u]], sizeof logits);
-            tree_grow_stepped(&g, t, u, logits, scratch);
+            tree_grow_stepped(g, t, u, logits, scratch);
         }
-        ck_assert_int_ge(tree_grow_child(&g, t, u, &call, pool), 0);
+        ck_assert_int_ne(tree_grow_child(g, t, u, &call, pool), -2); /* −1: u has nothing left to offer */
     }
 }
 
@@ -288,9 +294,10 @@ static void grow_by_hand(token_tree *t, int budget, int depth) {
  *   6. node 4 (.24) over the root (.2); node 5 may not grow → node 6: token 0, path .216
  * and the budget of 6 is spent. */
 START_TEST(test_growth_order_by_hand) {
+    static tree_growth g;
     token_tree t;
     tree_build(&t, HAND_V, 16);
-    grow_by_hand(&t, 6, 3);
+    grow_by_hand(&g, &t, 6, 3);
     static const int want_parent[] = {-1, 0, 0, 1, 2, 3, 4};
     static const int want_token[] = {3, 0, 1, 0, 0, 0, 0};
     ck_assert_int_eq(t.n, 7); /* the budget: 6 under the root */
@@ -300,9 +307,43 @@ START_TEST(test_growth_order_by_hand) {
                       want_parent[i], want_token[i]);
     }
     ck_assert_int_le(tree_max_depth(&t), 3);
-    grow_by_hand(&t, 6, 1); /* depth 1: the root alone grows, its top ranks in order, until q runs out */
+    grow_by_hand(&g, &t, 6, 1); /* depth 1: the root alone grows, its top ranks in order, until q runs out */
     ck_assert_int_eq(t.n, 4);
     for (int i = 1; i < t.n; i++) ck_assert(t.parent[i] == 0 && t.token[i] == i - 1);
+    tree_free(&t);
+}
+END_TEST
+
+/* The verdict of the hand-grown tree above: root 3, then tokens 0 and 0 accepted (nodes 1 and 3). The rule
+ * tried node 1 (first child, confidence .4: accepted), node 3 (first, .9: accepted) and node 5 (first, .9:
+ * rejected, the path ends at node 3); node 2 was never tried. */
+START_TEST(test_calibration_learns_the_verdicts) {
+    static tree_growth g;
+    token_tree t;
+    tree_build(&t, HAND_V, 16);
+    grow_by_hand(&g, &t, 6, 3);
+    const int path[3] = {3, 0, 0};
+    tree_grow_learn(&g, path, 3);
+    const tree_calibration *k = &g.calibration;
+    const int b4 = tree_grow_bin(0.4f), b9 = tree_grow_bin(0.9f);
+    ck_assert(b4 == 6 && b9 == 14);
+    ck_assert(k->tried[0][b4] == 1 && k->accepted[0][b4] == 1);
+    ck_assert(k->tried[0][b9] == 2 && k->accepted[0][b9] == 1);
+    long total = 0;
+    for (int later = 0; later < 2; later++)
+        for (int b = 0; b < TREE_GROW_BINS; b++) total += k->tried[later][b];
+    ck_assert_int_eq(total, 3);
+    tree_grow_learn(&g, path, 3); /* nothing grown since: nothing learnt twice */
+    ck_assert_int_eq(k->tried[0][b9], 2);
+    /* calibrated: (accepted + 2c) / (tried + 2); raw: c */
+    g.caps.raw_confidence = 0;
+    ck_assert_float_eq_tol(tree_grow_calibrated(&g, 0.9f, 0), (1 + 1.8) / 4.0, 1e-6); /* float rounding of 0.9f */
+    ck_assert_float_eq(tree_grow_calibrated(&g, 0.2f, 1), 0.2f);                      /* no verdicts in that bin */
+    g.caps.raw_confidence = 1;
+    ck_assert_float_eq(tree_grow_calibrated(&g, 0.9f, 0), 0.9f);
+    /* a new growth keeps what was learnt */
+    grow_by_hand(&g, &t, 6, 3);
+    ck_assert_int_eq(g.calibration.tried[0][b9], 2);
     tree_free(&t);
 }
 END_TEST
@@ -320,20 +361,21 @@ static int support_drawn(const token_tree *t, int u, int k) {
 
 /* Replays a dynamic tree's growth from its index order (nodes are added in order): the parent of node
  * k must be the node of highest priority among nodes 0..k−1 that may still grow, the earlier on a tie,
- * computed here from the tree's q rows in the same float arithmetic as tree_grow.c. */
+ * computed here from the tree's q rows in the same float arithmetic as tree_grow.c, with raw confidences
+ * (rest = 1 − their sum) or calibrated ones before any verdict (rest = the product of 1 − each). */
 static void assert_best_first(const token_tree *t, const tree_shape *caps, int depth, const char *flags) {
-    static float path[TREE_GROW_MAX_NODES], used[TREE_GROW_MAX_NODES];
+    static float path[TREE_GROW_MAX_NODES], rest[TREE_GROW_MAX_NODES];
     static int n_children[TREE_GROW_MAX_NODES];
-    path[0] = 1.0f;
+    path[0] = rest[0] = 1.0f;
     for (int k = 1; k < t->n; k++) {
         int best = -1;
         float best_priority = 0.0f;
         for (int u = 0; u < k; u++) {
-            if (u > 0 && n_children[u] == 0) used[u] = 0.0f;
+            if (u > 0 && n_children[u] == 0) rest[u] = 1.0f;
             const int du = t->depth[u];
             if (du >= depth || n_children[u] >= caps->branch[du]) continue;
             if (t->kind == CHILDREN_NO_REPLACEMENT && support_drawn(t, u, k)) continue;
-            const float priority = path[u] * (1.0f - used[u]);
+            const float priority = path[u] * rest[u];
             if (priority > best_priority) best = u, best_priority = priority;
         }
         ck_assert_msg(t->parent[k] == best, "%s: node %d grew under node %d, the best was %d", flags, k, t->parent[k],
@@ -342,13 +384,13 @@ static void assert_best_first(const token_tree *t, const tree_shape *caps, int d
         const float conf = tree_q_const(t, u)[t->token[k]];
         int repeated = 0;
         for (int i = u + 1; i < k; i++) repeated |= t->parent[i] == u && t->token[i] == t->token[k];
-        if (!repeated) used[u] += conf;
+        if (!repeated) rest[u] = caps->raw_confidence ? rest[u] - conf : rest[u] * (1.0f - conf);
         n_children[u]++;
         n_children[k] = 0;
-        used[k] = 0.0f;
+        rest[k] = 1.0f;
         path[k] = path[u] * conf;
     }
-    for (int u = 0; u < t->n; u++) n_children[u] = 0, used[u] = 0.0f;
+    for (int u = 0; u < t->n; u++) n_children[u] = 0, rest[u] = 1.0f;
 }
 
 /* The draft's q at node u, computed afresh on the context and u's path. */
@@ -387,7 +429,9 @@ static void check_dynamic_proposals(const method_parts *parts, stepper *fresh, c
         ck_assert_msg(p->propose(p, &t, &call, &err) == 0, "%s", err.msg);
         ck_assert_int_le(t.n - 1, s.shape.budget);
         ck_assert_int_le(tree_max_depth(&t), s.shape.depth);
-        assert_best_first(&t, &s.shape, s.shape.depth, flags);
+        /* calibrated, the confidences change with every verdict: before the first they are the raw ones, and
+         * the expected acceptance is ½ for every node, so the order is the replay's with rest a product */
+        if (s.shape.raw_confidence || round == 0) assert_best_first(&t, &s.shape, s.shape.depth, flags);
         int with_children = 0, kids[1];
         for (int u = 0; u < t.n; u++) with_children += tree_children(&t, u, kids, 1) > 0;
         for (int u = 1; u < t.n; u++) switched |= t.parent[u] < t.parent[u - 1]; /* grew back up the tree */
@@ -435,6 +479,10 @@ START_TEST(test_dynamic_proposals_grow_best_first) {
                             "--method spec --tree-budget 7 --tree-shape 3,2,1 --temperature 0.4", V);
     check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 10 --k 4 --temperature 0.4 --rule exact", V);
     check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 8 --k 3 --temperature 0.8", V);
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 10 --k 4 --temperature 0.3 --tree-raw-confidence", V);
+    check_dynamic_proposals(
+        &p.parts, NULL, "--method mtp --tree-budget 9 --k 4 --temperature 0.5 --rule exact --tree-raw-confidence", V);
     fixture_parts_close(&fresh);
     fixture_parts_close(&p);
     fixture_model_close(&d);
@@ -493,6 +541,7 @@ Suite *spec_tree_suite(void) {
     tcase_add_test(tc, test_trees_match_the_greedy_oracle);
     tcase_add_test(tc, test_dynamic_flags);
     tcase_add_test(tc, test_growth_order_by_hand);
+    tcase_add_test(tc, test_calibration_learns_the_verdicts);
     tcase_add_test(tc, test_dynamic_proposals_grow_best_first);
     tcase_add_test(tc, test_dynamic_degenerates_to_static_shapes);
     suite_add_tcase(s, tc);
