@@ -63,7 +63,8 @@ static void sort_by_q(int *children, int m, const token_tree *t, const float *q)
     }
 }
 
-/* accept_greedy's walk; PLANTED (bonus-from-parent): the next token is p's argmax at the last node's parent. */
+/* accept_greedy's walk. PLANTED (bonus-from-parent): the next token is p's argmax at the last node's parent;
+ * (reject-from-q): after a node whose children all missed, the next token is the draft's argmax there. */
 static void planted_greedy(planted_bug bug, const token_tree *t, const float *p, accept_result *r) {
     const int V = t->V;
     int children[ACCEPT_MAX_PATH], u = 0;
@@ -77,6 +78,8 @@ static void planted_greedy(planted_bug bug, const token_tree *t, const float *p,
         if (next < 0) {
             const int from = bug == PLANT_BONUS_FROM_PARENT && u > 0 ? t->parent[u] : u; /* PLANTED */
             r->next_token = sampler_argmax(p + (size_t)from * V, V);
+            if (bug == PLANT_REJECT_FROM_Q && m > 0)
+                r->next_token = sampler_argmax(tree_q_const(t, u), V); /* PLANTED */
             r->bonus = m == 0;
             return;
         }

@@ -36,8 +36,10 @@ int planted_parse(const char *name);
 
 /* accept_exact with `bug` planted (same contract, same rng sites). A tree
  * of top-ranked children (the greedy rule at temperature 0) is walked by
- * accept_greedy's rule instead, where only PLANT_BONUS_FROM_PARENT has an
- * effect: the next token is the argmax of p one position early. */
+ * accept_greedy's rule instead, where two of the bugs have an effect:
+ * PLANT_BONUS_FROM_PARENT takes the next token as the argmax of p one
+ * position early, PLANT_REJECT_FROM_Q as the argmax of the draft's q after
+ * a node whose children all missed. */
 int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
                    accept_result *r, sp_error *err);
 
