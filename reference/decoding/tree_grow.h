@@ -1,29 +1,28 @@
 /* tree_grow.h — dynamic draft trees (EAGLE-2's idea, kept exact): under a
  * node budget, the tree grows one child at a time, each given to the node
- * whose next child the draft deems most likely to carry the target's path.
- * Shared by the draft-model and MTP proposers (speculative.c, mtp.c); what
- * they supply is the step that gives a node its q.
+ * whose next child has the highest priority, ties to the lower node index
+ * (the earlier node). Shared by the draft-model and MTP proposers
+ * (speculative.c, mtp.c); what they supply is the step that gives a node
+ * its q.
  *
- * The draft's confidence in a child x of node u is q_u(x) when children are
- * drawn from q, and softmax(logits_u)(x) (temperature 1) when they are the
- * top ranks (at temperature 0 q is one-hot and says nothing). A node's path
- * probability is the product of the confidences from the root down. The
- * priority of node u's next child is
- *     path(u) · (1 − the confidence mass of u's distinct children so far),
- * the draft's probability that the target's path passes through u and leaves
- * it by a token not yet drawn there. It reads only what has already been
- * drawn, never the child it decides on, never p and never the verifier's
- * randomness: docs/methods.md ("Dynamic trees") says why that keeps the
- * multi-round rule exact. Ties go to the lower node index (the earlier node).
- *
- * Calibrated (the default): small drafts are right far more often than their
- * softmax says, so each confidence c is replaced by the acceptance rate the
- * verdicts of the earlier rounds measured for children of about that
- * confidence (16 bins, c itself as a prior worth two children), and the
- * mass of u's children so far by the chance that the rule rejects them all,
- * the product of (1 − calibrated c). Earlier rounds are settled before this
- * round draws anything, so the rule still reads nothing of this round's
- * verification. */
+ * The draft's confidence c in a child x of node u is q_u(x) when children
+ * are drawn from q, and softmax(logits_u)(x) (temperature 1) when they are
+ * the top ranks (at temperature 0 q is one-hot and says nothing).
+ *   raw (EAGLE-2's rule): path(child) = path(u) · c; the priority of u's
+ *     next child is path(u) · (1 − c of u's distinct children so far), the
+ *     draft's own chance that the target's path leaves u by a token not yet
+ *     offered there.
+ *   calibrated (the default): c is replaced by the acceptance rate that the
+ *     verdicts of the earlier rounds measured for children of about that
+ *     confidence (tree_calibration; c itself as a prior worth two
+ *     children); the chance that u's children so far all fail is the
+ *     product of (1 − calibrated c); the priority is the chance of reaching
+ *     u's next child times the acceptance measured for first, or later,
+ *     children: the tokens that child is expected to add.
+ * Either reads only draws already made and earlier rounds, never the child
+ * it decides on, never p and never this round's verifier randomness:
+ * docs/methods.md ("Dynamic trees") says why that keeps the multi-round
+ * rule exact. */
 #ifndef SPECULA_TREE_GROW_H
 #define SPECULA_TREE_GROW_H
 
@@ -44,15 +43,15 @@ typedef struct {
 } tree_calibration;
 
 typedef struct {
-    tree_shape caps;                                        /* depth and children per node at most; budget */
-    children_kind kind;                                     /* how children are chosen */
-    int n_children[TREE_GROW_MAX_NODES];                    /* children drawn so far */
-    float path[TREE_GROW_MAX_NODES];                        /* path probability under the draft (root: 1) */
-    float rest[TREE_GROW_MAX_NODES];                        /* chance that no child so far carries the path */
-    unsigned char stepped[TREE_GROW_MAX_NODES];             /* 1: the node's q (and ranks) are known */
-    unsigned char exhausted[TREE_GROW_MAX_NODES];           /* 1: nothing left to draw (without replacement) */
-    int at_depth[TREE_SHAPE_MAX_DEPTH + 1];                 /* nodes added at each depth: the next one's rng slot */
-    int ranked[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* top ranks of a stepped node */
+    tree_shape caps;                              /* depth and children per node at most; budget; raw or calibrated */
+    children_kind kind;                           /* how children are chosen */
+    int n_children[TREE_GROW_MAX_NODES];          /* children drawn so far */
+    float path[TREE_GROW_MAX_NODES];              /* chance the rule reaches the node (root: 1) */
+    float rest[TREE_GROW_MAX_NODES];              /* chance that no child so far carries the path */
+    unsigned char stepped[TREE_GROW_MAX_NODES];   /* 1: the node's q (and ranks) are known */
+    unsigned char exhausted[TREE_GROW_MAX_NODES]; /* 1: nothing left to draw (without replacement) */
+    int at_depth[TREE_SHAPE_MAX_DEPTH + 1];       /* nodes added at each depth: the next one's rng slot */
+    int ranked[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH];        /* top ranks of a stepped node */
     float ranked_conf[TREE_GROW_MAX_NODES][TREE_SHAPE_MAX_BRANCH]; /* their softmax at temperature 1 */
     /* what the last growth drew, for the verdict (tree_grow_learn) */
     int n;                                    /* nodes (0: nothing to learn from) */
