@@ -104,7 +104,10 @@ bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *ba
     bench_cost_run *r = sp_xcalloc(1, sizeof *r, "bench cost run");
     decode_target *t = r->t = lm->parts.target;
     const int V = t->cfg->vocab_size, D = t->cfg->hidden_size, n = position > 1 ? position : 1;
-    c->tree_m = base->shape.depth > 0 ? tree_shape_nodes(&base->shape) + 1 : 0;
+    /* base is not finished: a dynamic tree's budget is still apart from its shape */
+    c->tree_m = base->tree_budget > 0   ? base->tree_budget + 1
+                : base->shape.depth > 0 ? tree_shape_nodes(&base->shape) + 1
+                                        : 0;
     c->n_sizes = plan_sizes(base->k, c->tree_m, t->max_tree_nodes, c->m);
     r->lm = lm, r->base = base, r->medusa = medusa && lm->parts.heads ? medusa : NULL, r->c = c;
     r->n_prefix = n;

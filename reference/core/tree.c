@@ -75,13 +75,35 @@ void tree_positions(const token_tree *t, int base, int *pos) {
     for (int i = 0; i < t->n; i++) pos[i] = base + t->depth[i];
 }
 
-int tree_shape_nodes(const tree_shape *s) {
+int tree_shape_full_nodes(const tree_shape *s) {
     int nodes = 0, level = 1;
-    for (int d = 0; d < s->depth; d++) {
+    for (int d = 0; d < s->depth && nodes <= TREE_SHAPE_MAX_NODES; d++) {
         level *= s->branch[d];
+        if (level > TREE_SHAPE_MAX_NODES) level = TREE_SHAPE_MAX_NODES + 1; /* no overflow: 16^32 does not fit */
         nodes += level;
     }
-    return nodes;
+    return nodes > TREE_SHAPE_MAX_NODES ? TREE_SHAPE_MAX_NODES + 1 : nodes;
+}
+
+int tree_shape_nodes(const tree_shape *s) { return s->budget > 0 ? s->budget : tree_shape_full_nodes(s); }
+
+int tree_shape_check_budget(const tree_shape *s, const char *what, sp_error *err) {
+    const int full = tree_shape_full_nodes(s);
+    if (s->budget == 0 && full > TREE_SHAPE_MAX_NODES)
+        return sp_fail(err, "%s of more than %d nodes: at most %d", what, TREE_SHAPE_MAX_NODES, TREE_SHAPE_MAX_NODES);
+    if (s->budget < 0 || s->budget > TREE_SHAPE_MAX_NODES)
+        return sp_fail(err, "%s with a budget of %d nodes: outside [1, %d]", what, s->budget, TREE_SHAPE_MAX_NODES);
+    if (s->budget > full) return sp_fail(err, "%s with a budget of %d nodes: its caps allow %d", what, s->budget, full);
+    return 0;
+}
+
+tree_shape tree_shape_dynamic(int budget, int depth) {
+    tree_shape s;
+    memset(&s, 0, sizeof s);
+    s.depth = depth < TREE_SHAPE_MAX_DEPTH ? depth : TREE_SHAPE_MAX_DEPTH;
+    for (int d = 0; d < s.depth; d++) s.branch[d] = TREE_SHAPE_MAX_BRANCH;
+    s.budget = budget;
+    return s;
 }
 
 int tree_shape_parse(const char *flag, const char *text, tree_shape *out, sp_error *err) {
@@ -109,6 +131,13 @@ int tree_shape_parse(const char *flag, const char *text, tree_shape *out, sp_err
 void tree_shape_format(const tree_shape *s, char *buf, size_t size) {
     size_t len = 0;
     buf[0] = 0;
+    int widest = 1;
+    for (int d = 0; d < s->depth; d++) widest &= s->branch[d] == TREE_SHAPE_MAX_BRANCH;
+    if (s->budget > 0) {
+        len = (size_t)snprintf(buf, size, "dynamic%s depth %d%s", s->raw_confidence ? " raw" : "", s->depth,
+                               widest ? "" : " under ");
+        if (widest || len >= size) return;
+    }
     for (int d = 0; d < s->depth && len < size; d++)
         len += (size_t)snprintf(buf + len, size - len, "%s%d", d ? "," : "", s->branch[d]);
 }

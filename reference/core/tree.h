@@ -56,15 +56,31 @@ void tree_positions(const token_tree *t, int base, int *pos);
 
 typedef struct {
     int depth;                        /* 0: no shape (a chain) */
-    int branch[TREE_SHAPE_MAX_DEPTH]; /* [depth] children per node at each depth */
+    int branch[TREE_SHAPE_MAX_DEPTH]; /* [depth] children per node at each depth (dynamic: at most) */
+    int budget;                       /* 0: static, every node gets all its children; > 0: a dynamic
+                                       * tree of this many nodes, grown best first (tree_grow.h) */
+    int raw_confidence;               /* dynamic: 1: the draft's confidences as they are (EAGLE-2's
+                                       * rule); 0: calibrated by earlier rounds' verdicts */
 } tree_shape;
 
 /* "2,2,1,1" → shape; a clear message (naming `flag`) on anything else. */
 int tree_shape_parse(const char *flag, const char *text, tree_shape *out, sp_error *err);
-/* Nodes under the root. */
+/* Nodes under the root (a dynamic tree's budget). */
 int tree_shape_nodes(const tree_shape *s);
-/* "2,2,1,1". */
+/* Nodes under the root when every node gets all its branch[d] children
+ * (saturates at TREE_SHAPE_MAX_NODES + 1: a dynamic tree's caps may be wide). */
+int tree_shape_full_nodes(const tree_shape *s);
+/* A dynamic tree of `budget` nodes to depth `depth`, any node taking up to
+ * TREE_SHAPE_MAX_BRANCH children. */
+tree_shape tree_shape_dynamic(int budget, int depth);
+/* "2,2,1,1"; a dynamic tree: "dynamic depth 4" (its caps appended when
+ * they are not the widest: "dynamic depth 2 under 3,1"; "dynamic raw depth
+ * 4" with raw confidences). */
 void tree_shape_format(const tree_shape *s, char *buf, size_t size);
+/* A clear message (starting with `what`, e.g. "a draft tree") when the
+ * shape has more than TREE_SHAPE_MAX_NODES nodes, or a dynamic tree's budget
+ * is below 1 or above what its caps allow. */
+int tree_shape_check_budget(const tree_shape *s, const char *what, sp_error *err);
 /* The chain of k: k ones. */
 tree_shape tree_shape_chain(int k);
 

@@ -53,7 +53,10 @@ typedef enum {
 typedef struct {
     method_kind kind;
     int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
-    tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k */
+    tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k;
+                              * a budget: a dynamic tree, capped by --tree-shape or to depth k */
+    int tree_budget;         /* spec, mtp: --tree-budget (0: none); method_spec_finish puts it in shape */
+    int tree_raw_confidence; /* spec, mtp: --tree-raw-confidence (the dynamic tree's raw confidences) */
     int ngram;               /* lookup: the longest n-gram it looks up (default 3) */
     sampler_params sampling; /* default temperature 1 (greedy: 0) */
     uint64_t seed;           /* default 1 */
@@ -82,7 +85,8 @@ const char *mtp_drafts_name(mtp_drafts d);      /* "argmax", "sampled" */
 
 /* Reads argv[*i] as a method flag (--method, --k, --temperature, --top-k,
  * --top-p, --min-p, --seed, --max-tokens, --no-eos, --mtp-sample,
- * --mtp-argmax, --ngram, --rule, --tree, --tree-shape, --typical-epsilon, --typical-delta, --beams,
+ * --mtp-argmax, --ngram, --rule, --tree, --tree-shape, --tree-budget, --tree-raw-confidence,
+ * --typical-epsilon, --typical-delta, --beams,
  * --length-penalty, --early-stopping, --num-return): 1 when it was one
  * (its value consumed, *i advanced), 0 when it is not a method flag, −1 on a
  * bad value (err says which). */

@@ -112,6 +112,14 @@ static int set_tree(method_spec *s, const char *f, const char *v, sp_error *err)
 static int set_tree_shape(method_spec *s, const char *f, const char *v, sp_error *err) {
     return tree_shape_parse(f, v, &s->shape, err);
 }
+static int set_tree_budget(method_spec *s, const char *f, const char *v, sp_error *err) {
+    return parse_int(f, v, 1, TREE_SHAPE_MAX_NODES, &s->tree_budget, err);
+}
+static int set_tree_raw_confidence(method_spec *s, const char *f, const char *v, sp_error *err) {
+    (void)f, (void)v, (void)err;
+    s->tree_raw_confidence = 1;
+    return 0;
+}
 static int set_epsilon(method_spec *s, const char *f, const char *v, sp_error *err) {
     return parse_float(f, v, 0, 1, &s->typical_epsilon, err);
 }
@@ -160,6 +168,8 @@ enum {
     F_RULE,
     F_TREE,
     F_TREE_SHAPE,
+    F_TREE_BUDGET,
+    F_TREE_RAW_CONFIDENCE,
     F_EPSILON,
     F_DELTA,
     F_BEAMS,
@@ -209,6 +219,13 @@ static const flag_def flags[F_COUNT] = {
                       "depth replaces --k. Children drawn from the proposer's q (--rule exact: i.i.d.,\n"
                       "exact-norepl: without replacement, the default above temperature 0) or its\n"
                       "top ranks (--rule greedy, the default at 0, or typical)", set_tree_shape},
+    [F_TREE_BUDGET] = {"--tree-budget", "N", ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), NULL,
+                       "spec, mtp: a dynamic tree of N nodes to depth --k (or within --tree-shape's\n"
+                       "caps), grown one child at a time where the draft's path probability is\n"
+                       "highest; children chosen as under --tree-shape", set_tree_budget},
+    [F_TREE_RAW_CONFIDENCE] = {"--tree-raw-confidence", NULL, ONLY(METHOD_SPEC) | ONLY(METHOD_MTP), NULL,
+                               "--tree-budget: rank nodes by the draft's confidences as they are (EAGLE-2's\n"
+                               "rule) instead of calibrating them by the earlier rounds' verdicts", set_tree_raw_confidence},
     [F_EPSILON] = {"--typical-epsilon", "E", PROPOSERS, NULL, "typical rule: p(x) > min(E, D·exp(-H(p))) (default 0.09)",
                    set_epsilon},
     [F_DELTA] = {"--typical-delta", "D", PROPOSERS, NULL, "(default 0.3)", set_delta},
@@ -321,6 +338,16 @@ int method_spec_finish(method_spec *s, int strict, sp_error *err) {
     if (treed && (s->given >> F_TREE_SHAPE & 1u) && (s->given >> F_K & 1u) && strict)
         return sp_fail(err, "--k and --tree-shape both set the depth of the drafts: give one");
     if (!treed) memset(&s->shape, 0, sizeof s->shape); /* bench's other rows: no tree */
+    if (treed && s->tree_budget > 0) {                 /* a dynamic tree: within --tree-shape's caps, else to depth k */
+        if (s->given >> F_TREE_SHAPE & 1u)
+            s->shape.budget = s->tree_budget;
+        else
+            s->shape = tree_shape_dynamic(s->tree_budget, s->k);
+        if (tree_shape_check_budget(&s->shape, "--tree-budget: a tree", err)) return -1;
+        s->shape.raw_confidence = s->tree_raw_confidence;
+    } else if (treed && s->tree_raw_confidence && strict) {
+        return sp_fail(err, "--tree-raw-confidence applies to dynamic trees (--tree-budget)");
+    }
     if (s->kind == METHOD_MTP && s->shape.depth > 0) { /* a tree's children are chosen by the rule */
         if (s->given >> F_MTP_ARGMAX & 1u && strict)
             return sp_fail(err, "--mtp-argmax gives every sibling the same token: an MTP tree draws its children "

@@ -7,11 +7,17 @@
  * static shape; a chain is the shape of k ones) is walked depth first: a
  * node with children at depth d ≥ 1 is one chain step from the state after
  * its parent's (a mark per depth, rewound only to an ancestor, so marks
- * that are positions suffice), fed its parent's output hidden state. */
+ * that are positions suffice), fed its parent's output hidden state. A
+ * dynamic tree (a budget, tree_grow.h) grows best first: the module returns
+ * to the deepest marked node it holds on the next node's path and steps the
+ * rest of the path in one call, each position fed the output hidden state
+ * its parent had when it was first stepped (kept per node). */
 #include "mtp.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "tree_grow.h"
 
 #define MARK_REAL 0             /* the module after the last real step */
 #define MARK_AFTER(d) (1 + (d)) /* after the chain step of the path's node at depth d ≥ 1 */
@@ -31,6 +37,10 @@ typedef struct {
     int stepped;    /* the depth of the deepest chain step on the path the module holds */
     int *following; /* [following_cap] the token each real step pairs with its hidden state */
     int following_cap;
+    tree_growth *grow;  /* a dynamic tree's growth (NULL: static shape) */
+    held_path held;     /* the chain steps the module holds (depth 0: the root, after the real steps) */
+    float *node_hidden; /* [budget + 1, D] a dynamic tree's output hidden state of each stepped node */
+    float *path_hidden; /* [depth, D] the hidden inputs of one batched re-step */
 } mtp_impl;
 
 /* Child j of a node at depth d − 1, from q (one-hot for argmax drafts); the
@@ -86,6 +96,52 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
     return 0;
 }
 
+/* Gives node u of a dynamic tree its q: the root's from the last real step;
+ * any other node's from a chain step, after returning to the deepest marked
+ * node on its path and stepping the rest of the path with it in one call. */
+static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_call *call, sp_error *err) {
+    mtp_impl *s = self->impl;
+    const int V = s->mtp->V, D = s->mtp->D, du = tree->depth[u];
+    const float *logits = s->first_logits;
+    if (du > 0) {
+        int anc[MTP_MAX_K + 1], tokens[MTP_MAX_K + 1], rewind;
+        tree_grow_path(tree, u, anc);
+        const int from = held_path_resume(&s->held, anc, du, 1, &rewind);
+        if (rewind) s->mtp->rewind(s->mtp, from == 1 ? MARK_REAL : MARK_AFTER(from - 1));
+        for (int d = from; d <= du; d++) {
+            tokens[d - from] = tree->token[anc[d]];
+            memcpy(s->path_hidden + (size_t)(d - from) * D, s->node_hidden + (size_t)anc[d - 1] * D,
+                   (size_t)D * sizeof(float));
+        }
+        if (s->mtp->step(s->mtp, tokens, s->path_hidden, du - from + 1, s->logits, s->node_hidden + (size_t)u * D, err))
+            return -1;
+        self->steps++;
+        s->mtp->mark(s->mtp, MARK_AFTER(du));
+        held_path_stepped(&s->held, anc, from, du);
+        logits = s->logits;
+    }
+    sampler_probs(call->sampling, logits, tree_q(tree, u), V);
+    tree_grow_stepped(s->grow, tree, u, logits, s->remaining);
+    return 0;
+}
+
+/* Grows a dynamic tree: the best node takes its next child, stepped first
+ * if its q is not known yet. */
+static int grow(proposer *self, token_tree *tree, int depth, const propose_call *call, sp_error *err) {
+    mtp_impl *s = self->impl;
+    tree_grow_start(s->grow, &s->shape, s->kind);
+    memcpy(s->node_hidden, s->first_hidden, (size_t)s->mtp->D * sizeof(float)); /* the root's */
+    s->held.n = 1;
+    s->held.node[0] = 0;
+    s->held.marked[0] = 1; /* MARK_REAL */
+    for (int u; (u = tree_grow_pick(s->grow, tree, depth)) >= 0;) {
+        if (!s->grow->stepped[u] && step_dynamic(self, tree, u, call, err)) return -1;
+        if (tree_grow_child(s->grow, tree, u, call, s->remaining) == -2)
+            return sp_fail(err, "MTP proposal: tree capacity %d exceeded", tree->cap);
+    }
+    return 0;
+}
+
 static int mtp_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     mtp_impl *s = self->impl;
     if (!s->have_first) return 0; /* a one-token prompt: nothing to chain from yet */
@@ -93,14 +149,17 @@ static int mtp_propose(proposer *self, token_tree *tree, const propose_call *cal
     if (at != call->root_position)
         return sp_fail(err, "MTP state at position %d, proposal rooted at %d: out of step", at, call->root_position);
     const int depth = s->shape.depth < call->max_depth ? s->shape.depth : call->max_depth;
+    if (depth <= 0) return 0;
+    if (s->grow) return grow(self, tree, depth, call, err);
     memcpy(s->hidden, s->first_hidden, (size_t)s->mtp->D * sizeof(float));
     s->stepped = 0;
-    return depth > 0 ? walk(self, tree, 0, depth, call, err) : 0;
+    return walk(self, tree, 0, depth, call, err);
 }
 
 static int mtp_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     mtp_impl *s = self->impl;
-    s->mtp->rewind(s->mtp, MARK_REAL); /* drop the chain steps */
+    if (s->grow) tree_grow_learn(s->grow, path, len); /* the verdict calibrates the next growths */
+    s->mtp->rewind(s->mtp, MARK_REAL);                /* drop the chain steps */
     if (len < 1) return 0;
     if (len > s->following_cap) {
         s->following_cap = len + 16;
@@ -123,6 +182,9 @@ static void mtp_release(proposer *self) {
     free(s->hidden);
     free(s->remaining);
     free(s->following);
+    free(s->grow);
+    free(s->node_hidden);
+    free(s->path_hidden);
     free(s);
     self->impl = NULL;
 }
@@ -137,9 +199,8 @@ int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, 
         if (shape->branch[d] < 1 || shape->branch[d] > TREE_SHAPE_MAX_BRANCH)
             return sp_fail(err, "an MTP tree with %d children per node at depth %d: outside [1, %d]", shape->branch[d],
                            d, TREE_SHAPE_MAX_BRANCH);
-    if (tree_shape_nodes(shape) > TREE_SHAPE_MAX_NODES)
-        return sp_fail(err, "an MTP tree of %d nodes: at most %d", tree_shape_nodes(shape), TREE_SHAPE_MAX_NODES);
-    if (!sample_drafts && kind != CHILDREN_TOP_RANKS && tree_shape_nodes(shape) != shape->depth)
+    if (tree_shape_check_budget(shape, "an MTP tree", err)) return -1;
+    if (!sample_drafts && kind != CHILDREN_TOP_RANKS && (shape->budget > 0 || tree_shape_nodes(shape) != shape->depth))
         return sp_fail(err, "argmax MTP drafts give every child of a node the same token: a tree needs sampled "
                             "drafts or top-ranked children");
     const int V = mtp->V, D = mtp->D;
@@ -153,6 +214,11 @@ int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, 
     s->logits = sp_xcalloc((size_t)V, sizeof(float), "MTP chain logits");
     s->hidden = sp_xcalloc((size_t)(shape->depth + 1) * D, sizeof(float), "MTP chain hidden states");
     s->remaining = sp_xcalloc((size_t)V, sizeof(float), "MTP draw pool");
+    if (shape->budget > 0) {
+        s->grow = sp_xcalloc(1, sizeof *s->grow, "MTP tree growth");
+        s->node_hidden = sp_xcalloc((size_t)(shape->budget + 1) * D, sizeof(float), "MTP node hidden states");
+        s->path_hidden = sp_xcalloc((size_t)shape->depth * D, sizeof(float), "MTP re-step hidden states");
+    }
     mtp->reset(mtp);
     mtp->mark(mtp, MARK_REAL);
     memset(p, 0, sizeof *p);

@@ -9,11 +9,17 @@
  * rewound correctly too. After the verdict the draft returns to the longest
  * prefix of the committed path it still holds — the last path the walk
  * stepped, which is the first child's at every depth: the children are
- * walked last to first — and catches up on the rest in one batched step. */
+ * walked last to first — and catches up on the rest in one batched step.
+ * A dynamic tree (a budget, tree_grow.h) grows best first instead: the node
+ * to step next may lie on another branch, so the draft returns to the
+ * deepest marked node it holds on that node's path and steps the rest of the
+ * path in one batched call (marked after its last node only). */
 #include "speculative.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "tree_grow.h"
 
 /* Marks: MARK_BASE before the proposal, MARK_AFTER(d) after the path's node at depth d. */
 #define MARK_BASE 0
@@ -25,7 +31,9 @@ typedef struct {
     children_kind kind;
     int consumed[SPEC_MAX_K + 1]; /* the tokens of the path the draft now holds (root first) */
     int n_consumed;
-    int *backlog; /* committed tokens the draft has not consumed yet */
+    held_path held;    /* the same path as nodes, with the depths after which it has a mark */
+    tree_growth *grow; /* a dynamic tree's growth (NULL: static shape) */
+    int *backlog;      /* committed tokens the draft has not consumed yet */
     int n_backlog, backlog_cap;
     float *logits;    /* [V] */
     float *remaining; /* [V] q without the children drawn so far (without replacement) */
@@ -69,6 +77,7 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
     self->steps++;
     s->consumed[s->n_consumed++] = tree->token[u];
     s->draft->mark(s->draft, MARK_AFTER(du));
+    s->held.marked[du] = 1;
     float *q = tree_q(tree, u);
     sampler_probs(call->sampling, s->logits, q, V);
     const int b = s->shape.branch[du];
@@ -86,20 +95,59 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
     return 0;
 }
 
+/* Steps node u of a dynamic tree (its ancestors were all stepped before):
+ * back to the deepest marked node on its path, then the rest of the path
+ * and u in one call; u's q goes into the tree. */
+static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_call *call, sp_error *err) {
+    spec_impl *s = self->impl;
+    const int du = tree->depth[u];
+    int anc[SPEC_MAX_K + 1], tokens[SPEC_MAX_K + 1], rewind;
+    tree_grow_path(tree, u, anc);
+    const int from = held_path_resume(&s->held, anc, du, 0, &rewind);
+    if (rewind) s->draft->rewind(s->draft, from == 0 ? MARK_BASE : MARK_AFTER(from - 1));
+    for (int d = from; d <= du; d++) tokens[d - from] = tree->token[anc[d]];
+    if (s->draft->step(s->draft, tokens, NULL, du - from + 1, s->logits, NULL, err)) return -1;
+    self->steps++;
+    s->draft->mark(s->draft, MARK_AFTER(du));
+    held_path_stepped(&s->held, anc, from, du);
+    for (int d = from; d <= du; d++) s->consumed[d] = tokens[d - from];
+    s->n_consumed = du + 1;
+    sampler_probs(call->sampling, s->logits, tree_q(tree, u), s->draft->V);
+    tree_grow_stepped(s->grow, tree, u, s->logits, s->remaining);
+    return 0;
+}
+
+/* Grows a dynamic tree: the best node takes its next child, stepped first
+ * if its q is not known yet. */
+static int grow(proposer *self, token_tree *tree, int depth, const propose_call *call, sp_error *err) {
+    spec_impl *s = self->impl;
+    tree_grow_start(s->grow, &s->shape, s->kind);
+    for (int u; (u = tree_grow_pick(s->grow, tree, depth)) >= 0;) {
+        if (!s->grow->stepped[u] && step_dynamic(self, tree, u, call, err)) return -1;
+        if (tree_grow_child(s->grow, tree, u, call, s->remaining) == -2)
+            return sp_fail(err, "draft proposal: tree capacity %d exceeded", tree->cap);
+    }
+    return 0;
+}
+
 static int spec_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     spec_impl *s = self->impl;
     if (feed_backlog(self, err)) return -1;
     s->draft->mark(s->draft, MARK_BASE);
     s->n_consumed = 0;
+    s->held.n = 0;
     const int depth = s->shape.depth < call->max_depth ? s->shape.depth : call->max_depth;
-    return depth > 0 ? walk(self, tree, 0, depth, call, err) : 0;
+    if (depth <= 0) return 0;
+    return s->grow ? grow(self, tree, depth, call, err) : walk(self, tree, 0, depth, call, err);
 }
 
 static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     spec_impl *s = self->impl;
     (void)hidden, (void)next_token, (void)err;
+    if (s->grow) tree_grow_learn(s->grow, path, len); /* the verdict calibrates the next growths */
     int m = 0; /* the longest prefix of what the draft holds that was committed */
     while (m < s->n_consumed && m < len && s->consumed[m] == path[m]) m++;
+    while (m > 0 && !s->held.marked[m - 1]) m--; /* a dynamic tree's batched steps leave depths unmarked */
     if (m > 0)
         s->draft->rewind(s->draft, MARK_AFTER(m - 1));
     else if (s->n_consumed > 0)
@@ -119,6 +167,7 @@ static void spec_release(proposer *self) {
     free(s->logits);
     free(s->remaining);
     free(s->ranked);
+    free(s->grow);
     free(s);
     self->impl = NULL;
 }
@@ -135,9 +184,9 @@ int spec_tree_proposer_build(proposer *p, stepper *draft, const decode_target *t
         if (shape->branch[d] < 1 || shape->branch[d] > TREE_SHAPE_MAX_BRANCH)
             return sp_fail(err, "a draft tree with %d children per node at depth %d: outside [1, %d]", shape->branch[d],
                            d, TREE_SHAPE_MAX_BRANCH);
-    if (tree_shape_nodes(shape) > TREE_SHAPE_MAX_NODES)
-        return sp_fail(err, "a draft tree of %d nodes: at most %d", tree_shape_nodes(shape), TREE_SHAPE_MAX_NODES);
+    if (tree_shape_check_budget(shape, "a draft tree", err)) return -1;
     spec_impl *s = sp_xcalloc(1, sizeof *s, "draft proposer");
+    if (shape->budget > 0) s->grow = sp_xcalloc(1, sizeof *s->grow, "draft tree growth");
     s->draft = draft;
     s->shape = *shape;
     s->kind = kind;

@@ -10,8 +10,8 @@
 #include "sampler.h"
 
 static const char *const names[PLANT_COUNT] = {
-    "none",          "ratio-inverted",    "residual-is-p",        "residual-unnormalised",
-    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid"};
+    "none",          "ratio-inverted",    "residual-is-p",         "residual-unnormalised",
+    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid", "children-by-q"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",
     "accept a draft with min(1, q/p) instead of min(1, p/q)",
@@ -20,6 +20,7 @@ static const char *const summaries[PLANT_COUNT] = {
     "after a rejection draw the correction from q",
     "bonus token drawn from p of the leaf's parent (one position early)",
     "children drawn without replacement verified as i.i.d. (q not renormalised after a rejection)",
+    "a node's children verified in order of their q, highest first, not in the order drawn",
 };
 
 const char *planted_name(planted_bug bug) { return bug >= 0 && bug < PLANT_COUNT ? names[bug] : "?"; }
@@ -50,11 +51,50 @@ static void drop_and_renormalise(float *q, int x, int V) {
         for (int i = 0; i < V; i++) q[i] = (float)(q[i] / sum);
 }
 
+/* PLANTED (children-by-q): the children re-ordered by their q, highest first (stable: equal q keep
+ * the drawn order). A child's q is the proposer's own number, so a proposer could do this; but the k-th
+ * child verified is then no longer a fresh draw from q given the ones verified before it. */
+static void sort_by_q(int *children, int m, const token_tree *t, const float *q) {
+    for (int i = 1; i < m; i++) {
+        const int c = children[i];
+        int j = i;
+        for (; j > 0 && q[t->token[children[j - 1]]] < q[t->token[c]]; j--) children[j] = children[j - 1];
+        children[j] = c;
+    }
+}
+
+/* accept_greedy's walk. PLANTED (bonus-from-parent): the next token is p's argmax at the last node's parent;
+ * (reject-from-q): after a node whose children all missed, the next token is the draft's argmax there. */
+static void planted_greedy(planted_bug bug, const token_tree *t, const float *p, accept_result *r) {
+    const int V = t->V;
+    int children[ACCEPT_MAX_PATH], u = 0;
+    r->n_accepted = 0;
+    r->path[0] = 0;
+    for (;;) {
+        const int best = sampler_argmax(p + (size_t)u * V, V);
+        int m = tree_children(t, u, children, ACCEPT_MAX_PATH), next = -1;
+        for (int j = 0; j < m && next < 0; j++)
+            if (t->token[children[j]] == best) next = children[j];
+        if (next < 0) {
+            const int from = bug == PLANT_BONUS_FROM_PARENT && u > 0 ? t->parent[u] : u; /* PLANTED */
+            r->next_token = sampler_argmax(p + (size_t)from * V, V);
+            if (bug == PLANT_REJECT_FROM_Q && m > 0)
+                r->next_token = sampler_argmax(tree_q_const(t, u), V); /* PLANTED */
+            r->bonus = m == 0;
+            return;
+        }
+        if (r->n_accepted + 1 < ACCEPT_MAX_PATH) r->path[++r->n_accepted] = next;
+        u = next;
+    }
+}
+
 int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
                    accept_result *r, sp_error *err) {
     const int V = t->V;
-    if (t->kind == CHILDREN_TOP_RANKS)
-        return sp_fail(err, "the exact rule needs children drawn from q; this tree holds top-ranked tokens");
+    if (t->kind == CHILDREN_TOP_RANKS) {
+        planted_greedy(bug, t, p, r);
+        return 0;
+    }
     float *res = scratch, *q = scratch + V;
     int children[ACCEPT_MAX_PATH];
     r->n_accepted = 0;
@@ -66,6 +106,7 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
         const int pos = site.base_position + t->depth[u];
         const float *pu = p + (size_t)u * V;
         int m = tree_children(t, u, children, ACCEPT_MAX_PATH);
+        if (bug == PLANT_CHILDREN_BY_Q) sort_by_q(children, m, t, tree_q_const(t, u)); /* PLANTED */
         if (m == 0) {
             const float *bonus_row = pu;
             if (bug == PLANT_BONUS_FROM_PARENT && u > 0) bonus_row = p + (size_t)t->parent[u] * V; /* PLANTED */

@@ -22,6 +22,8 @@ typedef enum {
     PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
     PLANT_NO_REPLACEMENT_AS_IID, /* children drawn without replacement verified as if i.i.d.: q is not
                                   * renormalised without a rejected sibling (trees only; a chain is unchanged) */
+    PLANT_CHILDREN_BY_Q,         /* a node's children verified in order of their q, highest first, not in
+                                  * the order drawn: a proposer that sorts its draws (trees only) */
     PLANT_COUNT
 } planted_bug;
 
@@ -32,7 +34,12 @@ const char *planted_summary(planted_bug bug);
 /* The bug named `name`, or −1. */
 int planted_parse(const char *name);
 
-/* accept_exact with `bug` planted (same contract, same rng sites). */
+/* accept_exact with `bug` planted (same contract, same rng sites). A tree
+ * of top-ranked children (the greedy rule at temperature 0) is walked by
+ * accept_greedy's rule instead, where two of the bugs have an effect:
+ * PLANT_BONUS_FROM_PARENT takes the next token as the argmax of p one
+ * position early, PLANT_REJECT_FROM_Q as the argmax of the draft's q after
+ * a node whose children all missed. */
 int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
                    accept_result *r, sp_error *err);
 

@@ -186,6 +186,19 @@ static verify_case catalogue[] = {
          0),
     CASE("mtp tree 2,2 iid T=1", 0, "mtp-tree", "--method mtp --tree-shape 2,2 --temperature 1 --rule exact", VC_EXACT,
          3, 3, PLANT_NONE, 0.5f, 0, 0),
+    /* dynamic trees (--tree-budget): best-first growth on the draft's q; the controls verify each node's
+     * children in order of their q instead of the order drawn (a proposer that sorts its draws), and at
+     * temperature 0 (top ranks, the greedy rule: a point mass) take the next token from the draft's
+     * argmax after a miss (draft model) or one position early (MTP) */
+    CASE("spec tree dynamic depth 3 budget 6 T=0.8", 0, "spec-tree",
+         "--method spec --tree-budget 6 --k 3 --temperature 0.8", VC_EXACT, 2, 3, PLANT_CHILDREN_BY_Q, 0.0f, 0, 0),
+    CASE("mtp tree dynamic depth 3 budget 6 iid T=0.6", 0, "mtp-tree",
+         "--method mtp --tree-budget 6 --k 3 --temperature 0.6 --rule exact", VC_EXACT, 2, 3, PLANT_CHILDREN_BY_Q, 0.0f,
+         0, 0),
+    CASE("spec tree dynamic depth 3 budget 5 T=0", 0, "spec-tree",
+         "--method spec --tree-budget 5 --k 3 --temperature 0", VC_EXACT, 2, 4, PLANT_REJECT_FROM_Q, 0.0f, 0, 2000),
+    CASE("mtp tree dynamic depth 3 budget 5 T=0", 0, "mtp-tree", "--method mtp --tree-budget 5 --k 3 --temperature 0",
+         VC_EXACT, 2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 2000),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 

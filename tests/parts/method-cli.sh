@@ -80,7 +80,8 @@ expect_error "--tree-shape needs spec or mtp" 2 "--tree-shape only applies to --
 expect_error "--tree-shape with a bad list" 2 "--tree-shape '2,,1'" \
     generate --model "$m" --tokens 1,2 --method spec --tree-shape 2,,1
 "$specula" generate --model "$m" --tokens 1,2,3 --method greedy --max-tokens 24 --no-eos --ids >"$tmp/greedy" 2>&1
-for t in "spec --tree-shape 2,2,1" "mtp --tree-shape 3,1 --rule exact-norepl"; do
+for t in "spec --tree-shape 2,2,1" "mtp --tree-shape 3,1 --rule exact-norepl" "spec --tree-budget 6 --k 3" \
+    "mtp --tree-budget 5 --k 3"; do
     "$specula" generate --model "$m" --tokens 1,2,3 --method $t --temperature 0 --max-tokens 24 --no-eos --ids \
         >"$tmp/tree" 2>&1
     check "generate --method $t at temperature 0: the greedy tokens" cmp -s <(sed -n 1p "$tmp/greedy") \
@@ -91,6 +92,11 @@ done
 check "bench --method spec --tree-shape 2,2" \
     grep -qE "^spec .*spec tree 2,2 \(6 nodes\), exact-norepl rule$" "$tmp/bench-tree"
 check "bench --tree-shape: the tree's 7 nodes in the cost model" grep -qE "^spec +- +[0-9.]+ +7 " "$tmp/bench-tree"
+"$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --method spec --tree-budget 5 --k 3 --cost-reps 1 \
+    >"$tmp/bench-dyntree" 2>&1
+check "bench --method spec --tree-budget 5" \
+    grep -qE "^spec .*spec tree dynamic depth 3 \(5 nodes\), exact-norepl rule$" "$tmp/bench-dyntree"
+check "bench --tree-budget: the budget's 6 nodes in the cost model" grep -qE "^spec +- +[0-9.]+ +6 " "$tmp/bench-dyntree"
 "$specula" generate --model "$m" --tokens 1,2,3 --method spec --rule typical --temperature 0.8 --max-tokens 8 \
     >"$tmp/typ" 2>&1
 check "--rule typical on a draft model's chain" test $? -eq 0

@@ -142,7 +142,7 @@ START_TEST(test_methods_match_the_greedy_oracle) {
     engine_parts_open(&ep, &tf, &o, &df, &o);
     /* every method at temperature 0: MTP with argmax and with sampled drafts;
      * draft and MTP trees of top ranks (the greedy rule) or drawn without
-     * replacement;
+     * replacement, static or dynamic (re-stepped along other branches);
      * Medusa's top-rank tree (the greedy rule) and children drawn i.i.d.
      * (here all alike: duplicate siblings in one verify pass) or without
      * replacement */
@@ -152,6 +152,8 @@ START_TEST(test_methods_match_the_greedy_oracle) {
                                         "--method spec --tree-shape 3,2,1 --temperature 0",
                                         "--method spec --tree-shape 2,2 --temperature 0 --rule exact-norepl",
                                         "--method mtp --tree-shape 2,2,1 --temperature 0",
+                                        "--method spec --tree-budget 8 --k 4 --temperature 0",
+                                        "--method mtp --tree-budget 7 --k 3 --temperature 0",
                                         "--method mtp --k 3 --temperature 0",
                                         "--method mtp --k 4 --temperature 0 --mtp-sample",
                                         "--method medusa --temperature 0",

@@ -159,6 +159,8 @@ START_TEST(test_catalogue_is_written_in_flags) {
             tree_shape_format(&s->shape, shape, sizeof shape);
             snprintf(want, sizeof want, "tree %s ", shape);
             ck_assert_msg(strstr(c->name, want), "%s: shape %s", c->name, shape);
+            snprintf(want, sizeof want, "budget %d ", s->shape.budget);
+            ck_assert_msg(s->shape.budget == 0 || strstr(c->name, want), "%s: budget %d", c->name, s->shape.budget);
         } else if (s->kind == METHOD_MTP) {
             ck_assert_msg(strstr(c->name, mtp_drafts_name(s->drafts)) || strstr(c->name, "typical"), "%s: drafts %s",
                           c->name, mtp_drafts_name(s->drafts));

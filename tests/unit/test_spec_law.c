@@ -127,6 +127,7 @@ START_TEST(test_law_by_hand) {
         [PLANT_REJECT_FROM_Q] = {0.2 + 0.4 * 0.2, 0.2 + 0.4 * 0.2, 0.2 + 0.4 * 0.6},
         [PLANT_BONUS_FROM_PARENT] = {0.5, 0.3, 0.2},     /* no bonus among the first token */
         [PLANT_NO_REPLACEMENT_AS_IID] = {0.5, 0.3, 0.2}, /* a chain: nothing to renormalise */
+        [PLANT_CHILDREN_BY_Q] = {0.5, 0.3, 0.2},         /* a chain: one child, nothing to re-order */
     };
     for (int b = 0; b < PLANT_COUNT; b++) {
         hand_law((planted_bug)b, 1, j);

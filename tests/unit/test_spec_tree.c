@@ -8,6 +8,13 @@
  * with a random draft (most branches rejected, the draft rewound and caught
  * up every round), with the target as its own draft (every first child
  * accepted) and from the target's MTP module.
+ * Dynamic trees (--tree-budget, tree_grow.h): the flags, the growth order
+ * against hand-made confidences (ties to the earlier node), the calibration
+ * counting a hand-made verdict, every child of
+ * real proposals given to the node of highest priority within the budget
+ * and depth, q rows equal to a fresh draft's on the node's path (the state
+ * after re-steps along another branch), and the degenerate budgets that are
+ * static shapes (a chain; one level), bit for bit.
  * The engine's canary is in test_engine.c, the output law in
  * tests/stat/test_spec_tree_dist.c. */
 #include <check.h>
@@ -20,6 +27,7 @@
 #include "harness.h"
 #include "method.h"
 #include "speculative.h"
+#include "tree_grow.h"
 
 #define N_TOKENS 40
 
@@ -179,7 +187,9 @@ static void assert_trees_are_greedy(model *target, const method_parts *parts) {
                                         "--method spec --tree-shape 2,2 --temperature 0 --rule exact",
                                         "--method spec --tree-shape 4 --temperature 0 --rule typical",
                                         "--method mtp --tree-shape 2,2,1 --temperature 0",
-                                        "--method mtp --tree-shape 3,2 --temperature 0 --rule exact-norepl"};
+                                        "--method mtp --tree-shape 3,2 --temperature 0 --rule exact-norepl",
+                                        "--method spec --tree-budget 8 --k 4 --temperature 0",
+                                        "--method mtp --tree-budget 7 --k 3 --temperature 0"};
     const int V = target->cfg.vocab_size;
     for (int i = 0; i < 8; i++) {
         int prompt[5], n = 1 + i % 5, want[N_TOKENS];
@@ -221,6 +231,307 @@ START_TEST(test_trees_match_the_greedy_oracle) {
 }
 END_TEST
 
+START_TEST(test_dynamic_flags) {
+    char buf[96];
+    method_spec m = fixture_spec("--method spec --tree-budget 10 --temperature 0.8");
+    ck_assert(m.shape.depth == 4 && m.shape.budget == 10 && m.shape.branch[0] == TREE_SHAPE_MAX_BRANCH);
+    ck_assert_int_eq(m.rule, METHOD_RULE_EXACT_NOREPL);
+    ck_assert_int_eq(tree_shape_nodes(&m.shape), 10);
+    method_spec_label(&m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "spec tree dynamic depth 4 (10 nodes), exact-norepl rule");
+    m = fixture_spec("--method mtp --tree-budget 6 --k 3 --temperature 0");
+    ck_assert(m.shape.depth == 3 && m.shape.budget == 6 && m.rule == METHOD_RULE_GREEDY);
+    m = fixture_spec("--method spec --tree-budget 5 --tree-shape 3,2,1 --temperature 0.8 --rule exact");
+    method_spec_label(&m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "spec tree dynamic depth 3 under 3,2,1 (5 nodes), exact rule");
+    expect_refused("--method spec --tree-budget 7 --tree-shape 2,1", "its caps allow 4");
+    expect_refused("--method lookup --tree-budget 3", "--tree-budget only applies to --method spec and mtp");
+    expect_refused("--method spec --tree-budget 0", "--tree-budget");
+    expect_refused("--method spec --tree-budget 256", "--tree-budget");
+    expect_refused("--method mtp --tree-budget 4 --mtp-argmax", "--mtp-argmax gives every sibling the same token");
+    m = fixture_spec("--method spec --tree-budget 4 --temperature 0.8 --tree-raw-confidence");
+    ck_assert_int_eq(m.shape.raw_confidence, 1);
+    method_spec_label(&m, buf, sizeof buf);
+    ck_assert_str_eq(buf, "spec tree dynamic raw depth 4 (4 nodes), exact-norepl rule");
+    expect_refused("--method spec --k 3 --tree-raw-confidence", "--tree-raw-confidence applies to dynamic trees");
+}
+END_TEST
+
+/* The draft's confidences by token, for a hand-grown tree: any node whose token is t has row conf[t]. */
+#define HAND_V 4
+static const float hand_conf[HAND_V][HAND_V] = {
+    {0.9f, 0.1f, 0.0f, 0.0f}, {0.6f, 0.4f, 0.0f, 0.0f}, {0.5f, 0.5f, 0.0f, 0.0f}, {0.4f, 0.4f, 0.2f, 0.0f}};
+
+/* Grows a tree of `budget` nodes to `depth` over hand_conf by top ranks (the logits are log conf,
+ * so the softmax confidences are conf) from root token 3. */
+static void grow_by_hand(tree_growth *g, token_tree *t, int budget, int depth) {
+    tree_shape caps = tree_shape_dynamic(budget, depth);
+    caps.raw_confidence = 1; /* the order below is EAGLE-2's on these confidences */
+    tree_grow_start(g, &caps, CHILDREN_TOP_RANKS);
+    tree_reset(t, 3, CHILDREN_TOP_RANKS);
+    sampler_params sp = sampler_defaults();
+    const propose_call call = {&sp, 1, 0, 0, depth};
+    float logits[HAND_V], scratch[HAND_V], pool[HAND_V];
+    for (int u; (u = tree_grow_pick(g, t, depth)) >= 0;) {
+        if (!g->stepped[u]) {
+            for (int x = 0; x < HAND_V; x++)
+                logits[x] = logf(hand_conf[t->token[u]][x]); /* log 0 = −inf: never ranked */
+            memcpy(tree_q(t, u), hand_conf[t->token[u]], sizeof logits);
+            tree_grow_stepped(g, t, u, logits, scratch);
+        }
+        ck_assert_int_ne(tree_grow_child(g, t, u, &call, pool), -2); /* −1: u has nothing left to offer */
+    }
+}
+
+/* The order by hand (priority = path · (1 − confidence of the children so far)). Root token 3 has
+ * confidences .4, .4, .2 for tokens 0, 1, 2:
+ *   1. root (1)                                  → node 1: token 0, path .4
+ *   2. root (.6) over node 1 (.4)                → node 2: token 1, path .4
+ *   3. nodes 1 and 2 tie at .4 (the same softmax value), over the root (.2): the earlier, node 1
+ *                                                → node 3: token 0, path .36 (node 1 left with .04)
+ *   4. node 2 (.4)                               → node 4: token 0, path .24 (node 2 left with .16)
+ *   5. node 3 (.36)                              → node 5: token 0, path .324, at the depth cap 3
+ *   6. node 4 (.24) over the root (.2); node 5 may not grow → node 6: token 0, path .216
+ * and the budget of 6 is spent. */
+START_TEST(test_growth_order_by_hand) {
+    static tree_growth g;
+    token_tree t;
+    tree_build(&t, HAND_V, 16);
+    grow_by_hand(&g, &t, 6, 3);
+    static const int want_parent[] = {-1, 0, 0, 1, 2, 3, 4};
+    static const int want_token[] = {3, 0, 1, 0, 0, 0, 0};
+    ck_assert_int_eq(t.n, 7); /* the budget: 6 under the root */
+    for (int i = 0; i < t.n; i++) {
+        ck_assert_msg(t.parent[i] == want_parent[i] && t.token[i] == want_token[i],
+                      "node %d: parent %d token %d, wanted parent %d token %d", i, t.parent[i], t.token[i],
+                      want_parent[i], want_token[i]);
+    }
+    ck_assert_int_le(tree_max_depth(&t), 3);
+    grow_by_hand(&g, &t, 6, 1); /* depth 1: the root alone grows, its top ranks in order, until q runs out */
+    ck_assert_int_eq(t.n, 4);
+    for (int i = 1; i < t.n; i++) ck_assert(t.parent[i] == 0 && t.token[i] == i - 1);
+    tree_free(&t);
+}
+END_TEST
+
+/* The verdict of the hand-grown tree above: root 3, then tokens 0 and 0 accepted (nodes 1 and 3). The rule
+ * tried node 1 (first child, confidence .4: accepted), node 3 (first, .9: accepted) and node 5 (first, .9:
+ * rejected, the path ends at node 3); node 2 was never tried. */
+START_TEST(test_calibration_learns_the_verdicts) {
+    static tree_growth g;
+    token_tree t;
+    tree_build(&t, HAND_V, 16);
+    grow_by_hand(&g, &t, 6, 3);
+    const int path[3] = {3, 0, 0};
+    tree_grow_learn(&g, path, 3);
+    const tree_calibration *k = &g.calibration;
+    const int b4 = tree_grow_bin(0.4f), b9 = tree_grow_bin(0.9f);
+    ck_assert(b4 == 6 && b9 == 14);
+    ck_assert(k->tried[0][b4] == 1 && k->accepted[0][b4] == 1);
+    ck_assert(k->tried[0][b9] == 2 && k->accepted[0][b9] == 1);
+    long total = 0;
+    for (int later = 0; later < 2; later++)
+        for (int b = 0; b < TREE_GROW_BINS; b++) total += k->tried[later][b];
+    ck_assert_int_eq(total, 3);
+    tree_grow_learn(&g, path, 3); /* nothing grown since: nothing learnt twice */
+    ck_assert_int_eq(k->tried[0][b9], 2);
+    /* calibrated: (accepted + 2c) / (tried + 2); raw: c */
+    g.caps.raw_confidence = 0;
+    ck_assert_float_eq_tol(tree_grow_calibrated(&g, 0.9f, 0), (1 + 1.8) / 4.0, 1e-6); /* float rounding of 0.9f */
+    ck_assert_float_eq(tree_grow_calibrated(&g, 0.2f, 1), 0.2f);                      /* no verdicts in that bin */
+    g.caps.raw_confidence = 1;
+    ck_assert_float_eq(tree_grow_calibrated(&g, 0.9f, 0), 0.9f);
+    /* a new growth keeps what was learnt */
+    grow_by_hand(&g, &t, 6, 3);
+    ck_assert_int_eq(g.calibration.tried[0][b9], 2);
+    tree_free(&t);
+}
+END_TEST
+
+/* 1 when node u's children (index < k) hold every token q_u can draw: a draw without replacement has nothing left. */
+static int support_drawn(const token_tree *t, int u, int k) {
+    const float *q = tree_q_const(t, u);
+    for (int x = 0; x < t->V; x++) {
+        int drawn = q[x] <= 0;
+        for (int i = u + 1; i < k && !drawn; i++) drawn = t->parent[i] == u && t->token[i] == x;
+        if (!drawn) return 0;
+    }
+    return 1;
+}
+
+/* Replays a dynamic tree's growth from its index order (nodes are added in order): the parent of node
+ * k must be the node of highest priority among nodes 0..k−1 that may still grow, the earlier on a tie,
+ * computed here from the tree's q rows in the same float arithmetic as tree_grow.c, with raw confidences
+ * (rest = 1 − their sum) or calibrated ones before any verdict (rest = the product of 1 − each). */
+static void assert_best_first(const token_tree *t, const tree_shape *caps, int depth, const char *flags) {
+    static float path[TREE_GROW_MAX_NODES], rest[TREE_GROW_MAX_NODES];
+    static int n_children[TREE_GROW_MAX_NODES];
+    path[0] = rest[0] = 1.0f;
+    for (int k = 1; k < t->n; k++) {
+        int best = -1;
+        float best_priority = 0.0f;
+        for (int u = 0; u < k; u++) {
+            if (u > 0 && n_children[u] == 0) rest[u] = 1.0f;
+            const int du = t->depth[u];
+            if (du >= depth || n_children[u] >= caps->branch[du]) continue;
+            if (t->kind == CHILDREN_NO_REPLACEMENT && support_drawn(t, u, k)) continue;
+            const float priority = path[u] * rest[u];
+            if (priority > best_priority) best = u, best_priority = priority;
+        }
+        ck_assert_msg(t->parent[k] == best, "%s: node %d grew under node %d, the best was %d", flags, k, t->parent[k],
+                      best);
+        const int u = t->parent[k];
+        const float conf = tree_q_const(t, u)[t->token[k]];
+        int repeated = 0;
+        for (int i = u + 1; i < k; i++) repeated |= t->parent[i] == u && t->token[i] == t->token[k];
+        if (!repeated) rest[u] = caps->raw_confidence ? rest[u] - conf : rest[u] * (1.0f - conf);
+        n_children[u]++;
+        n_children[k] = 0;
+        rest[k] = 1.0f;
+        path[k] = path[u] * conf;
+    }
+    for (int u = 0; u < t->n; u++) n_children[u] = 0, rest[u] = 1.0f;
+}
+
+/* The draft's q at node u, computed afresh on the context and u's path. */
+static void fresh_q(stepper *fresh, const int *ctx, int n_ctx, const token_tree *t, int u, const sampler_params *sp,
+                    float *logits, float *q) {
+    int anc[TREE_SHAPE_MAX_DEPTH + 1], tokens[96 + TREE_SHAPE_MAX_DEPTH + 1];
+    sp_error err;
+    tree_grow_path(t, u, anc);
+    memcpy(tokens, ctx, (size_t)n_ctx * sizeof(int));
+    for (int d = 0; d <= t->depth[u]; d++) tokens[n_ctx + d] = t->token[anc[d]];
+    fresh->reset(fresh);
+    ck_assert_msg(fresh->step(fresh, tokens, NULL, n_ctx + t->depth[u] + 1, logits, NULL, &err) == 0, "%s", err.msg);
+    sampler_probs(sp, logits, q, t->V);
+}
+
+/* Proposals of a dynamic tree on the fixture over rounds that commit the root's first child: within the
+ * budget and depth, best first, and (draft model, fresh given) every node's q the one a fresh draft
+ * computes on the context and the node's path, whichever branches the draft was stepped along before. */
+static void check_dynamic_proposals(const method_parts *parts, stepper *fresh, const char *flags, int V) {
+    method_spec s = fixture_spec(flags);
+    method_built b;
+    sp_error err;
+    ck_assert_msg(method_build(&b, &s, parts, &err) == 0, "%s", err.msg);
+    proposer *p = b.proposer;
+    int ctx[96] = {1, 4}, n_ctx = 2, root = 2, switched = 0;
+    /* the MTP module reads hidden states with what is committed: any will do for the tree's growth */
+    float *hidden = p->needs_hidden ? calloc((size_t)2 * parts->target->cfg->hidden_size, sizeof(float)) : NULL;
+    ck_assert_msg(p->commit(p, ctx, hidden, n_ctx, root, &err) == 0, "%s", err.msg);
+    token_tree t;
+    tree_build(&t, V, p->tree_capacity + 1);
+    float *logits = malloc((size_t)V * sizeof(float)), *q = malloc((size_t)V * sizeof(float));
+    for (uint64_t round = 0; round < 12; round++) {
+        tree_reset(&t, root, p->kind);
+        const propose_call call = {&s.sampling, 11, round, n_ctx, 32};
+        const long steps_before = p->steps;
+        ck_assert_msg(p->propose(p, &t, &call, &err) == 0, "%s", err.msg);
+        ck_assert_int_le(t.n - 1, s.shape.budget);
+        ck_assert_int_le(tree_max_depth(&t), s.shape.depth);
+        /* calibrated, the confidences change with every verdict: before the first they are the raw ones, and
+         * the expected acceptance is ½ for every node, so the order is the replay's with rest a product */
+        if (s.shape.raw_confidence || round == 0) assert_best_first(&t, &s.shape, s.shape.depth, flags);
+        int with_children = 0, kids[1];
+        for (int u = 0; u < t.n; u++) with_children += tree_children(&t, u, kids, 1) > 0;
+        for (int u = 1; u < t.n; u++) switched |= t.parent[u] < t.parent[u - 1]; /* grew back up the tree */
+        if (s.kind == METHOD_SPEC) { /* one step per node with children (re-steps are batched into it), and
+                                      * one catching up on the last commit when the draft lacked some of it */
+            const long steps = p->steps - steps_before;
+            ck_assert_msg(steps == with_children || steps == with_children + 1,
+                          "%s: %ld steps for %d nodes with children", flags, steps, with_children);
+        }
+        for (int u = 0; u < t.n && fresh; u++) {
+            if (tree_children(&t, u, kids, 1) == 0) continue;
+            fresh_q(fresh, ctx, n_ctx, &t, u, &s.sampling, logits, q);
+            /* the same model on the same positions: the reference's forward does not depend on how the
+             * positions were batched, so the rows agree bit for bit */
+            ck_assert_msg(memcmp(q, tree_q_const(&t, u), (size_t)V * sizeof(float)) == 0,
+                          "%s, round %d: node %d's q is not the draft's on its path", flags, (int)round, u);
+        }
+        /* the verdict: the root and its first child, then a token of the vocabulary's choosing */
+        const int path[2] = {t.token[0], t.n > 1 ? t.token[1] : 0}, len = t.n > 1 ? 2 : 1;
+        root = (int)(round * 7 + 3) % V;
+        ck_assert_msg(p->commit(p, path, hidden, len, root, &err) == 0, "%s", err.msg);
+        for (int i = 0; i < len; i++) ctx[n_ctx++] = path[i];
+    }
+    if (fresh) ck_assert_msg(switched, "%s: no proposal grew back up the tree: the state check saw no re-step", flags);
+    free(hidden);
+    free(logits);
+    free(q);
+    tree_free(&t);
+    method_release(&b);
+}
+
+START_TEST(test_dynamic_proposals_grow_best_first) {
+    fixture_model t, d;
+    fixture_model_open(&t, "micro", 31, NULL);
+    fixture_model_open(&d, "micro-draft", 32, NULL);
+    fixture_parts p, fresh;
+    fixture_parts_open(&p, &t.m, &d.m, NULL);
+    fixture_parts_open(&fresh, &t.m, &d.m, NULL); /* a second draft stepper, for the fresh q rows */
+    const int V = t.m.cfg.vocab_size;
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 12 --k 4 --temperature 0.3 --rule exact", V);
+    check_dynamic_proposals(&p.parts, &fresh.draft, "--method spec --tree-budget 9 --k 5 --temperature 0.5 --top-k 3",
+                            V);
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 7 --tree-shape 3,2,1 --temperature 0.4", V);
+    check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 10 --k 4 --temperature 0.4 --rule exact", V);
+    check_dynamic_proposals(&p.parts, NULL, "--method mtp --tree-budget 8 --k 3 --temperature 0.8", V);
+    check_dynamic_proposals(&p.parts, &fresh.draft,
+                            "--method spec --tree-budget 10 --k 4 --temperature 0.3 --tree-raw-confidence", V);
+    check_dynamic_proposals(
+        &p.parts, NULL, "--method mtp --tree-budget 9 --k 4 --temperature 0.5 --rule exact --tree-raw-confidence", V);
+    fixture_parts_close(&fresh);
+    fixture_parts_close(&p);
+    fixture_model_close(&d);
+    fixture_model_close(&t);
+}
+END_TEST
+
+/* Budgets that leave the growth one choice are static shapes, bit for bit (tokens, passes, steps): caps
+ * of ones give the chain, depth 1 gives one level under the root. */
+START_TEST(test_dynamic_degenerates_to_static_shapes) {
+    fixture_model t, d;
+    fixture_model_open(&t, "micro", 33, NULL);
+    fixture_model_open(&d, "micro-draft", 34, NULL);
+    fixture_parts p;
+    fixture_parts_open(&p, &t.m, &d.m, NULL);
+    static const char *const pairs[][2] = {
+        {"--method spec --tree-shape 1,1,1 --tree-budget 3 --temperature 0.8 --rule exact",
+         "--method spec --k 3 --temperature 0.8"},
+        {"--method mtp --tree-shape 1,1,1 --tree-budget 3 --temperature 0.8 --rule exact-norepl",
+         "--method mtp --k 3 --temperature 0.8 --mtp-sample"},
+        {"--method spec --k 1 --tree-budget 3 --temperature 0.8", "--method spec --tree-shape 3 --temperature 0.8"},
+        {"--method mtp --k 1 --tree-budget 4 --temperature 0.6 --rule exact",
+         "--method mtp --tree-shape 4 --temperature 0.6 --rule exact"},
+        {"--method spec --k 1 --tree-budget 3 --temperature 0", "--method spec --tree-shape 3 --temperature 0"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            const int prompt[2] = {(int)seed, 3};
+            decode_output got, want;
+            sp_error err;
+            method_spec dyn = fixture_spec(pairs[i][0]), fixed = fixture_spec(pairs[i][1]);
+            dyn.seed = fixed.seed = seed;
+            dyn.max_tokens = fixed.max_tokens = 40;
+            dyn.stop_at_eos = fixed.stop_at_eos = 0;
+            ck_assert_msg(method_generate(&dyn, &p.parts, prompt, 2, &got, &err) == 0, "%s", err.msg);
+            ck_assert_msg(method_generate(&fixed, &p.parts, prompt, 2, &want, &err) == 0, "%s", err.msg);
+            ck_assert_msg(got.n == want.n && memcmp(got.tokens, want.tokens, (size_t)want.n * sizeof(int)) == 0,
+                          "%s against %s, seed %d: other tokens", pairs[i][0], pairs[i][1], (int)seed);
+            ck_assert_int_eq(got.acc.target_passes, want.acc.target_passes);
+            ck_assert_int_eq(got.acc.proposer_steps, want.acc.proposer_steps);
+            decode_output_free(&got);
+            decode_output_free(&want);
+        }
+    fixture_parts_close(&p);
+    fixture_model_close(&d);
+    fixture_model_close(&t);
+}
+END_TEST
+
 Suite *spec_tree_suite(void) {
     Suite *s = suite_create("spec_tree");
     TCase *tc = harness_tcase("spec_tree", 60);
@@ -228,6 +539,11 @@ Suite *spec_tree_suite(void) {
     tcase_add_test(tc, test_proposals_follow_the_shape);
     tcase_add_test(tc, test_chain_is_the_shape_of_ones);
     tcase_add_test(tc, test_trees_match_the_greedy_oracle);
+    tcase_add_test(tc, test_dynamic_flags);
+    tcase_add_test(tc, test_growth_order_by_hand);
+    tcase_add_test(tc, test_calibration_learns_the_verdicts);
+    tcase_add_test(tc, test_dynamic_proposals_grow_best_first);
+    tcase_add_test(tc, test_dynamic_degenerates_to_static_shapes);
     suite_add_tcase(s, tc);
     return s;
 }
