@@ -12,8 +12,8 @@
 #   make verify-docs run `specula verify` (default, --backend cpu) and rewrite its tables in
 #                   docs/verification.md (a few minutes; VERIFY_DOCS_ALL=1 adds the --all grid)
 #   make verify-plants build specula with each bug of tests/mutants/verify.plants planted in a copy of the
-#                   source; the default `specula verify` must fail on each (half an hour; the table goes
-#                   into docs/verification.md)
+#                   source; the default `specula verify` must fail on each (half an hour of CPU; the
+#                   table goes into docs/verification.md; PLANT_JOBS=2 runs two at a time)
 #   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
@@ -391,8 +391,9 @@ verify-docs: $(BUILD)/specula
 
 # Bugs planted in copies of the source (tests/mutants/verify.plants) that the
 # default `specula verify` must catch; the table goes into docs/verification.md.
+PLANT_JOBS ?= 1
 verify-plants: $(BUILD)/specula
-	@tools/verify-plants.sh $(BUILD) docs/verification.md
+	@tools/verify-plants.sh -j $(PLANT_JOBS) $(BUILD) docs/verification.md
 
 # The peer benchmark (never part of `make test`): the reference (and, once it
 # exists, the CPU engine) beside llama.cpp and transformers on the same
