@@ -517,16 +517,16 @@ static void plan_text(const row *r, char *out, int size) {
 static void print_plan(const row *rows, int m, const verify_args *a, FILE *f) {
     verify_plan_target t = verify_plan_defaults(m);
     t.alpha = a->alpha;
-    fprintf(f, "%-32s %-22s %1s %1s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "V", "L", "cells", "draws", "ctl n",
-            "control planned from", "seed", "negative control");
+    fprintf(f, "%-32s %-22s %1s %1s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "V", "L", "cells", "draws",
+            "ctl n", "control planned from", "seed", "negative control");
     for (int i = 0; i < m; i++) {
         const row *r = &rows[i];
         char control[64], from[48];
         verify_case_control_text(r->c, a->engine, control, sizeof control);
         plan_text(r, from, sizeof from);
         fprintf(f, "%-32s %-22s %d %d %5d %8lld %8lld  %-26s %016llx  %s\n", r->c->name, pair_text(r->c, a->engine),
-                verify_world_vocab(r->c->world), r->c->L, r->plan.reachable, (long long)r->n, (long long)r->control_n, from, (unsigned long long)r->seed,
-                control);
+                verify_world_vocab(r->c->world), r->c->L, r->plan.reachable, (long long)r->n, (long long)r->control_n,
+                from, (unsigned long long)r->seed, control);
     }
     fprintf(f,
             "%d cases. draws: power %g against every law at TV >= %g (w = %g; a point mass: (1 - %g)^n <= %g),\n"

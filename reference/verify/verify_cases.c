@@ -132,12 +132,12 @@ static verify_case catalogue[] = {
          0.0f, 0, 0, .world = VERIFY_SMALL),
     CASE("spec k=2 T=0.8 L=4", 1, "spec", "--method spec --k 2 --temperature 0.8", VC_EXACT, 4, 5,
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=3 T=0.8 L=5", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 5, 6, PLANT_NONE, 0.4f,
-         0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=4 T=1.2 top-p 0.9 L=6", 1, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 6,
-         7, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=2 T=1 L=4 vs sample", 1, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 4, 5,
-         PLANT_NONE, 0.5f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec k=3 T=0.8 L=5", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 5, 6, PLANT_NONE, 0.4f, 0,
+         0, .world = VERIFY_SMALL),
+    CASE("spec k=4 T=1.2 top-p 0.9 L=6", 1, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 6, 7,
+         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec k=2 T=1 L=4 vs sample", 1, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 4, 5, PLANT_NONE,
+         0.5f, 0, 0, .world = VERIFY_SMALL),
     /* MTP: argmax drafts (control: the correction drawn from p, which may return the rejected draft), and
      * sampled drafts at T = 0.6 whose control draws them at T = 1 while q is reported at 0.6 */
     CASE("mtp argmax k=2 T=1 L=4", 1, "mtp", "--method mtp --k 2 --temperature 1 --mtp-argmax", VC_EXACT, 4, 5,
@@ -168,8 +168,8 @@ static verify_case catalogue[] = {
          "--method spec --tree-shape 3,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5,
          PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL),
     CASE("mtp tree 2,2 without replacement T=0.5 L=4", 1, "mtp-tree",
-         "--method mtp --tree-shape 2,2 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NONE, 0.25f, 0,
-         0, .world = VERIFY_SMALL),
+         "--method mtp --tree-shape 2,2 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NONE, 0.25f, 0, 0,
+         .world = VERIFY_SMALL),
     /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
      * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */
     CASE("sample T=0.8", 0, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),

@@ -36,9 +36,9 @@
 typedef enum { VERIFY_MAIN = 0, VERIFY_SMALL, VERIFY_WORLDS } verify_world_id;
 int verify_world_vocab(verify_world_id id);
 const char *verify_world_name(verify_world_id id); /* "main", "small" */
-void verify_world_target_config(model_config *c); /* applied to randmodel's "micro" preset */
-void verify_world_draft_config(model_config *c);  /* applied to "micro-draft" */
-void verify_small_target_config(model_config *c); /* the same with vocabulary VERIFY_SMALL_V */
+void verify_world_target_config(model_config *c);  /* applied to randmodel's "micro" preset */
+void verify_world_draft_config(model_config *c);   /* applied to "micro-draft" */
+void verify_small_target_config(model_config *c);  /* the same with vocabulary VERIFY_SMALL_V */
 void verify_small_draft_config(model_config *c);
 /* The adjustment of world id's target (draft = 0) or draft (draft = 1). */
 typedef void (*verify_config_fn)(model_config *c);
