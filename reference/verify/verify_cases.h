@@ -129,11 +129,12 @@ const verify_case *verify_cases(void);
 int verify_case_count(void);
 /* The engine-side bug of case c's negative control on the engine: one that
  * a window of c->L tokens can see (a wrong DeltaNet slot after a partial
- * acceptance for chains and draft trees, a sibling's KV for Medusa trees
- * (on a draft tree of a few siblings it moved the law too little to be
- * caught at the plan's size); it shows from the second round on, so only in
- * windows of 3 tokens or more), or
- * PLANT_ENGINE_NONE: the acceptance-side control stays. */
+ * acceptance for chains and draft trees, a sibling's KV for the main
+ * world's Medusa tree (on a draft tree of a few siblings, and on the small
+ * world's Medusa tree of three, it moved the law too little to be caught at
+ * the plan's size); it shows from the second round on, so only in windows
+ * of 3 tokens or more), or PLANT_ENGINE_NONE (typical acceptance, two-sample
+ * rows, short windows): the acceptance-side control stays. */
 planted_engine_bug verify_case_engine_control(const verify_case *c);
 /* "what the control plants", e.g. "drafts drawn at T=2, q at T=1"; on_engine:
  * the control of the engine's run. */
