@@ -11,6 +11,9 @@
 #   make peer       compare the reference with Hugging Face transformers (PyPI)
 #   make verify-docs run `specula verify` (default, --backend cpu) and rewrite its tables in
 #                   docs/verification.md (a few minutes; VERIFY_DOCS_ALL=1 adds the --all grid)
+#   make verify-plants build specula with each bug of tests/mutants/verify.plants planted in a copy of the
+#                   source; the default `specula verify` must fail on each (half an hour of CPU; the
+#                   table goes into docs/verification.md; PLANT_JOBS=2 runs two at a time)
 #   make bench-peers decode/prefill speed beside llama.cpp and transformers (PyPI; long; docs/performance.md)
 #   make audit-peers `specula audit` of llama-server and transformers (after bench-peers; long; docs/audit.md)
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
@@ -129,7 +132,7 @@ LIB_OBJ_engine := $(call obj,$(ENGINE_SRC) optimized/cuda/absent.c)
 LIB_OBJ_tools := $(call obj,$(KERNEL_C_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
 
 .PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check format clean cuda info-tools plots notebooks \
-        notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs fuzz
+        notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs verify-plants fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
@@ -393,6 +396,12 @@ peer: all
 # the machine and the times (tools/verify-docs.sh).
 verify-docs: $(BUILD)/specula
 	@tools/verify-docs.sh $(BUILD) docs/verification.md
+
+# Bugs planted in copies of the source (tests/mutants/verify.plants) that the
+# default `specula verify` must catch; the table goes into docs/verification.md.
+PLANT_JOBS ?= 1
+verify-plants: $(BUILD)/specula
+	@tools/verify-plants.sh -j $(PLANT_JOBS) $(BUILD) docs/verification.md
 
 # The peer benchmark (never part of `make test`): the reference (and, once it
 # exists, the CPU engine) beside llama.cpp and transformers on the same

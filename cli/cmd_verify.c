@@ -34,15 +34,16 @@ static void usage(FILE *f) {
             "Tests that every decoding method emits exactly the target's distribution: n generations of\n"
             "L tokens per case against the law enumerated over all V^L sequences (G-test, Holm-corrected,\n"
             "and a total-variation upper confidence bound), each beside a planted bug that the same test\n"
-            "must reject. Runs on random micro models (vocabulary %d); takes a minute or two. Each case's\n"
+            "must reject. Runs on random micro models (vocabulary %d; %d for the default rows, whose windows\n"
+            "hold the bonus token and the next round); takes two or three minutes of CPU. Each case's\n"
             "method is written in the flags of `specula generate` (shown by --list), built by the same\n"
             "factory as generate, bench and plot. Each case's draws are planned: power 0.99 against any\n"
             "law at total-variation distance 0.05, at the Holm level of the run (--plan shows the sizes).\n"
             "  --method NAME        only one method's default rows (sample | spec | spec-tree | mtp | mtp-tree |\n"
             "                       medusa | typical | lookup | beam; with --all its whole grid), or one case by name\n"
             "                       (see --list)\n"
-            "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3, cuts), not only the\n"
-            "                       one-per-method rows\n"
+            "  --all                the whole grid of tests/stat (k = 1..4, L = 2 and 3 at vocabulary %d,\n"
+            "                       cuts) besides the default rows\n"
             "  --list               list the cases and exit\n"
             "  --plan               print each selected case's planned draws, its control's and its seed, and exit\n"
             "  --backend B          reference (default) or cpu: the CPU engine (float32 weights) runs the\n"
@@ -61,7 +62,7 @@ static void usage(FILE *f) {
             "  --delta D            the TV bound holds with probability 1 - D (default 0.001)\n"
             "  --json               print the rows as JSON\n"
             "  --quiet              no progress on stderr\n",
-            VERIFY_WORLD_V);
+            VERIFY_WORLD_V, VERIFY_SMALL_V, VERIFY_WORLD_V);
 }
 
 static int parse_count(const char *flag, const char *v, int64_t *out) {
@@ -401,8 +402,8 @@ static int list_cases(const verify_args *a, int none) {
     for (const verify_case *c = all; c->name; c++) {
         char control[64];
         verify_case_control_text(c, a->engine, control, sizeof control);
-        fprintf(f, "  %-7s %-32s %-23s L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
-                pair_text(c, a->engine), c->L, control);
+        fprintf(f, "  %-7s %-32s %-23s V=%d L=%d  control: %s\n", c->primary ? "default" : "--all", c->name,
+                pair_text(c, a->engine), verify_world_vocab(c->world), c->L, control);
         fprintf(f, "  %-7s   %s --max-tokens %d --no-eos", "", c->flags, c->max_tokens);
         for (int i = 0; i < c->n_prompt_ids; i++) fprintf(f, "%s%d", i ? "," : " --tokens ", c->prompt_ids[i]);
         fputc('\n', f);
@@ -420,38 +421,58 @@ typedef struct {
     engine te, de;
     medusa_heads heads;
     verify_world w;
-    int engines;
+    int engines, built;
 } world_setup;
 
-static int build_world(world_setup *ws, const verify_args *a, sp_error *err) {
+/* World `id` with the run's model seeds (target, draft + 1, heads + 2). */
+static int build_world(world_setup *ws, verify_world_id id, const verify_args *a, sp_error *err) {
     memset(ws, 0, sizeof *ws);
     char root[] = "/tmp/specula-verify-XXXXXX";
     if (!mkdtemp(root)) return sp_fail(err, "cannot create a scratch directory under /tmp");
     engine *te = a->engine ? &ws->te : NULL, *de = a->engine ? &ws->de : NULL;
-    int rc = write_and_load(&ws->target, te, root, "target", "micro", a->model_seed, verify_world_target_config, err);
+    int rc = write_and_load(&ws->target, te, root, "target", "micro", a->model_seed, verify_world_config(id, 0), err);
     if (!rc)
-        rc = write_and_load(&ws->draft, de, root, "draft", "micro-draft", a->model_seed + 1, verify_world_draft_config,
+        rc = write_and_load(&ws->draft, de, root, "draft", "micro-draft", a->model_seed + 1, verify_world_config(id, 1),
                             err);
     remove_dir(root);
-    if (rc) return sp_wrap(err, "building the micro models: ");
+    if (rc) return sp_wrap(err, "building the %s world's micro models: ", verify_world_name(id));
     ws->engines = a->engine;
     if (verify_world_heads(&ws->heads, &ws->target, a->model_seed + 2, err)) return sp_wrap(err, "the Medusa heads: ");
     verify_world_init(&ws->w, &ws->target, &ws->draft, &ws->heads);
+    ws->built = 1;
     return a->engine ? verify_world_use_engine(&ws->w, &ws->te, &ws->de, err) : 0;
 }
 
 static void free_world(world_setup *ws) {
-    verify_world_free(&ws->w);
+    if (ws->built) verify_world_free(&ws->w);
     if (ws->heads.arena) medusa_free(&ws->heads);
     if (ws->engines) engine_close(&ws->de), engine_close(&ws->te);
     if (ws->draft.arena) model_free(&ws->draft);
     if (ws->target.arena) model_free(&ws->target);
 }
 
+/* The worlds the selected cases (and beam search, which runs in the main
+ * one) need; the others are not built. */
+static int build_worlds(world_setup *ws, const verify_args *a, int want_beam, sp_error *err) {
+    int need[VERIFY_WORLDS] = {0};
+    need[VERIFY_MAIN] = want_beam;
+    for (const verify_case *c = verify_cases(); c->name; c++)
+        if (selected(c, a)) need[c->world] = 1;
+    for (int id = 0; id < VERIFY_WORLDS; id++) {
+        memset(&ws[id], 0, sizeof ws[id]);
+        if (need[id] && build_world(&ws[id], (verify_world_id)id, a, err)) return -1;
+    }
+    return 0;
+}
+
+static void free_worlds(world_setup *ws) {
+    for (int id = 0; id < VERIFY_WORLDS; id++) free_world(&ws[id]);
+}
+
 /* The selected cases' laws, planned sizes and seeds, in catalogue order;
  * returns the rows prepared (status set on failure: 1, or 2 for a --scale
  * that leaves too few draws). */
-static int prepare_rows(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
+static int prepare_rows(const verify_args *a, const world_setup *ws, row *rows, int m, int *status) {
     verify_plan_target target = verify_plan_defaults(m);
     target.alpha = a->alpha;
     int done = 0;
@@ -459,6 +480,7 @@ static int prepare_rows(const verify_args *a, const verify_world *w, row *rows, 
     for (const verify_case *c = verify_cases(); c->name && !*status; c++) {
         if (!selected(c, a)) continue;
         row *r = &rows[done];
+        const verify_world *w = &ws[c->world].w;
         r->c = c;
         r->seed = verify_case_seed(c, a->seed);
         if (verify_case_exact(c, w, &r->exact, &err)) {
@@ -495,27 +517,28 @@ static void plan_text(const row *r, char *out, int size) {
 static void print_plan(const row *rows, int m, const verify_args *a, FILE *f) {
     verify_plan_target t = verify_plan_defaults(m);
     t.alpha = a->alpha;
-    fprintf(f, "%-32s %-22s %2s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "L", "cells", "draws", "ctl n",
-            "control planned from", "seed", "negative control");
+    fprintf(f, "%-32s %-22s %1s %1s %5s %8s %8s  %-26s %-16s  %s\n", "case", "pair", "V", "L", "cells", "draws",
+            "ctl n", "control planned from", "seed", "negative control");
     for (int i = 0; i < m; i++) {
         const row *r = &rows[i];
         char control[64], from[48];
         verify_case_control_text(r->c, a->engine, control, sizeof control);
         plan_text(r, from, sizeof from);
-        fprintf(f, "%-32s %-22s %2d %5d %8lld %8lld  %-26s %016llx  %s\n", r->c->name, pair_text(r->c, a->engine),
-                r->c->L, r->plan.reachable, (long long)r->n, (long long)r->control_n, from, (unsigned long long)r->seed,
-                control);
+        fprintf(f, "%-32s %-22s %d %d %5d %8lld %8lld  %-26s %016llx  %s\n", r->c->name, pair_text(r->c, a->engine),
+                verify_world_vocab(r->c->world), r->c->L, r->plan.reachable, (long long)r->n, (long long)r->control_n,
+                from, (unsigned long long)r->seed, control);
     }
     fprintf(f,
             "%d cases. draws: power %g against every law at TV >= %g (w = %g; a point mass: (1 - %g)^n <= %g),\n"
-            "at the Holm level %g / %d, x %g; per sample for two samples. cells: the sequences the law reaches.\n"
+            "at the Holm level %g / %d, x %g; per sample for two samples. V: the world's vocabulary; cells: the\n"
+            "sequences the law reaches.\n"
             "Controls: power %g at p < %g, x %g. Seeds: of --seed %llu and the case's name.\n",
             m, t.power, t.tv, 2 * t.tv, t.tv, 1 - t.power, t.alpha, m, VERIFY_PLAN_MARGIN, VERIFY_CONTROL_POWER,
             VERIFY_CONTROL_P, VERIFY_PLAN_MARGIN, (unsigned long long)a->seed);
 }
 
 /* Every prepared row; returns the rows run (status set on failure). */
-static int run_cases(const verify_args *a, const verify_world *w, row *rows, int m, int *status) {
+static int run_cases(const verify_args *a, const world_setup *ws, row *rows, int m, int *status) {
     progress_state prog = {.total = m, .quiet = a->quiet, .tty = isatty(2)};
     verify_options opt = verify_defaults();
     opt.alpha = a->alpha;
@@ -536,7 +559,7 @@ static int run_cases(const verify_args *a, const verify_world *w, row *rows, int
         opt.n = r->n;
         opt.seed = r->seed;
         double t0 = now_s();
-        if (verify_case_run(r->c, w, &r->exact, &opt, r->control_n, &r->o, &err)) {
+        if (verify_case_run(r->c, &ws[r->c->world].w, &r->exact, &opt, r->control_n, &r->o, &err)) {
             fprintf(stderr, "specula verify: %s\n", err.msg);
             *status = 1;
             break;
@@ -574,28 +597,28 @@ int cmd_verify(int argc, char **argv) {
     const int want_beam = beam_selected(&a);
     if (a.list || (m == 0 && !want_beam)) return list_cases(&a, m == 0 && !want_beam);
     sp_error err;
-    world_setup ws;
-    if (build_world(&ws, &a, &err)) {
+    world_setup ws[VERIFY_WORLDS];
+    if (build_worlds(ws, &a, want_beam, &err)) {
         fprintf(stderr, "specula verify: %s\n", err.msg);
-        free_world(&ws);
+        free_worlds(ws);
         return 1;
     }
     row *rows = sp_xcalloc((size_t)(m > 0 ? m : 1), sizeof *rows, "verify rows");
     int status = 0;
-    const int prepared = prepare_rows(&a, &ws.w, rows, m, &status);
+    const int prepared = prepare_rows(&a, ws, rows, m, &status);
     if (!status && a.plan) {
         if (m > 0) print_plan(rows, m, &a, stdout);
         if (want_beam)
             printf("beam: checked against its rules on the exact law (%d settings), no draws\n",
                    BEAM_PROMPTS * BEAM_SETTINGS);
     } else if (!status) {
-        run_cases(&a, &ws.w, rows, m, &status);
+        run_cases(&a, ws, rows, m, &status);
         beam_law_report beam;
         if (!status && want_beam) {
             if (!a.quiet)
                 fprintf(stderr, "  beam search against its rules on the exact law (%d settings)\n",
                         BEAM_PROMPTS * BEAM_SETTINGS);
-            if (beam_law_check(&ws.target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
+            if (beam_law_check(&ws[VERIFY_MAIN].target, BEAM_PROMPTS, BEAM_SETTINGS, &beam, &err)) {
                 fprintf(stderr, "specula verify: beam: %s\n", err.msg);
                 status = 1;
             }
@@ -607,6 +630,6 @@ int cmd_verify(int argc, char **argv) {
         enumerate_free(&rows[i].exact);
     }
     free(rows);
-    free_world(&ws);
+    free_worlds(ws);
     return status;
 }

@@ -28,6 +28,27 @@ void verify_world_draft_config(model_config *c) {
     c->num_eos = 0;
 }
 
+void verify_small_target_config(model_config *c) {
+    verify_world_target_config(c);
+    c->vocab_size = VERIFY_SMALL_V;
+}
+
+void verify_small_draft_config(model_config *c) {
+    verify_world_draft_config(c);
+    c->vocab_size = VERIFY_SMALL_V;
+}
+
+int verify_world_vocab(verify_world_id id) { return id == VERIFY_SMALL ? VERIFY_SMALL_V : VERIFY_WORLD_V; }
+
+const char *verify_world_name(verify_world_id id) { return id == VERIFY_SMALL ? "small" : "main"; }
+
+verify_config_fn verify_world_config(verify_world_id id, int draft) {
+    if (id == VERIFY_SMALL) return draft ? verify_small_draft_config : verify_small_target_config;
+    return draft ? verify_world_draft_config : verify_world_target_config;
+}
+
+const char *verify_world_tree(int V) { return V == VERIFY_SMALL_V ? VERIFY_SMALL_TREE : VERIFY_WORLD_TREE; }
+
 int verify_world_heads(medusa_heads *h, const model *target, uint64_t seed, sp_error *err) {
     if (medusa_build(h, VERIFY_WORLD_HEADS, 1, target->cfg.hidden_size, target->cfg.vocab_size, 1, err)) return -1;
     for (size_t k = 0; k < h->arena_floats; k++) h->arena[k] = 0.5f * (2 * philox_uniform(seed, 7, k, 0) - 1);
@@ -40,7 +61,8 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
     w->draft = draft;
     w->heads = heads;
     sp_error err;
-    if (medusa_tree_parse(&w->tree, VERIFY_WORLD_TREE, "the verify tree", &err)) { /* a constant: cannot fail */
+    if (medusa_tree_parse(&w->tree, verify_world_tree(target->cfg.vocab_size), "the verify tree",
+                          &err)) { /* a constant: cannot fail */
         fprintf(stderr, "verify_world_init: %s\n", err.msg);
         abort();
     }
@@ -88,7 +110,8 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 
 /* Field order: name, primary, method, flags, pair, L, max_tokens, control bug,
  * control temperature, expect_biased, max_samples (spec and k are filled when
- * the catalogue is parsed). The planned sizes are in docs/verification.md.
+ * the catalogue is parsed), then optionally .prompt and .world. The planned sizes are in
+ * docs/verification.md.
  * Argmax MTP drafts are named explicitly: above temperature 0 the default is
  * sampled drafts. */
 #define CASE(...)                                                                                                      \
@@ -96,35 +119,74 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 
 /* Prompt lookup's prompt: its last two tokens occurred before, so the first round already drafts (1, 3, 5). */
 #define LOOKUP_PROMPT "3 5 1 3 5"
+#define SMALL_LOOKUP_PROMPT "0 2 1 0 2"
 
 static verify_case catalogue[] = {
-    /* per method: L = 2 (64 cells), so 200 000 draws bound the TV below 0.02 */
-    CASE("sample T=0.8", 1, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
-    CASE("spec k=3 T=0.8", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
-    CASE("spec k=3 T=0.8 vs sample", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_VS_SAMPLE, 2, 4, PLANT_NONE,
+    /* The default rows: the long-window world (V = 3, verify_cases.h), L = k + 2 with a budget of L + 1, so
+     * that every window holds the k drafts of the first round, its bonus token when all are accepted, and
+     * the first token of the next round, which drafts (K = 1) even after a full acceptance. k = 1…4 across
+     * the rows; each control is a bug of that part of the round (docs/verification.md, "Default rows"). */
+    CASE("sample T=0.8 L=4", 1, "sample", "--method sample --temperature 0.8", VC_EXACT, 4, 4, PLANT_NONE, 1.2f, 0, 0,
+         .world = VERIFY_SMALL),
+    CASE("spec k=1 T=1 L=3", 1, "spec", "--method spec --k 1 --temperature 1", VC_EXACT, 3, 4, PLANT_BONUS_FROM_PARENT,
+         0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec k=2 T=0.8 L=4", 1, "spec", "--method spec --k 2 --temperature 0.8", VC_EXACT, 4, 5,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec k=3 T=0.8 L=5", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 5, 6, PLANT_NONE, 0.4f, 0,
+         0, .world = VERIFY_SMALL),
+    CASE("spec k=4 T=1.2 top-p 0.9 L=6", 1, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 6, 7,
+         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec k=2 T=1 L=4 vs sample", 1, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 4, 5, PLANT_NONE,
+         0.5f, 0, 0, .world = VERIFY_SMALL),
+    /* MTP: argmax drafts (control: the correction drawn from p, which may return the rejected draft), and
+     * sampled drafts at T = 0.6 whose control draws them at T = 1 while q is reported at 0.6 */
+    CASE("mtp argmax k=2 T=1 L=4", 1, "mtp", "--method mtp --k 2 --temperature 1 --mtp-argmax", VC_EXACT, 4, 5,
+         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("mtp sampled k=3 T=0.6 L=5", 1, "mtp", "--method mtp --k 3 --temperature 0.6 --mtp-sample", VC_EXACT, 5, 6,
+         PLANT_NONE, 1.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("typical mtp k=2 T=0.8 L=4", 1, "typical", "--method mtp --k 2 --temperature 0.8 --mtp-argmax --rule typical",
+         VC_EXACT, 4, 5, PLANT_NONE, 0.0f, 1, 0, .world = VERIFY_SMALL),
+    CASE("typical mtp k=2 T=0 L=4", 1, "typical", "--method mtp --k 2 --temperature 0 --mtp-argmax --rule typical",
+         VC_EXACT, 4, 5, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    /* Medusa over the small world's tree (depth 3): the residual left unnormalised shows in the later
+     * siblings' tests; the draws without replacement verified as if i.i.d. */
+    CASE("medusa iid T=0.8 L=5", 1, "medusa", "--method medusa --temperature 0.8 --rule exact", VC_EXACT, 5, 6,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("medusa without replacement T=0.8 L=5", 1, "medusa", "--method medusa --temperature 0.8 --rule exact-norepl",
+         VC_EXACT, 5, 6, PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("typical medusa T=0.8 L=5", 1, "typical", "--method medusa --temperature 0.8 --rule typical", VC_EXACT, 5, 6,
+         PLANT_NONE, 0.0f, 1, 0, .world = VERIFY_SMALL),
+    CASE("typical medusa T=0 L=5", 1, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 5, 6,
+         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    /* prompt lookup after a prompt whose last two tokens occurred before (it drafts 1, 0 at once) */
+    CASE("lookup k=2 T=1 L=4", 1, "lookup", "--method lookup --k 2 --temperature 1", VC_EXACT, 4, 5,
+         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .prompt = SMALL_LOOKUP_PROMPT, .world = VERIFY_SMALL),
+    /* trees of drafts: depth 2, so L = 4; three children drawn without replacement are all three tokens */
+    CASE("spec tree 2,2 iid T=0.8 L=4", 1, "spec-tree", "--method spec --tree-shape 2,2 --temperature 0.8 --rule exact",
+         VC_EXACT, 4, 5, PLANT_NONE, 0.4f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec tree 3,1 without replacement T=0.5 L=4", 1, "spec-tree",
+         "--method spec --tree-shape 3,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5,
+         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("mtp tree 2,2 without replacement T=0.5 L=4", 1, "mtp-tree",
+         "--method mtp --tree-shape 2,2 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NONE, 0.25f, 0, 0,
+         .world = VERIFY_SMALL),
+    /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
+     * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */
+    CASE("sample T=0.8", 0, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
+    CASE("spec k=3 T=0.8", 0, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
+    CASE("spec k=3 T=0.8 vs sample", 0, "spec", "--method spec --k 3 --temperature 0.8", VC_VS_SAMPLE, 2, 4, PLANT_NONE,
          0.4f, 0, 100000),
-    CASE("mtp argmax k=3 T=0.8", 1, "mtp", "--method mtp --k 3 --temperature 0.8 --mtp-argmax", VC_EXACT, 2, 4,
-         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
-    CASE("mtp sampled k=3 T=0.8", 1, "mtp", "--method mtp --k 3 --temperature 0.8 --mtp-sample", VC_EXACT, 2, 4,
-         PLANT_NONE, 0.4f, 0, 0),
-    /* Medusa's typical acceptance on MTP drafts: biased above temperature 0 (found at any size: 20 000 draws),
-     * exact at 0 (a point mass, so 20 000 draws bound the TV; its control draws the next token one position
-     * early). The two-sample row is capped too: its TV bound is reported, not required. */
-    CASE("typical mtp k=3 T=0.8", 1, "typical", "--method mtp --k 3 --temperature 0.8 --mtp-argmax --rule typical",
-         VC_EXACT, 2, 4, PLANT_NONE, 0.0f, 1, 20000),
-    CASE("typical mtp k=3 T=0", 1, "typical", "--method mtp --k 3 --temperature 0 --mtp-argmax --rule typical",
+    /* typical acceptance at temperature 0 on MTP drafts and on Medusa's top ranks: a point mass (the greedy
+     * sequence; 20 000 draws bound the TV), whose control draws the next token one position early. (The L = 2
+     * rows of MTP, Medusa, typical acceptance above 0 and the 2,2 draft tree are superseded by the default
+     * rows' long windows; the grid below keeps L = 3, cuts, and trees wider than the small world allows.) */
+    CASE("typical mtp k=3 T=0", 0, "typical", "--method mtp --k 3 --temperature 0 --mtp-argmax --rule typical",
          VC_EXACT, 2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
-    /* Medusa: three heads over a 12-node tree, children i.i.d. or without replacement (exact rule), or top
-     * ranks (typical acceptance, biased above temperature 0; its control is the exact rule on i.i.d. drafts) */
-    CASE("medusa iid T=0.8", 1, "medusa", "--method medusa --temperature 0.8 --rule exact", VC_EXACT, 2, 4, PLANT_NONE,
-         0.4f, 0, 0),
-    CASE("medusa without replacement T=0.8", 1, "medusa", "--method medusa --temperature 0.8 --rule exact-norepl",
-         VC_EXACT, 2, 4, PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
-    CASE("typical medusa T=0.8", 1, "typical", "--method medusa --temperature 0.8 --rule typical", VC_EXACT, 2, 4,
-         PLANT_NONE, 0.0f, 1, 20000),
-    CASE("typical medusa T=0", 1, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 2, 4,
+    CASE("typical medusa T=0", 0, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 2, 4,
          PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
-    /* the grid: every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short */
+    /* every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short; Medusa over the 12-node
+     * tree, children i.i.d. or without replacement (exact rule) or top ranks (typical acceptance, biased above
+     * temperature 0; its control is the exact rule on i.i.d. drafts) */
     CASE("sample T=1", 0, "sample", "--method sample --temperature 1", VC_EXACT, 3, 3, PLANT_NONE, 1.5f, 0, 0),
     CASE("sample T=0.7 top-k 4", 0, "sample", "--method sample --temperature 0.7 --top-k 4", VC_EXACT, 3, 3, PLANT_NONE,
          1.05f, 0, 0),
@@ -160,19 +222,16 @@ static verify_case catalogue[] = {
     /* prompt lookup after a prompt with a repeat (its drafts are looked up, q a point mass): the control
      * accepts with min(1, q/p) = 1, i.e. every draft without the p test; the grid's controls draw the
      * correction from p (which may return the rejected draft) and keep the residual unnormalised */
-    CASE("lookup k=3 T=0.8", 1, "lookup", "--method lookup --k 3 --temperature 0.8", VC_EXACT, 2, 4,
+    CASE("lookup k=3 T=0.8", 0, "lookup", "--method lookup --k 3 --temperature 0.8", VC_EXACT, 2, 4,
          PLANT_RATIO_INVERTED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     CASE("lookup k=2 ngram 1 T=1", 0, "lookup", "--method lookup --k 2 --ngram 1 --temperature 1", VC_EXACT, 3, 3,
          PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     CASE("lookup k=4 T=0.7 top-k 5", 0, "lookup", "--method lookup --k 4 --temperature 0.7 --top-k 5", VC_EXACT, 3, 5,
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
     /* draft trees (--method spec --tree-shape): SpecInfer's multi-round rule over the draft model's children,
-     * drawn i.i.d. (control: drafts at half the temperature of the q the rule divides by) or without
-     * replacement (control: verified as if i.i.d., q not renormalised after a rejected sibling); the grid's
-     * row runs three rounds of siblings at the root with the residual left unnormalised */
-    CASE("spec tree 2,2 iid T=0.8", 1, "spec-tree", "--method spec --tree-shape 2,2 --temperature 0.8 --rule exact",
-         VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
-    CASE("spec tree 4,1 without replacement T=0.5", 1, "spec-tree",
+     * drawn without replacement (control: verified as if i.i.d., q not renormalised after a rejected sibling);
+     * the L = 3 row runs three rounds of siblings at the root with the residual left unnormalised */
+    CASE("spec tree 4,1 without replacement T=0.5", 0, "spec-tree",
          "--method spec --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4,
          PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
     CASE("spec tree 3,1 without replacement T=1 top-k 5", 0, "spec-tree",
@@ -181,7 +240,7 @@ static verify_case catalogue[] = {
     /* MTP trees: the module's children at every depth from its chained state, without replacement or
      * i.i.d.; the controls draw them at half the temperature of the q the rule divides by (verifying the
      * draws without replacement as i.i.d. was caught only at p = 4e-6 at 5 000 draws here) */
-    CASE("mtp tree 4,1 without replacement T=0.5", 1, "mtp-tree",
+    CASE("mtp tree 4,1 without replacement T=0.5", 0, "mtp-tree",
          "--method mtp --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4, PLANT_NONE, 0.25f, 0,
          0),
     CASE("mtp tree 2,2 iid T=1", 0, "mtp-tree", "--method mtp --tree-shape 2,2 --temperature 1 --rule exact", VC_EXACT,
@@ -211,9 +270,10 @@ static int parse_prompt(verify_case *c, sp_error *err) {
         while (*p == ' ') p++;
         if (!*p) break;
         long id = strtol(p, &end, 10);
-        if (end == p || id < 0 || id >= VERIFY_WORLD_V || c->n_prompt_ids == VERIFY_CASE_MAX_PROMPT)
+        const int V = verify_world_vocab(c->world);
+        if (end == p || id < 0 || id >= V || c->n_prompt_ids == VERIFY_CASE_MAX_PROMPT)
             return sp_fail(err, "case \"%s\": prompt \"%s\" is not up to %d ids in [0, %d)", c->name, c->prompt,
-                           VERIFY_CASE_MAX_PROMPT, VERIFY_WORLD_V);
+                           VERIFY_CASE_MAX_PROMPT, V);
         c->prompt_ids[c->n_prompt_ids++] = (int)id;
         p = end;
     }
@@ -230,8 +290,9 @@ void verify_case_prompt(const verify_case *c, const verify_world *w, const int *
 static void parse_catalogue(void) {
     medusa_tree tree;
     sp_error err;
-    if (medusa_tree_parse(&tree, VERIFY_WORLD_TREE, "the verify tree", &err)) goto bad;
     for (verify_case *c = catalogue; c->name; c++) {
+        if (medusa_tree_parse(&tree, verify_world_tree(verify_world_vocab(c->world)), "the verify tree", &err))
+            goto bad;
         c->spec = method_spec_defaults();
         if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
         c->spec.max_tokens = c->max_tokens;
@@ -259,11 +320,15 @@ const verify_case *verify_cases(void) {
 int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
 
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
-    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT) return PLANT_ENGINE_NONE;
+    /* typical acceptance: a biased rule's control is the exact rule; at temperature 0 a point mass, which
+     * only a token off the greedy path can miss (its acceptance-side control draws one) */
+    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == METHOD_RULE_TYPICAL)
+        return PLANT_ENGINE_NONE;
     const method_kind k = c->spec.kind;
-    return k == METHOD_MEDUSA                                          ? PLANT_ENGINE_SIBLING_KV
-           : k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT
-                                                                       : PLANT_ENGINE_NONE;
+    if (k == METHOD_MEDUSA) /* on the small world's tree of three siblings a stray sibling's KV moved the law too
+                             * little (p = 0.23 and 0.004 at 5 500 draws, 2026-12-01) */
+        return c->world == VERIFY_MAIN ? PLANT_ENGINE_SIBLING_KV : PLANT_ENGINE_NONE;
+    return k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT : PLANT_ENGINE_NONE;
 }
 
 void verify_case_control_text(const verify_case *c, int on_engine, char *out, int size) {
@@ -338,6 +403,9 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
 }
 
 int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err) {
+    if (w->target->cfg.vocab_size != verify_world_vocab(c->world))
+        return sp_fail(err, "case \"%s\" runs in the %s world (vocabulary %d); this world's has %d", c->name,
+                       verify_world_name(c->world), verify_world_vocab(c->world), w->target->cfg.vocab_size);
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);

@@ -22,12 +22,27 @@
 #include "target.h"
 #include "verify_dist.h"
 
-/* The micro worlds every case runs on: the "micro" target (with its MTP
- * module) and the "micro-draft" draft, both with this vocabulary and no EOS
- * token, the target's width halved so a draw costs ~0.1–0.4 ms. */
+/* The micro worlds the cases run on: the "micro" target (with its MTP
+ * module) and the "micro-draft" draft, both with no EOS token, the target's
+ * width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
+ * The long-window world has vocabulary 3, so that a window of L = k + 2
+ * tokens (the k drafts, the bonus after them and the first token of the
+ * next round; up to L = 6 for k = 4) reaches at most 3^6 = 729 sequences,
+ * where vocabulary 8 would reach 262 144: the law stays enumerable and the
+ * planned sizes stay in the tens of thousands. Both are written by the same
+ * generator (randmodel's presets) with these adjustments. */
 #define VERIFY_WORLD_V 8
-void verify_world_target_config(model_config *c); /* applied to randmodel's "micro" preset */
-void verify_world_draft_config(model_config *c);  /* applied to "micro-draft" */
+#define VERIFY_SMALL_V 3
+typedef enum { VERIFY_MAIN = 0, VERIFY_SMALL, VERIFY_WORLDS } verify_world_id;
+int verify_world_vocab(verify_world_id id);
+const char *verify_world_name(verify_world_id id); /* "main", "small" */
+void verify_world_target_config(model_config *c);  /* applied to randmodel's "micro" preset */
+void verify_world_draft_config(model_config *c);   /* applied to "micro-draft" */
+void verify_small_target_config(model_config *c);  /* the same with vocabulary VERIFY_SMALL_V */
+void verify_small_draft_config(model_config *c);
+/* The adjustment of world id's target (draft = 0) or draft (draft = 1). */
+typedef void (*verify_config_fn)(model_config *c);
+verify_config_fn verify_world_config(verify_world_id id, int draft);
 
 typedef struct {
     model *target;             /* [V] with an MTP module */
@@ -48,11 +63,15 @@ typedef struct {
  * projections, every weight uniform in ±0.5 from Philox stream `seed`. */
 #define VERIFY_WORLD_HEADS 3
 int verify_world_heads(medusa_heads *h, const model *target, uint64_t seed, sp_error *err);
-/* The tree: every rank under the root (so the exact rule runs up to eight
+/* The trees: every rank under the root (so the exact rule runs up to V
  * rounds of rejection among siblings, and at temperature 0 the target's
  * choice is always among the top-ranked candidates), two grandchildren
- * under the first, one under the second, and one node at depth 3. */
+ * under the first, one under the second, and one node at depth 3 — over
+ * the 8 tokens of the main world, and over the 3 of the long-window one. */
 #define VERIFY_WORLD_TREE "[[0], [1], [2], [3], [4], [5], [6], [7], [0, 0], [0, 1], [1, 0], [0, 0, 0]]"
+#define VERIFY_SMALL_TREE "[[0], [1], [2], [0, 0], [0, 1], [1, 0], [0, 0, 0]]"
+/* The tree of the world whose vocabulary is V. */
+const char *verify_world_tree(int V);
 
 /* Fills the prompt and the tree and builds the interfaces over the models
  * (which stay the caller's; heads and draft may be NULL when no case needs
@@ -74,8 +93,8 @@ typedef enum {
 
 typedef struct {
     const char *name;   /* unique, e.g. "spec k=2 T=1" */
-    int primary;        /* 1: one of the per-method rows `specula verify` runs by default, sized for a
-                         * TV bound ≤ 0.02 (L = 2); 0: the wider grid of tests/stat (--all) */
+    int primary;        /* 1: one of the rows `specula verify` runs by default; 0: the wider grid of
+                         * tests/stat (--all) */
     const char *method; /* "sample", "spec", "spec-tree", "mtp", "mtp-tree", "medusa", "typical", "lookup" (what
                          * --method selects) */
     const char *flags;  /* the method as `specula generate` flags, e.g. "--method mtp --k 3 --temperature 0.8
@@ -93,6 +112,7 @@ typedef struct {
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
     const char *prompt;        /* NULL: the world's prompt; else the case's own as token ids, e.g. "3 5 1 3 5"
                                 * (prompt lookup needs a context with repeats to propose from) */
+    verify_world_id world;     /* the world it runs in (VERIFY_MAIN unless given) */
     /* parsed from flags (and prompt) when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
     int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
@@ -109,11 +129,12 @@ const verify_case *verify_cases(void);
 int verify_case_count(void);
 /* The engine-side bug of case c's negative control on the engine: one that
  * a window of c->L tokens can see (a wrong DeltaNet slot after a partial
- * acceptance for chains and draft trees, a sibling's KV for Medusa trees
- * (on a draft tree of a few siblings it moved the law too little to be
- * caught at the plan's size); it shows from the second round on, so only in
- * windows of 3 tokens or more), or
- * PLANT_ENGINE_NONE: the acceptance-side control stays. */
+ * acceptance for chains and draft trees, a sibling's KV for the main
+ * world's Medusa tree (on a draft tree of a few siblings, and on the small
+ * world's Medusa tree of three, it moved the law too little to be caught at
+ * the plan's size); it shows from the second round on, so only in windows
+ * of 3 tokens or more), or PLANT_ENGINE_NONE (typical acceptance, two-sample
+ * rows, short windows): the acceptance-side control stays. */
 planted_engine_bug verify_case_engine_control(const verify_case *c);
 /* "what the control plants", e.g. "drafts drawn at T=2, q at T=1"; on_engine:
  * the control of the engine's run. */
@@ -131,7 +152,8 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
                               int control, int plain);
 
 /* The law case c's method must follow: the target's enumerated law at c's
- * sampling parameters over c->L tokens after the world's prompt. */
+ * sampling parameters over c->L tokens after the world's prompt. Fails when
+ * w's vocabulary is not that of c's world (c->world). */
 int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err);
 
 /* The exact law of case c's method (control = 0) or of its negative

@@ -183,8 +183,8 @@ expect_error "plot measures at --temperatures" 2 "--temperature does not apply h
 
 # verify: every case is written in generate's flags
 "$specula" verify --list >"$tmp/list"
-check "verify --list shows each case's flags" grep -q -- "--method mtp --k 3 --temperature 0.8 --mtp-argmax" "$tmp/list"
-check "verify names the MTP draft mode" grep -q "mtp sampled k=3 T=0.8" "$tmp/list"
+check "verify --list shows each case's flags" grep -q -- "--method mtp --k 2 --temperature 1 --mtp-argmax" "$tmp/list"
+check "verify names the MTP draft mode" grep -q "mtp sampled k=3 T=0.6 L=5" "$tmp/list"
 
 echo "method-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

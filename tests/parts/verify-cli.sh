@@ -52,10 +52,10 @@ check "the row says exact" grep -q '^spec k=3 T=0.8 .*reference vs exact .* 2500
 check "a TV bound above --tv-max exits 1" test $? -eq 1
 check "the row says why" grep -q 'FAIL: TV bound too wide' "$tmp/f"
 
-"$spec" verify --method "typical mtp k=3 T=0.8" --samples 2000 --control-samples 2000 --tv-max 0 --json --quiet \
+"$spec" verify --method "typical mtp k=2 T=0.8 L=4" --samples 2000 --control-samples 2000 --tv-max 0 --json --quiet \
     >"$tmp/j"
 check "a biased rule's check exits 0" test $? -eq 0
-check "JSON: the case" grep -q '"case": "typical mtp k=3 T=0.8"' "$tmp/j"
+check "JSON: the case" grep -q '"case": "typical mtp k=2 T=0.8 L=4"' "$tmp/j"
 check "JSON: biased as expected" grep -q '"expect_biased": true, .*"verdict": "biased, as expected"' "$tmp/j"
 check "JSON: closed" test "$(tail -c 2 "$tmp/j")" = "}"
 
@@ -76,12 +76,12 @@ check "--backend cpu: beam is refused" test $? -eq 2
 # --plan: sizes and seeds, no draws; a case's seed comes from its name, whatever else is selected
 "$spec" verify --plan >"$tmp/p"
 check "--plan exits 0" test $? -eq 0
-check "--plan: a row with its draws, control size and seed" \
-    grep -q '^spec k=3 T=0.8  *reference vs exact  *2  *64  *[0-9][0-9]*  *[0-9][0-9]*  .* ffcef6b1c717568d  drafts' "$tmp/p"
-"$spec" verify --plan --method "spec k=3 T=0.8" >"$tmp/p1"
-check "--plan: the seed does not depend on the selection" grep -q ' ffcef6b1c717568d  drafts' "$tmp/p1"
+check "--plan: a row with its world, window, draws, control size and seed" \
+    grep -q '^spec k=3 T=0.8 L=5  *reference vs exact  *3 5  *243  *[0-9][0-9]*  *[0-9][0-9]*  .* 2266803967c9b1ea  drafts' "$tmp/p"
+"$spec" verify --plan --method "spec k=3 T=0.8 L=5" >"$tmp/p1"
+check "--plan: the seed does not depend on the selection" grep -q ' 2266803967c9b1ea  drafts' "$tmp/p1"
 "$spec" verify --plan --seed 2 >"$tmp/p2"
-check "--plan: another --seed, other seeds" test "$(grep -c ffcef6b1c717568d "$tmp/p2")" -eq 0
+check "--plan: another --seed, other seeds" test "$(grep -c 2266803967c9b1ea "$tmp/p2")" -eq 0
 
 expect_error "unknown flag" "unknown option '--frobnicate'" --frobnicate
 expect_error "unknown method" "no case matches 'medusa-typo'" --method medusa-typo

@@ -66,8 +66,9 @@ static int64_t generic_n(const double *exact, int64_t cells, int two_sample, int
     return n;
 }
 
-/* The micro world of `specula verify`'s defaults, on the reference or (on
- * the engine) on CPU engines opened on the same checkpoints in float32. */
+/* One micro world of `specula verify`'s defaults (verify_cases.h: the main
+ * one, or the long-window one), on the reference or (on the engine) on CPU
+ * engines opened on the same checkpoints in float32. */
 typedef struct {
     fixture_model t, d;
     medusa_heads heads;
@@ -76,9 +77,9 @@ typedef struct {
     int on_engine;
 } stat_world;
 
-static void stat_world_open(stat_world *sw, int on_engine) {
-    fixture_model_open(&sw->t, "micro", 1, verify_world_target_config);
-    fixture_model_open(&sw->d, "micro-draft", 2, verify_world_draft_config);
+static void stat_world_open(stat_world *sw, verify_world_id id, int on_engine) {
+    fixture_model_open(&sw->t, "micro", 1, verify_world_config(id, 0));
+    fixture_model_open(&sw->d, "micro-draft", 2, verify_world_config(id, 1));
     sp_error err;
     ck_assert_msg(verify_world_heads(&sw->heads, &sw->t.m, 3, &err) == 0, "%s", err.msg);
     verify_world_init(&sw->w, &sw->t.m, &sw->d.m, &sw->heads);
@@ -97,6 +98,24 @@ static void stat_world_close(stat_world *sw) {
     medusa_free(&sw->heads);
     fixture_model_close(&sw->d);
     fixture_model_close(&sw->t);
+}
+
+/* Every world, opened only when one of `cases` runs in it. */
+typedef struct {
+    stat_world world[VERIFY_WORLDS];
+    int open[VERIFY_WORLDS];
+    int on_engine;
+} stat_worlds;
+
+static const verify_world *stat_worlds_get(stat_worlds *all, verify_world_id id) {
+    if (!all->open[id]) stat_world_open(&all->world[id], id, all->on_engine);
+    all->open[id] = 1;
+    return &all->world[id].w;
+}
+
+static void stat_worlds_close(stat_worlds *all) {
+    for (int id = 0; id < VERIFY_WORLDS; id++)
+        if (all->open[id]) stat_world_close(&all->world[id]);
 }
 
 /* Case c at its planned size with seed `seed`: asserts its control
@@ -137,33 +156,31 @@ static double run_case(const verify_case *c, const verify_world *w, uint64_t see
 }
 
 void stat_run_catalogue(const char *method, int64_t cap) {
-    stat_world sw;
-    stat_world_open(&sw, 0);
+    stat_worlds sw = {.on_engine = 0};
     double p[64];
     const char *names[64];
     int m = 0;
     for (const verify_case *c = verify_cases(); c->name; c++) {
         if (strcmp(c->method, method)) continue;
-        p[m] = run_case(c, &sw.w, verify_case_seed(c, REFERENCE_SEED_BASE), cap);
+        p[m] = run_case(c, stat_worlds_get(&sw, c->world), verify_case_seed(c, REFERENCE_SEED_BASE), cap);
         names[m++] = c->name;
     }
     ck_assert_int_gt(m, 0);
     stat_assert_family_passes(p, m, names);
-    stat_world_close(&sw);
+    stat_worlds_close(&sw);
 }
 
 void stat_run_on_engine(const char *const *cases, int64_t cap) {
-    stat_world sw;
-    stat_world_open(&sw, 1);
+    stat_worlds sw = {.on_engine = 1};
     double p[64];
     int m = 0;
     for (; cases[m]; m++) {
         const verify_case *c = verify_cases();
         while (c->name && strcmp(c->name, cases[m])) c++;
         ck_assert_msg(c->name != NULL, "no case named \"%s\" in the catalogue", cases[m]);
-        p[m] = run_case(c, &sw.w, verify_case_seed(c, ENGINE_SEED_BASE), cap);
+        p[m] = run_case(c, stat_worlds_get(&sw, c->world), verify_case_seed(c, ENGINE_SEED_BASE), cap);
     }
     ck_assert_int_gt(m, 0);
     stat_assert_family_passes(p, m, cases);
-    stat_world_close(&sw);
+    stat_worlds_close(&sw);
 }

@@ -176,6 +176,27 @@ START_TEST(test_catalogue_is_written_in_flags) {
 }
 END_TEST
 
+/* Every default row of a method that drafts compares a window that always
+ * holds its k drafts, the bonus token after them and the first token of the
+ * next round (L ≥ k + 2), with a budget that lets that round draft
+ * (max_tokens ≥ L + 1): a bonus or next-round bug cannot fall outside it.
+ * Together the rows cover k = 1…4. */
+START_TEST(test_default_windows_hold_the_bonus) {
+    int seen_k[5] = {0}, rows = 0;
+    for (const verify_case *c = verify_cases(); c->name; c++) {
+        if (!c->primary || c->k == 0) continue;
+        rows++;
+        ck_assert_msg(c->L >= c->k + 2, "%s: window %d, k = %d: the bonus or the next round falls outside", c->name,
+                      c->L, c->k);
+        ck_assert_msg(c->max_tokens >= c->L + 1, "%s: budget %d leaves the round after the bonus no draft", c->name,
+                      c->max_tokens);
+        if (c->k <= 4) seen_k[c->k] = 1;
+    }
+    ck_assert_int_ge(rows, 10);
+    for (int k = 1; k <= 4; k++) ck_assert_msg(seen_k[k], "no default row with k = %d", k);
+}
+END_TEST
+
 /* A proposer holds no copy of the sampler params: each proposal processes q
  * with the params the round hands it. */
 START_TEST(test_proposers_take_the_round_params) {
@@ -233,6 +254,7 @@ Suite *method_suite(void) {
     tcase_add_test(tc, test_one_set_of_flags_for_several_methods);
     tcase_add_test(tc, test_labels_and_usage);
     tcase_add_test(tc, test_catalogue_is_written_in_flags);
+    tcase_add_test(tc, test_default_windows_hold_the_bonus);
     tcase_add_test(tc, test_proposers_take_the_round_params);
     suite_add_tcase(s, tc);
     return s;

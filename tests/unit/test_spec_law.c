@@ -153,23 +153,26 @@ END_TEST
 /* ---- the exact rule's law is the target's, on the micro models ----------------------- */
 
 START_TEST(test_exact_rule_law_is_target) {
-    fixture_model t, d;
-    fixture_model_open(&t, "micro", 1, verify_world_target_config);
-    fixture_model_open(&d, "micro-draft", 2, verify_world_draft_config);
-    verify_world w;
-    verify_world_init(&w, &t.m, &d.m, NULL); /* no Medusa case is computed here */
+    fixture_model t[VERIFY_WORLDS], d[VERIFY_WORLDS];
+    verify_world worlds[VERIFY_WORLDS];
+    for (int id = 0; id < VERIFY_WORLDS; id++) { /* both worlds: the default rows' long windows are the small one's */
+        fixture_model_open(&t[id], "micro", 1, verify_world_config((verify_world_id)id, 0));
+        fixture_model_open(&d[id], "micro-draft", 2, verify_world_config((verify_world_id)id, 1));
+        verify_world_init(&worlds[id], &t[id].m, &d[id].m, NULL); /* no Medusa case is computed here */
+    }
     int checked = 0;
     for (const verify_case *c = verify_cases(); c->name; c++) {
         if ((c->spec.kind != METHOD_SPEC && c->spec.kind != METHOD_LOOKUP) || c->spec.rule != METHOD_RULE_EXACT ||
             c->spec.shape.depth > 0) /* chains only: a tree's law is not computed */
             continue;
+        const verify_world *w = &worlds[c->world];
         sp_error err;
         enum_table exact;
-        ck_assert_msg(verify_case_exact(c, &w, &exact, &err) == 0, "%s", err.msg);
+        ck_assert_msg(verify_case_exact(c, w, &exact, &err) == 0, "%s", err.msg);
         double *law = calloc((size_t)exact.cells, sizeof(double)),
                *control = calloc((size_t)exact.cells, sizeof(double));
-        ck_assert_int_eq(verify_case_law(c, &w, 0, law, &err), 1);
-        ck_assert_int_eq(verify_case_law(c, &w, 1, control, &err), 1);
+        ck_assert_int_eq(verify_case_law(c, w, 0, law, &err), 1);
+        ck_assert_int_eq(verify_case_law(c, w, 1, control, &err), 1);
         double worst = 0, tv = 0;
         for (int64_t i = 0; i < exact.cells; i++) {
             worst = fmax(worst, fabs(law[i] - exact.joint[i]));
@@ -183,10 +186,12 @@ START_TEST(test_exact_rule_law_is_target) {
         enumerate_free(&exact);
         checked++;
     }
-    ck_assert_int_ge(checked, 9); /* six draft-model cases, three prompt-lookup cases */
-    verify_world_free(&w);
-    fixture_model_close(&d);
-    fixture_model_close(&t);
+    ck_assert_int_ge(checked, 17); /* thirteen draft-model cases (five of the small world), four prompt-lookup cases */
+    for (int id = 0; id < VERIFY_WORLDS; id++) {
+        verify_world_free(&worlds[id]);
+        fixture_model_close(&d[id]);
+        fixture_model_close(&t[id]);
+    }
 }
 END_TEST
 
