@@ -28,6 +28,8 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM
 
+from adapter_contract import add_contract_args
+
 
 def load(path):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
@@ -43,15 +45,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--assistant", help="draft model of arms on and control (default: none, plain sampling)")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--arm", choices=["on", "off", "control"], required=True)
-    ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--length", type=int, required=True)
-    ap.add_argument("--temperature", type=float, required=True)
-    ap.add_argument("--top-k", type=int, default=0)
-    ap.add_argument("--top-p", type=float, default=1.0)
-    ap.add_argument("--min-p", type=float, default=0.0)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--prompt-ids", required=True)
+    add_contract_args(ap)
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)

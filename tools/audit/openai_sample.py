@@ -28,6 +28,8 @@ import json
 import sys
 import urllib.request
 
+from adapter_contract import add_contract_args
+
 
 def token_ids(reply):
     choice = (reply.get("choices") or [{}])[0]
@@ -55,15 +57,7 @@ def main():
     ap.add_argument("--url-off", required=True)
     ap.add_argument("--model", default="audit")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--arm", choices=["on", "off", "control"], required=True)
-    ap.add_argument("--n", type=int, required=True)
-    ap.add_argument("--length", type=int, required=True)
-    ap.add_argument("--temperature", type=float, required=True)
-    ap.add_argument("--top-k", type=int, default=0)
-    ap.add_argument("--top-p", type=float, default=1.0)
-    ap.add_argument("--min-p", type=float, default=0.0)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--prompt-ids", required=True)
+    add_contract_args(ap)
     args = ap.parse_args()
 
     url = args.url_off if args.arm == "off" else args.url_on
