@@ -282,12 +282,10 @@ NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) -Ireference/core -Ikernels -Ikernels/c
 GPUCHECK_C_SRC := $(addprefix reference/core/,ops.c dtype.c philox.c sampler.c accept.c tree.c error.c atomic_file.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
-cuda:
-ifneq ($(strip $(NVCC)),)
-ifneq ($(strip $(CU_SRC)),)
-	@$(MAKE) --no-print-directory $(BUILD)/cuda/gpucheck $(BUILD)/specula-cuda
-endif
-endif
+# Prerequisites, not a second make: under make -j a sub-make would rebuild
+# the libraries while this one links against them.
+CUDA_TARGETS := $(if $(and $(strip $(NVCC)),$(strip $(CU_SRC))),$(BUILD)/cuda/gpucheck $(BUILD)/specula-cuda)
+cuda: $(CUDA_TARGETS)
 
 $(BUILD)/cuda/%.o: %.cu
 	@mkdir -p $(dir $@)
