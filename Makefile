@@ -222,7 +222,7 @@ $(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_CC ?= clang
 # (probed only for the goals that use it: a link with clang on every make would slow the parts that call make)
-ifneq ($(filter test test-run fuzz,$(MAKECMDGOALS)),)
+ifneq ($(filter test test-build test-run fuzz,$(MAKECMDGOALS)),)
 FUZZ_OK := $(shell printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
                    $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null 2>/dev/null && echo yes)
 endif

@@ -7,6 +7,7 @@
  * audit, 2 bad input (the command line, the model or a file it names), 3
  * underpowered (the control was not rejected), 4 the audit could not run
  * (an adapter failed, or a write). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,8 +247,9 @@ static const char *const arm_names[3] = {"on", "off", "control"};
 static int read_file_arm(const audit_args *a, int arm, int V, audit_samples *s) {
     FILE *f = fopen(a->files[arm], "r");
     if (!f) {
-        fprintf(stderr, "specula audit: cannot open %s\n", a->files[arm]);
-        return 2;
+        fprintf(stderr, "specula audit: --samples-%s %s: cannot open: %s\n", arm_names[arm], a->files[arm],
+                strerror(errno));
+        return EXIT_BAD_INPUT;
     }
     sp_error err;
     int rc = audit_samples_read(s, f, a->files[arm], V, 0, &err);
