@@ -6,9 +6,12 @@
 # and never writes. Its own work goes under BUILD/peers-audit:
 #   llama.cpp-build/   llama-server (cmake, CPU only; built once)
 #   gguf/              the draft model converted (tools/peer/convert_gguf.py)
+#   hf-pair/           two small Qwen3 models transformers runs assisted
+#                      generation with (tools/audit/hf_pair.py)
 #   runs/              the reports: llama-server with the draft model and
-#                      with MTP (tools/audit/audit_servers.sh), transformers
-#                      (tools/audit/hf_sample.py)
+#                      with MTP (tools/audit/audit_servers.sh), transformers'
+#                      plain sampling of our model against its law, and its
+#                      assisted generation on the pair (tools/audit/hf_sample.py)
 # N, L default to 2000 and 8 (transformers: 1500 and 8, its sampling is the
 # slowest). A peer that cannot be had is skipped with the reason.
 set -u
@@ -58,4 +61,22 @@ rc=$?
 echo "exit $rc, started $start, ended $(date -u +%FT%TZ)" >>"$out/runs/transformers.txt"
 say "transformers: exit $rc ($out/runs/transformers.txt)"
 [ $rc -le $status ] || status=$rc
+
+# Its speculative path, on a model pair it accepts: the two-sample tests and the control (no law: the pair is not
+# one of this project's checkpoints).
+pair=$out/hf-pair
+if [ ! -f "$pair/draft/model.safetensors" ]; then
+    "$vpy" tools/audit/hf_pair.py --out "$pair" >"$out/hf-pair.log" 2>&1 || say "the model pair was not made (see $out/hf-pair.log)"
+fi
+if [ -f "$pair/draft/model.safetensors" ]; then
+    say "transformers: assisted generation (speculative sampling) on two small Qwen3 models ($pair)"
+    start=$(date -u +%FT%TZ)
+    "$build/specula" audit --engine-cmd "$vpy tools/audit/hf_sample.py --model $pair/target --assistant $pair/draft --threads 1" \
+        --no-law --tokens 1,2,3 --temperature 0.8 -n "$n" --length "$len" \
+        >"$out/runs/transformers-assisted.txt" 2>"$out/runs/transformers-assisted.err"
+    rc=$?
+    echo "exit $rc, started $start, ended $(date -u +%FT%TZ)" >>"$out/runs/transformers-assisted.txt"
+    say "transformers assisted: exit $rc ($out/runs/transformers-assisted.txt)"
+    [ $rc -le $status ] || status=$rc
+fi
 exit $status

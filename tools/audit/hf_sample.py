@@ -8,7 +8,8 @@ Arm "off" is plain sampling (`generate(do_sample=True)`); arms "on" and
 --assistant is given. transformers 5.24 refuses assisted generation for
 qwen3_5 (a "stateful" model: its DeltaNet state cannot be rewound), so on
 this project's checkpoints the audit of transformers is of its plain
-sampling against the target's law (docs/audit.md). Sample i
+sampling against the target's law, and its speculative path is audited on
+two small Qwen3 models it accepts (hf_pair.py; docs/audit.md). Sample i
 seeds torch with SEED + i. EOS does not stop a sample: the generation
 config's eos_token_id is cleared, so an EOS token is drawn like any other
 and decoding goes on (what `specula audit` asks of every engine). The
@@ -60,6 +61,8 @@ def main():
                     min_p=args.min_p if args.min_p > 0 else None, max_new_tokens=args.length,
                     min_new_tokens=0, repetition_penalty=1.0)
     n_prompt = prompt.shape[1]
+    passes = [0]  # the target's forward passes: with an assistant, fewer than the tokens when drafts are accepted
+    target.register_forward_hook(lambda *_: passes.__setitem__(0, passes[0] + 1))
     with torch.no_grad():
         for i in range(args.n):
             torch.manual_seed(args.seed + i)
@@ -71,6 +74,9 @@ def main():
             print(" ".join(map(str, tokens)), flush=(i % 100 == 99))
             if (i + 1) % 200 == 0:
                 print(f"hf_sample: arm {args.arm} {i + 1}/{args.n}", file=sys.stderr)
+    # Each sample's first pass reads the prompt and gives its first token: plain sampling is one token per pass.
+    print(f"hf_sample: arm {args.arm}: {passes[0]} target passes for {args.n * args.length} tokens "
+          f"({args.n * args.length / max(1, passes[0]):.2f} tokens per pass; plain sampling: 1)", file=sys.stderr)
 
 
 if __name__ == "__main__":
