@@ -49,6 +49,10 @@ int round_method_run(const round_method *m, uint64_t seed, commit_callback on_co
         b.options.custom_accept = planted_accept_fn;
         b.options.accept_user = &bug;
     }
+    if (m->accept) {
+        b.options.custom_accept = m->accept;
+        b.options.accept_user = m->accept_user;
+    }
     b.options.on_commit = on_commit;
     b.options.user = user;
     decode_output out;

@@ -26,7 +26,9 @@ typedef struct {
     method_spec spec;  /* parsed, finished; the world's tree for Medusa */
     const int *prompt; /* NULL: the world's */
     int n_prompt;
-    planted_bug bug; /* PLANT_NONE: the method's own rule */
+    planted_bug bug;  /* PLANT_NONE: the method's own rule */
+    accept_fn accept; /* not NULL: this rule instead (decode_options.custom_accept) */
+    void *accept_user;
 } round_method;
 
 /* Parses flags into m->spec (max_tokens given, EOS off). Fails the test on a bad row. */
