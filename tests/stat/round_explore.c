@@ -5,6 +5,7 @@
  * the next run changes the deepest decision that has outcomes left. */
 #include "round_explore.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #define MAX_BRANCHES 64
 #define MAX_DECISIONS 256
 #define MAX_EMITTED 256
+#define NO_PROBE INT_MAX /* probe_at of a full run: every draw is before it */
 
 typedef enum { DRAW_UNIFORM, DRAW_SAMPLE } draw_kind;
 
@@ -135,13 +137,13 @@ static void on_commit(const int *tokens, int n, void *user) {
     if (e->n_rounds < EXPLORE_MAX_ROUNDS) e->accepted[e->n_rounds] = n - 1;
     e->n_rounds++;
     for (int i = 0; i < n && e->n_emitted < MAX_EMITTED; i++) e->emitted[e->n_emitted++] = tokens[i];
-    if (e->probe_at < MAX_DECISIONS) {
+    if (e->probe_at != NO_PROBE) {
         mix(e, 0xc0ffee);
         for (int i = 0; i < n; i++) mix(e, (uint64_t)tokens[i]);
     }
 }
 
-/* One run of the loop; probe_at < MAX_DECISIONS makes it a probe. */
+/* One run of the loop; probe_at != NO_PROBE makes it a probe. */
 static int run_once(explorer *e, int probe_at, int probe_value) {
     e->cursor = 0;
     e->probe_at = probe_at;
@@ -154,7 +156,7 @@ static int run_once(explorer *e, int probe_at, int probe_value) {
     int rc = e->run(e->user, on_commit, e, e->err);
     rng_set_source(NULL);
     if (!rc && e->failed) rc = -1;
-    if (!rc && probe_at >= MAX_DECISIONS && !settled(e))
+    if (!rc && probe_at == NO_PROBE && !settled(e))
         rc = sp_fail(e->err, "explore: the run ended after %d tokens and %d rounds, before the window", e->n_emitted,
                      e->n_rounds);
     return rc;
@@ -240,7 +242,7 @@ int explore_law_compute(explore_run_fn run, void *user, const explore_window *w,
     int rc = 0;
     for (;;) {
         law->runs++;
-        if ((rc = run_once(e, MAX_DECISIONS, 0))) break;
+        if ((rc = run_once(e, NO_PROBE, 0))) break;
         memcpy(e->outcome, e->emitted, sizeof e->outcome);
         memcpy(e->outcome_accepted, e->accepted, sizeof e->outcome_accepted);
         const int grew = e->grew;
