@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "enumerate.h"
 #include "harness.h"
@@ -43,19 +44,20 @@ typedef struct {
     const char *name, *flags;
     int rounds;     /* rounds observed */
     int depth;      /* the most drafts one round can accept: k, or the tree's depth */
-    int max_tokens; /* enough that every observed round proposes its full depth */
+    int max_tokens; /* the least with which every observed round proposes its full depth: (depth + 1) × rounds */
     const char *prompt;
     int repeated_sites; /* 1: also the control of repeated sites (accept_with_repeated_sites) */
 } length_row;
 
 static const length_row rows[] = {
-    {"spec k=1 T=1, rounds 1-2", "--method spec --k 1 --temperature 1", 2, 1, 5, NULL, 0},
-    {"spec k=2 T=0.8, round 1", "--method spec --k 2 --temperature 0.8", 1, 2, 4, NULL, 0},
-    {"spec k=3 T=0.8, round 1", "--method spec --k 3 --temperature 0.8", 1, 3, 5, NULL, 0},
-    {"spec k=4 T=1, round 1", "--method spec --k 4 --temperature 1", 1, 4, 6, NULL, 0},
-    {"mtp argmax k=2 T=1, rounds 1-2", "--method mtp --k 2 --temperature 1 --mtp-argmax", 2, 2, 7, NULL, 1},
-    {"mtp sampled k=2 T=0.6, round 1", "--method mtp --k 2 --temperature 0.6 --mtp-sample", 1, 2, 4, NULL, 0},
-    {"lookup k=2 T=1, rounds 1-2", "--method lookup --k 2 --temperature 1", 2, 2, 7, "0 2 1 0 2", 1},
+    {"spec k=1 T=1, rounds 1-2", "--method spec --k 1 --temperature 1", 2, 1, 4, NULL, 0},
+    {"spec k=2 T=0.8, round 1", "--method spec --k 2 --temperature 0.8", 1, 2, 3, NULL, 0},
+    {"spec k=3 T=0.8, round 1", "--method spec --k 3 --temperature 0.8", 1, 3, 4, NULL, 0},
+    {"spec k=4 T=1, round 1", "--method spec --k 4 --temperature 1", 1, 4, 5, NULL, 0},
+    {"mtp argmax k=2 T=1, rounds 1-2", "--method mtp --k 2 --temperature 1 --mtp-argmax", 2, 2, 6, NULL, 1},
+    {"mtp argmax k=4 T=0.8, rounds 1-2", "--method mtp --k 4 --temperature 0.8 --mtp-argmax", 2, 4, 10, NULL, 0},
+    {"mtp sampled k=2 T=0.6, round 1", "--method mtp --k 2 --temperature 0.6 --mtp-sample", 1, 2, 3, NULL, 0},
+    {"lookup k=2 T=1, rounds 1-2", "--method lookup --k 2 --temperature 1", 2, 2, 6, "0 2 1 0 2", 1},
     {"spec tree 2,1 iid T=0.8, round 1", "--method spec --tree-shape 2,1 --temperature 0.8 --rule exact", 1, 2, 3, NULL,
      0},
 };
@@ -187,10 +189,12 @@ static int accept_with_repeated_sites(void *user, const token_tree *t, const flo
 
 /* Row r: its exact law, its control's, the sampled test and the control's; returns the row's p-value. */
 static double check_row(const length_row *r, const verify_world *w) {
+    ck_assert_int_eq(r->max_tokens, (r->depth + 1) * r->rounds);
     int prompt[VERIFY_CASE_MAX_PROMPT], n_prompt = 0;
     if (r->prompt)
         for (const char *s = r->prompt; *s; s++)
             if (*s >= '0' && *s <= '9') prompt[n_prompt++] = *s - '0';
+    const clock_t start = clock();
     round_method m;
     round_method_init(&m, w, r->flags, r->max_tokens, r->prompt ? prompt : NULL, n_prompt);
     explore_law law, control_law;
@@ -201,6 +205,7 @@ static double check_row(const length_row *r, const verify_world *w) {
     const int64_t cells = law.accepted_cells;
     double tv = 0;
     for (int64_t i = 0; i < cells; i++) tv += fabs(law.accepted[i] - control_law.accepted[i]) / 2;
+    const double explore_s = (double)(clock() - start) / CLOCKS_PER_SEC;
     const int64_t n = stat_planned_n(law.accepted, control_law.accepted, cells, 0, 1000, RUN_CAP, r->name);
     int64_t *counts = malloc((size_t)cells * sizeof *counts);
     const uint64_t base = verify_name_seed(r->name, SEED_BASE);
@@ -222,6 +227,8 @@ static double check_row(const length_row *r, const verify_world *w) {
                       r->name, repeated_p, (long long)n);
         m.accept = NULL;
     }
+    printf("accepted_length %-34s CPU: %.2f s exploring (%ld + %ld runs), %.2f s in all\n", r->name, explore_s,
+           law.runs, control_law.runs, (double)(clock() - start) / CLOCKS_PER_SEC);
     print_law("law", law.accepted, cells);
     print_law("control law", control_law.accepted, cells);
     ck_assert_msg(control_p < STAT_CONTROL_P,
