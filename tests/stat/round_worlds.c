@@ -3,6 +3,7 @@
 
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void round_world_open(round_world *rw, verify_world_id id) {
@@ -20,12 +21,20 @@ void round_world_close(round_world *rw) {
     fixture_model_close(&rw->t);
 }
 
-void round_method_init(round_method *m, const verify_world *w, const char *flags, int max_tokens, const int *prompt,
-                       int n_prompt) {
+void round_method_init(round_method *m, const verify_world *w, const char *flags, int max_tokens, const char *prompt) {
     memset(m, 0, sizeof *m);
     m->w = w;
-    m->prompt = prompt ? prompt : w->prompt;
-    m->n_prompt = prompt ? n_prompt : w->n_prompt;
+    m->prompt = w->prompt;
+    m->n_prompt = w->n_prompt;
+    if (prompt) {
+        m->n_prompt = 0;
+        const char *s = prompt;
+        char *end;
+        for (long id; m->n_prompt < VERIFY_CASE_MAX_PROMPT && (id = strtol(s, &end, 10), end != s); s = end)
+            m->prompt_ids[m->n_prompt++] = (int)id;
+        ck_assert_msg(*s == '\0', "prompt \"%s\": token ids, at most %d", prompt, VERIFY_CASE_MAX_PROMPT);
+        m->prompt = m->prompt_ids;
+    }
     sp_error err;
     m->spec = method_spec_defaults();
     ck_assert_msg(method_spec_parse(&m->spec, flags, &err) == 0, "\"%s\": %s", flags, err.msg);

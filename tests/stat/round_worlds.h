@@ -24,16 +24,17 @@ void round_world_close(round_world *rw);
 typedef struct {
     const verify_world *w;
     method_spec spec;  /* parsed, finished; the world's tree for Medusa */
-    const int *prompt; /* NULL: the world's */
+    const int *prompt; /* the world's, or prompt_ids */
     int n_prompt;
+    int prompt_ids[VERIFY_CASE_MAX_PROMPT];
     planted_bug bug;  /* PLANT_NONE: the method's own rule */
     accept_fn accept; /* not NULL: this rule instead (decode_options.custom_accept) */
     void *accept_user;
 } round_method;
 
-/* Parses flags into m->spec (max_tokens given, EOS off). Fails the test on a bad row. */
-void round_method_init(round_method *m, const verify_world *w, const char *flags, int max_tokens, const int *prompt,
-                       int n_prompt);
+/* Parses flags into m->spec (max_tokens given, EOS off) and the prompt, token
+ * ids such as "0 2 1 0 2" (NULL: the world's). Fails the test on a bad row. */
+void round_method_init(round_method *m, const verify_world *w, const char *flags, int max_tokens, const char *prompt);
 
 /* One run with seed `seed`, on_commit(user) installed. */
 int round_method_run(const round_method *m, uint64_t seed, commit_callback on_commit, void *user, sp_error *err);

@@ -190,13 +190,9 @@ static int accept_with_repeated_sites(void *user, const token_tree *t, const flo
 /* Row r: its exact law, its control's, the sampled test and the control's; returns the row's p-value. */
 static double check_row(const length_row *r, const verify_world *w) {
     ck_assert_int_eq(r->max_tokens, (r->depth + 1) * r->rounds);
-    int prompt[VERIFY_CASE_MAX_PROMPT], n_prompt = 0;
-    if (r->prompt)
-        for (const char *s = r->prompt; *s; s++)
-            if (*s >= '0' && *s <= '9') prompt[n_prompt++] = *s - '0';
     const clock_t start = clock();
     round_method m;
-    round_method_init(&m, w, r->flags, r->max_tokens, r->prompt ? prompt : NULL, n_prompt);
+    round_method_init(&m, w, r->flags, r->max_tokens, r->prompt);
     explore_law law, control_law;
     exact_law(&m, r, &law);
     m.bug = PLANT_RATIO_INVERTED;

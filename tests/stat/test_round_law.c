@@ -84,12 +84,8 @@ static void explore_tokens(const round_method *m, int L, explore_law *law) {
 }
 
 static void check_row(const law_row *r, const verify_world *w) {
-    int prompt[VERIFY_CASE_MAX_PROMPT], n_prompt = 0;
-    if (r->prompt)
-        for (const char *s = r->prompt; *s; s++)
-            if (*s >= '0' && *s <= '9') prompt[n_prompt++] = *s - '0';
     round_method m;
-    round_method_init(&m, w, r->flags, r->max_tokens, r->prompt ? prompt : NULL, n_prompt);
+    round_method_init(&m, w, r->flags, r->max_tokens, r->prompt);
     enum_table target;
     sp_error err;
     ck_assert_msg(enumerate_build(&target, w->target, m.prompt, m.n_prompt, &m.spec.sampling, r->L, &err) == 0, "%s",
