@@ -2,7 +2,9 @@
  * law of the first L tokens that decode_run emits, with a proposer built by
  * the method factory and accept_exact, computed exactly by round_explore.h
  * (every outcome of every random draw, each weighed by its probability) on
- * the long-window micro world of `specula verify` (V = 3), must equal the
+ * the long-window micro world of `specula verify` (V = 3; round_explore.h
+ * says why the computation is exact and what it takes at its law), must
+ * equal the
  * target's enumerated law (enumerate.h) to float rounding. The windows:
  * spec k = 1, L = 3 holds the draft, the bonus after it and the next round;
  * the chains of k = 2 at L = 3 hold both drafts and the bonus, or after a
