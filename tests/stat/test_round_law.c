@@ -4,8 +4,8 @@
  * (every outcome of every random draw, each weighed by its probability) on
  * the long-window micro world of `specula verify` (V = 3; round_explore.h
  * says why the computation is exact and what it takes at its law), must
- * equal the
- * target's enumerated law (enumerate.h) to float rounding. The windows:
+ * equal the target's enumerated law (enumerate.h) to float rounding. The
+ * windows:
  * spec k = 1, L = 3 holds the draft, the bonus after it and the next round;
  * the chains of k = 2 at L = 3 hold both drafts and the bonus, or after a
  * rejection the next round's draft and its test; the draft tree's L = 2
