@@ -5,10 +5,11 @@
  * the long-window micro world of `specula verify` (V = 3; round_explore.h
  * says why the computation is exact and what it takes at its law), must
  * equal the target's enumerated law (enumerate.h) to float rounding. The
- * windows:
- * spec k = 1, L = 3 holds the draft, the bonus after it and the next round;
- * the chains of k = 2 at L = 3 hold both drafts and the bonus, or after a
- * rejection the next round's draft and its test; the draft tree's L = 2
+ * windows: spec k = 1, L = 3 holds the draft, the bonus after it and the next round;
+ * argmax MTP and lookup with k = 2 at L = 4 hold both drafts, the bonus and
+ * the next round (their drafts are deterministic, so the computation stays
+ * small); sampled MTP drafts of k = 2 at L = 3 hold both drafts and the
+ * bonus, or after a rejection the next round; the draft tree's L = 2
  * holds both of its levels, siblings rejected in turn at the root. MTP's
  * drafts come from its own chained state, so no formula of the rule gives
  * this law: only running the module does. Negative controls: the same
@@ -51,14 +52,14 @@ static const law_row rows[] = {
      4,
      NULL,
      {PLANT_RATIO_INVERTED, PLANT_RESIDUAL_IS_P, PLANT_BONUS_FROM_PARENT}},
-    {"mtp argmax k=2 T=1 L=3", "--method mtp --k 2 --temperature 1 --mtp-argmax", 3, 4, NULL, {PLANT_RESIDUAL_IS_P}},
+    {"mtp argmax k=2 T=1 L=4", "--method mtp --k 2 --temperature 1 --mtp-argmax", 4, 5, NULL, {PLANT_RESIDUAL_IS_P}},
     {"mtp sampled k=2 T=0.6 L=3",
      "--method mtp --k 2 --temperature 0.6 --mtp-sample",
      3,
      4,
      NULL,
      {PLANT_BONUS_FROM_PARENT}},
-    {"lookup k=2 T=1 L=3", "--method lookup --k 2 --temperature 1", 3, 4, "0 2 1 0 2", {PLANT_RATIO_INVERTED}},
+    {"lookup k=2 T=1 L=4", "--method lookup --k 2 --temperature 1", 4, 5, "0 2 1 0 2", {PLANT_RATIO_INVERTED}},
     {"spec tree 2,1 iid T=0.8 L=2",
      "--method spec --tree-shape 2,1 --temperature 0.8 --rule exact",
      2,
