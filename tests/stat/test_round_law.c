@@ -10,7 +10,9 @@
  * the next round (their drafts are deterministic, so the computation stays
  * small); sampled MTP drafts of k = 2 at L = 3 hold both drafts and the
  * bonus, or after a rejection the next round; the draft tree's L = 2
- * holds both of its levels, siblings rejected in turn at the root. MTP's
+ * holds both of its levels, siblings rejected in turn at the root, and so
+ * does Medusa's over the world's tree, its three children at the root drawn
+ * without replacement (every order of the three tokens). MTP's
  * drafts come from its own chained state, so no formula of the rule gives
  * this law: only running the module does. Negative controls: the same
  * computation with a planted bug of planted.h in place of accept_exact must
@@ -60,6 +62,12 @@ static const law_row rows[] = {
      NULL,
      {PLANT_BONUS_FROM_PARENT}},
     {"lookup k=2 T=1 L=4", "--method lookup --k 2 --temperature 1", 4, 5, "0 2 1 0 2", {PLANT_RATIO_INVERTED}},
+    {"medusa without replacement T=0.8 L=2",
+     "--method medusa --temperature 0.8 --rule exact-norepl",
+     2,
+     3,
+     NULL,
+     {PLANT_NO_REPLACEMENT_AS_IID}},
     {"spec tree 2,1 iid T=0.8 L=2",
      "--method spec --tree-shape 2,1 --temperature 0.8 --rule exact",
      2,
