@@ -220,7 +220,13 @@ static void site_block(rng_site site, uint32_t block, uint32_t out[4]) {
     philox4x32_10(ctr, key, out);
 }
 
+/* tests/stat's exact computations (sampler.h); NULL outside them. */
+static const rng_source *test_source;
+
+void rng_set_source(const rng_source *source) { test_source = source; }
+
 float rng_uniform(rng_site site) {
+    if (test_source) return test_source->uniform(test_source->user, site);
     uint32_t w[4];
     site_block(site, RNG_UNIFORM_BLOCK, w);
     return philox_unit(w[0]);
@@ -240,6 +246,7 @@ double rng_race_exponential(rng_site site, int token) {
 }
 
 int sampler_sample(const float *probs, int V, rng_site site) {
+    if (test_source) return test_source->sample(test_source->user, probs, V, site);
     int best = -1;
     double best_r = 0.0;
     uint32_t w[4];

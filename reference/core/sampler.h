@@ -96,4 +96,21 @@ int sampler_sample(const float *probs, int V, rng_site site);
  * compares number for number to show it runs the same race. */
 double rng_race_exponential(rng_site site, int token);
 
+/* A seam for exact computations in tests: a source that answers rng_uniform
+ * and sampler_sample in place of Philox, so that a test can run the real
+ * round loop, proposers and acceptance rules through every outcome of every
+ * random decision and weigh each outcome by its probability
+ * (tests/stat/round_explore.h). NULL, the default, is Philox; no program
+ * sets it, and the draws then cost one pointer test more. sample receives
+ * what sampler_sample received and returns a token with probs > 0 (or −1
+ * when there is none). */
+typedef struct {
+    float (*uniform)(void *user, rng_site site);
+    int (*sample)(void *user, const float *probs, int V, rng_site site);
+    void *user;
+} rng_source;
+
+/* Routes every later draw through source (NULL: back to Philox). */
+void rng_set_source(const rng_source *source);
+
 #endif
