@@ -14,8 +14,14 @@
 /* One step of one head: S_out[Dk, Dv] = the state after token (q, k, v)
  * from S_in (S_out may be S_in: in place), out[Dv] the read-out. q and k
  * are L2-normalised in place as op_gated_delta_step does; g is the
- * log-decay, beta the write strength. Dv ≤ CPU_DELTA_MAX_DV. */
+ * log-decay, beta the write strength. Dv ≤ CPU_DELTA_MAX_DV. step_log, when not
+ * NULL, receives [1 + Dk + Dv]: the decay, the normalised k and the write
+ * u, what cpu_delta_replay needs to redo the state update. */
 void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float *k, const float *v, float g,
-                    float beta, int Dk, int Dv);
+                    float beta, int Dk, int Dv, float *step_log);
+
+/* S[Dk, Dv] ← the state update a logged step made (decay·S + k uᵀ), in place,
+ * with the step's own float operations: the same state, bit for bit. */
+void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv);
 
 #endif
