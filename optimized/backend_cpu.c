@@ -104,8 +104,8 @@ static void cpu_deltanet(engine_backend *b, const epass *p, const deltanet_args 
     cpu_deltanet_layer(b, &scratch(b)->deltanet, p, a);
 }
 
-static void cpu_deltanet_replay_op(engine_backend *b, float *conv_state, float *rec_state,
-                                   const float *const *steps, int n) {
+static void cpu_deltanet_replay_op(engine_backend *b, float *conv_state, float *rec_state, const float *const *steps,
+                                   int n) {
     cpu_deltanet_replay(b, conv_state, rec_state, steps, n);
 }
 

@@ -3,8 +3,11 @@
  * operations in the same order, so the state and output are the
  * reference's bit for bit — but the state is walked row by row (contiguous
  * in Dv, which the compiler vectorises for the CPU it runs on) instead of
- * column by column, and it is read from the parent's slot and written to
- * the node's in the same pass, so a tree node's state costs no copy. */
+ * column by column, read from the parent's state and stored once as the
+ * node's. A tree node past the root stores its state only in the pass's
+ * scratch and logs its step; the commit replays the accepted path's logged
+ * steps on the sequence's state (cpu_delta_replay): a pass writes no state
+ * to memory that outlives it but the root's. */
 #ifndef SPECULA_CPU_DELTANET_H
 #define SPECULA_CPU_DELTANET_H
 

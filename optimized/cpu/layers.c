@@ -129,8 +129,7 @@ static void conv_channels(const engine_backend *b, const epass *p, const deltane
  * do not). Each step reads the parent's state and writes the node's: no copy. A logged node's state goes to
  * rec_nodes [m, Dk, Dv] (this thread's, reused head after head, so it stays in the caches), not to memory that
  * outlives the pass. Heads share nothing but their inputs, so they may run on different threads. */
-static void recurrent_head(const engine_backend *b, const epass *p, const deltanet_args *a, float *rec_nodes,
-                           int h) {
+static void recurrent_head(const engine_backend *b, const epass *p, const deltanet_args *a, float *rec_nodes, int h) {
     const model_config *c = b->cfg;
     const int C = config_conv_dim(c), m = p->m;
     const int Hk = c->lin_k_heads, Hv = c->lin_v_heads, Dk = c->lin_k_dim, Dv = c->lin_v_dim;
