@@ -65,7 +65,7 @@ typedef struct {
     int position;                           /* where the passes start: the runs' middle position */
     int n_sizes;                            /* verify sizes measured, ascending; m[0] = 1 */
     int m[BENCH_COST_MAX_SIZES];            /* nodes of the verified chain */
-    double pass_ms[BENCH_COST_MAX_SIZES];   /* one pass: verify an m-node chain, commit its root */
+    double pass_ms[BENCH_COST_MAX_SIZES];   /* one pass: verify an m-node chain, commit all of it */
     double draft_step_ms, mtp_step_ms;      /* one step of one position, the mean of k in a row (NAN: no model) */
     double medusa_round_ms, medusa_pass_ms; /* the heads' proposal of one round; a pass over that tree */
     /* The same over that rep's own t(1), the median of the reps: paired within a rep, these ratios (what the

@@ -36,7 +36,7 @@ struct bench_cost_run {
     const method_spec *base, *medusa;
     bench_costs *c;
     decode_target *t;
-    int base_seq, seq; /* the prefix at the runs' middle position; this rep's fork of it */
+    int base_seq, seq; /* the prefix at the runs' middle position; the fork a timed pass runs on */
     int *prefix;       /* [n_prefix] its tokens: the runs' prompt, continued */
     int n_prefix;
     token_tree chain, tree; /* the chain of each size; the Medusa heads' proposal */
@@ -51,14 +51,19 @@ struct bench_cost_run {
 /* Figure slots of the samples: the sizes, then these. */
 enum { F_DRAFT = BENCH_COST_MAX_SIZES, F_MTP, F_ROUND, F_TREE, F_COUNT };
 
-/* One pass over `tree` on this rep's sequence and the commit of its root:
- * the position advances by one, as a plain decoding round's does. */
+/* One pass over `tree` and the commit of its last node, on a fork of the prefix (untimed), so that every pass
+ * starts at the same position: for a chain, a round whose drafts were all accepted, the dearest commit (the CPU
+ * engine replays the accepted steps of the DeltaNet layers); for one node, a plain decoding step. */
 static int timed_pass(bench_cost_run *r, const token_tree *tree, const sampler_params *sp, double *seconds,
                       sp_error *err) {
+    decode_target *t = r->t;
+    if ((r->seq = t->seq_fork(t, r->base_seq, err)) < 0) return -1;
     const target_job job = {r->seq, tree, r->p, NULL};
     const double t0 = bench_now_s();
-    if (r->t->verify(r->t, &job, 1, sp, err) || r->t->commit(r->t, r->seq, 0, err)) return -1;
+    if (t->verify(t, &job, 1, sp, err) || t->commit(t, r->seq, tree->n - 1, err)) return -1;
     *seconds = bench_now_s() - t0;
+    t->seq_close(t, r->seq);
+    r->seq = -1;
     return 0;
 }
 
@@ -136,13 +141,13 @@ static void chain(token_tree *tree, int token, int m, int V) {
     for (int j = 1; j < m; j++) tree_add(tree, j - 1, (7 * j + 3) % V);
 }
 
-/* Every figure once, in one order, on a fork of the prefix: every rep's passes are at the same positions. */
+/* Every figure once, in one order, each pass on its own fork of the prefix: every pass starts at the same position. */
 int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err) {
     decode_target *t = r->t;
     bench_costs *c = r->c;
     const int V = t->cfg->vocab_size, D = t->cfg->hidden_size, token = 1 % V, k = c->k;
     double sec[F_COUNT] = {0}, warm;
-    if (steppers_ready(r, err) || (r->seq = t->seq_fork(t, r->base_seq, err)) < 0) return -1;
+    if (steppers_ready(r, err)) return -1;
     /* An untimed pass first: after the last rep's largest trees (and the runs between reps) the weights are out
      * of the caches, and the first pass would pay for that; in a run a pass follows passes of its own size. */
     chain(&r->chain, token, 1, V);
@@ -165,16 +170,14 @@ int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err) {
     if (r->have_medusa) {
         proposer *p = r->medusa_built.proposer;
         tree_reset(&r->tree, token, p->kind);
-        const propose_call call = {&r->medusa->sampling, r->medusa->seed, (uint64_t)(rep + 1), t->position(t, r->seq),
-                                   1 << 20};
+        const propose_call call = {&r->medusa->sampling, r->medusa->seed, (uint64_t)(rep + 1),
+                                   t->position(t, r->base_seq), 1 << 20};
         t0 = bench_now_s();
         if (p->propose(p, &r->tree, &call, err)) return -1;
         sec[F_ROUND] = bench_now_s() - t0;
         c->medusa_nodes = r->tree.n;
         if (timed_pass(r, &r->tree, &r->medusa->sampling, &sec[F_TREE], err)) return -1;
     }
-    t->seq_close(t, r->seq);
-    r->seq = -1;
     for (int f = 0; rep >= 0 && rep < c->reps && f < F_COUNT; f++) r->samples[(size_t)f * c->reps + rep] = sec[f];
     return 0;
 }

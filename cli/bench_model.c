@@ -79,7 +79,7 @@ int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out
 
 void bench_costs_print(const bench_costs *c, const char *backend) {
     if (c->n_sizes < 1) return;
-    printf("\npass cost, %s backend (median of %d reps between the runs): verify an m-node chain, commit its root\n",
+    printf("\npass cost, %s backend (median of %d reps between the runs): verify an m-node chain, commit all of it\n",
            backend, c->reps);
     printf("%8s %10s %8s   (/ m=1: the median of each rep's own ratio)\n", "m", "ms/pass", "/ m=1");
     for (int i = 0; i < c->n_sizes; i++)

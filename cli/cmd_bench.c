@@ -39,7 +39,7 @@ static void usage(FILE *f) {
             "method flags as `specula generate` (and `plot`), so its defaults are generate's: MTP\n"
             "drafts argmax at temperature 0 and sampled above; Medusa greedy at temperature 0, exact\n"
             "without replacement above. The last column says what each row ran.\n"
-            "Then the cost model: one target pass (verify an m-node chain, commit its root) timed apart for\n"
+            "Then the cost model: one target pass (verify an m-node chain, commit all of it) timed apart for\n"
             "m = 1, 2, 4, 8, 16, 32, 64 and k + 1, one draft and one MTP step, the Medusa heads' round and the\n"
             "pass over their tree (medians of interleaved reps at the runs' middle position); from them and\n"
             "the runs' alpha each row's predicted speed-up, E / (t(m)/t(1) + P/t(1)) (E = E(alpha, k) for a\n"

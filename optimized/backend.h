@@ -50,10 +50,21 @@ typedef struct {
     float *out;                            /* [m, Hv·Dv] */
     /* Node i's state in this layer (conv [C, K−1] and recurrent [Hv, Dk, Dv], backend memory) and the state
      * it starts from: its parent's, after the parent's step (node 0's: the committed state). In-place nodes
-     * share one. */
+     * share one. With a backend that replays (deltanet_replay), a tree's nodes past the in-place ones keep no
+     * state: conv_state[i] and rec_state[i] are NULL, the pass keeps node i's state in its own scratch while
+     * its children need it, and log[i] (else NULL) receives the step (deltanet_log_floats); conv_from[i] and
+     * rec_from[i] are NULL where the parent is such a node. */
     float *const *conv_state, *const *rec_state;     /* [m] */
     const float *const *conv_from, *const *rec_from; /* [m] */
+    float *const *log;                               /* [m] */
 } deltanet_args;
+
+/* One logged DeltaNet step (one node, one layer), all a replay needs to redo its state update: the conv's input
+ * [C], then for each value head the decay exp(g), the normalised key [Dk] and the write u [Dv] (the state
+ * becomes decay·S + k uᵀ). About Hv·(Dk + Dv) floats against the Hv·Dk·Dv of a state. */
+static inline size_t deltanet_log_floats(const model_config *c) {
+    return (size_t)config_conv_dim(c) + (size_t)c->lin_v_heads * (1 + c->lin_k_dim + c->lin_v_dim);
+}
 
 typedef struct engine_backend engine_backend;
 struct engine_backend {
@@ -100,6 +111,11 @@ struct engine_backend {
     /* A DeltaNet layer's core: the causal convolution and the gated delta step of every node from its parent's
      * state into its own, and the gated norm of the output. */
     void (*deltanet)(engine_backend *b, const epass *p, const deltanet_args *a);
+    /* Redo n logged steps (root side first) on one layer's committed state in place, the same float operations
+     * as the steps themselves, so the state is the one the pass computed, bit for bit. A backend that has this
+     * writes no state for a tree's nodes during a pass (a pass of m nodes would otherwise write m states): the
+     * commit replays the accepted path. NULL: every node's state goes to a slot of its own. */
+    void (*deltanet_replay)(engine_backend *b, float *conv_state, float *rec_state, const float *const *steps, int n);
 
     /* out[m, V] (host memory) = the processed distributions (sampler_probs) of the m rows of logits (backend
      * memory): on a GPU computed there, so only the distributions cross to the host. */

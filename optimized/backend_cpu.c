@@ -19,7 +19,13 @@
 /* Below this many elements an elementwise op stays on one thread: starting the others costs more. */
 #define SPLIT_MIN_ELEMENTS 16384
 
-static cpu_attention_scratch *scratch(engine_backend *b) { return b->impl; }
+/* The backend's scratch (b->impl). */
+typedef struct {
+    cpu_attention_scratch attention;
+    cpu_deltanet_scratch deltanet;
+} cpu_scratch;
+
+static cpu_scratch *scratch(engine_backend *b) { return b->impl; }
 
 static void *cpu_alloc(engine_backend *b, size_t bytes, const char *what) {
     (void)b;
@@ -91,10 +97,17 @@ static void cpu_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 }
 
 static void cpu_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
-    cpu_attention_layer(b, scratch(b), p, la, a);
+    cpu_attention_layer(b, &scratch(b)->attention, p, la, a);
 }
 
-static void cpu_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) { cpu_deltanet_layer(b, p, a); }
+static void cpu_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) {
+    cpu_deltanet_layer(b, &scratch(b)->deltanet, p, a);
+}
+
+static void cpu_deltanet_replay_op(engine_backend *b, float *conv_state, float *rec_state, const float *const *steps,
+                                   int n) {
+    cpu_deltanet_replay(b, conv_state, rec_state, steps, n);
+}
 
 static void cpu_probs(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp) {
     (void)b;
@@ -108,7 +121,8 @@ static int cpu_status(engine_backend *b, sp_error *err) {
 }
 
 static void cpu_release(engine_backend *b) {
-    cpu_attention_scratch_free(scratch(b));
+    cpu_attention_scratch_free(&scratch(b)->attention);
+    cpu_deltanet_scratch_free(&scratch(b)->deltanet);
     free(b->impl);
     b->impl = NULL;
 }
@@ -123,7 +137,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->host_memory = 1;
     b->max_tree_nodes = ENGINE_MAX_TREE_NODES;
     b->cfg = cfg;
-    b->impl = sp_xcalloc(1, sizeof(cpu_attention_scratch), "cpu backend");
+    b->impl = sp_xcalloc(1, sizeof(cpu_scratch), "cpu backend");
     b->alloc = cpu_alloc;
     b->free = cpu_free;
     b->upload = cpu_copy;
@@ -140,6 +154,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->swiglu = cpu_swiglu;
     b->attention = cpu_attention;
     b->deltanet = cpu_deltanet;
+    b->deltanet_replay = cpu_deltanet_replay_op;
     b->probs = cpu_probs;
     b->status = cpu_status;
     b->release = cpu_release;

@@ -42,6 +42,7 @@ static void act_free(engine *e) {
     free(a->rec_state);
     free(a->conv_from);
     free(a->rec_from);
+    free(a->log);
     memset(a, 0, sizeof *a);
 }
 
@@ -65,6 +66,7 @@ void engine_act_reserve(engine *e, int m) {
     a->rec_state = sp_xrealloc(a->rec_state, (size_t)rows, sizeof *a->rec_state, "DeltaNet state pointers");
     a->conv_from = sp_xrealloc(a->conv_from, (size_t)rows, sizeof *a->conv_from, "DeltaNet state pointers");
     a->rec_from = sp_xrealloc(a->rec_from, (size_t)rows, sizeof *a->rec_from, "DeltaNet state pointers");
+    a->log = sp_xrealloc(a->log, (size_t)rows, sizeof *a->log, "DeltaNet log pointers");
     a->rows = rows;
 }
 
@@ -154,6 +156,7 @@ void engine_close(engine *e) {
         free(s->parent);
         free(s->depth);
         free(s->node_slot);
+        if (s->delta_log) e->be.free(&e->be, s->delta_log);
     }
     free(e->seqs);
     kv_cache_free(&e->kv);

@@ -25,7 +25,9 @@ engine_options engine_defaults(void); /* 1 thread, bf16 */
 
 /* One sequence: committed positions in the KV cache and a DeltaNet slot,
  * and the last verified tree until it is committed (its nodes' keys and
- * values sit in the cache after the committed positions, at pos − 1 + node). */
+ * values sit in the cache after the committed positions, at pos − 1 + node;
+ * their DeltaNet steps in slots of their own, or, with a backend that
+ * replays, logged in delta_log). */
 typedef struct {
     int open;
     int pos;                         /* positions committed */
@@ -34,6 +36,8 @@ typedef struct {
     int verified;                    /* nodes of the last verified tree awaiting a commit (0: none) */
     int cap;                         /* capacity of the arrays below */
     int *parent, *depth, *node_slot; /* [cap] of the verified tree; node_slot[0] = slot */
+    float *delta_log;                /* [log_nodes, Ll, deltanet_log_floats] backend memory: node i's steps */
+    int log_nodes;
 } eseq;
 
 /* Activations of a pass of m rows, backend memory. */
@@ -51,6 +55,7 @@ typedef struct {
     /* host memory: the DeltaNet state pointers of a layer's nodes */
     float **conv_state, **rec_state;
     const float **conv_from, **rec_from;
+    float **log;
 } eact;
 
 typedef struct engine {
@@ -98,14 +103,18 @@ void engine_slot_zero(engine *e, int slot);
  * depth: a node's index is at least its depth, so no move overwrites one
  * still to be read). commit_kv puts node `from`'s keys and values at node
  * u's position — from = u on a correct path; keep_state makes node ≥ 1's
- * DeltaNet slot the sequence's; end_tree gives back the slots of the tree's
- * other nodes and the cache blocks past the committed positions. */
+ * DeltaNet state the sequence's (its slot, or with a backend that replays,
+ * the sequence's own slot after the logged steps of the path to it); end_tree
+ * gives back the slots of the tree's other nodes and the cache blocks past
+ * the committed positions. */
 int engine_seq_path(const eseq *s, int node, int *path); /* path[depth[node]]; returns depth[node] */
 /* Holds a tree of n nodes (parent, depth as in engine_forward) for its verify pass: its arrays, and a DeltaNet
- * slot for every node past the root. */
+ * slot for every node past the root (with a backend that replays, room in delta_log for their steps instead). */
 int engine_seq_begin_tree(engine *e, eseq *s, const int *parent, const int *depth, int n, sp_error *err);
 void engine_seq_commit_kv(engine *e, eseq *s, int u, int from);
 void engine_seq_keep_state(engine *e, eseq *s, int node);
+/* Where node's step in DeltaNet layer li is logged (a backend that replays). */
+float *engine_seq_log(const engine *e, const eseq *s, int node, int li);
 void engine_seq_end_tree(engine *e, eseq *s);
 
 /* ---- a pass (engine_forward.c) -------------------------------------------------- */
@@ -121,7 +130,9 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
  * slot): a prefill, or the root of a tree. Every node keeps its keys and
  * values at cache position s->pos + i (epass) and every other node its
  * DeltaNet state in a slot of its own (s->node_slot), so that a commit
- * copies no state. logits [m, V] raw and hidden [m, D] final-normed (host
+ * copies no state — or, with a backend that replays (backend.h), only its
+ * DeltaNet step in s->delta_log, a few hundredths of a state, so that a pass
+ * writes no state and a commit redoes the accepted path's steps. logits [m, V] raw and hidden [m, D] final-normed (host
  * memory), when not NULL. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);

@@ -30,10 +30,14 @@ static void attention_layer(engine *e, const epass *p, int layer, int la) {
     matmul(e, a->out, layer, ROLE_O_PROJ, a->att, m, D, H * Dh);
 }
 
-/* The slot node i's DeltaNet state lives in, and the one it starts from. */
-static int node_slot(const eseq *s, const epass *p, int i) { return i < p->n_in_place ? s->slot : s->node_slot[i]; }
-static int parent_slot(const eseq *s, const epass *p, int i) {
-    return i < p->n_in_place || p->parent[i] < p->n_in_place ? s->slot : s->node_slot[p->parent[i]];
+/* The slot node i's DeltaNet state lives in, and the one it starts from; −1 for a logged node (a backend that
+ * replays keeps the states of a tree's nodes past the in-place ones in its own scratch during the pass). */
+static int node_slot(const engine *e, const eseq *s, const epass *p, int i) {
+    if (i < p->n_in_place) return s->slot;
+    return e->be.deltanet_replay ? -1 : s->node_slot[i];
+}
+static int parent_slot(const engine *e, const eseq *s, const epass *p, int i) {
+    return i < p->n_in_place || p->parent[i] < p->n_in_place ? s->slot : node_slot(e, s, p, p->parent[i]);
 }
 
 static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, int li) {
@@ -46,10 +50,12 @@ static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, 
     matmul(e, a->ab, layer, ROLE_IN_PROJ_A, a->xn, m, Hv, D);
     matmul(e, a->ab + (size_t)m * Hv, layer, ROLE_IN_PROJ_B, a->xn, m, Hv, D);
     for (int i = 0; i < m; i++) {
-        a->conv_state[i] = engine_slot_conv(e, node_slot(s, p, i), li);
-        a->rec_state[i] = engine_slot_recurrent(e, node_slot(s, p, i), li);
-        a->conv_from[i] = engine_slot_conv(e, parent_slot(s, p, i), li);
-        a->rec_from[i] = engine_slot_recurrent(e, parent_slot(s, p, i), li);
+        const int own = node_slot(e, s, p, i), from = parent_slot(e, s, p, i);
+        a->conv_state[i] = own < 0 ? NULL : engine_slot_conv(e, own, li);
+        a->rec_state[i] = own < 0 ? NULL : engine_slot_recurrent(e, own, li);
+        a->conv_from[i] = from < 0 ? NULL : engine_slot_conv(e, from, li);
+        a->rec_from[i] = from < 0 ? NULL : engine_slot_recurrent(e, from, li);
+        a->log[i] = own < 0 ? engine_seq_log(e, s, i, li) : NULL;
     }
     const deltanet_args args = {a->q,
                                 a->z,
@@ -64,7 +70,8 @@ static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, 
                                 a->conv_state,
                                 a->rec_state,
                                 a->conv_from,
-                                a->rec_from};
+                                a->rec_from,
+                                a->log};
     e->be.deltanet(&e->be, p, &args);
     matmul(e, a->out, layer, ROLE_OUT_PROJ, a->att, m, D, Hv * Dv);
 }

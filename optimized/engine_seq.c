@@ -1,11 +1,14 @@
 /* engine_seq.c — the engine's sequences and DeltaNet state slots. A
  * sequence owns one slot (its committed state); a verified tree's nodes
  * each own one until the commit keeps the slot of the last accepted node and
- * gives the others back. */
+ * gives the others back — or, with a backend that replays, log their steps
+ * only, and the commit redoes the accepted path's steps on the sequence's
+ * slot. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+#include "engine_target.h"
 
 int engine_slot_take(engine *e) {
     for (int s = 0; s < e->n_slots; s++)
@@ -73,7 +76,15 @@ int engine_seq_begin_tree(engine *e, eseq *s, const int *parent, const int *dept
     memcpy(s->parent, parent, (size_t)n * sizeof(int));
     memcpy(s->depth, depth, (size_t)n * sizeof(int));
     s->node_slot[0] = s->slot;
-    for (int i = 1; i < n; i++) s->node_slot[i] = engine_slot_take(e);
+    const int logged = e->be.deltanet_replay != NULL;
+    for (int i = 1; i < n; i++) s->node_slot[i] = logged ? -1 : engine_slot_take(e);
+    if (logged && n > s->log_nodes) {
+        if (s->delta_log) e->be.free(&e->be, s->delta_log);
+        const int nodes = n > 2 * s->log_nodes ? n : 2 * s->log_nodes;
+        s->delta_log = e->be.alloc(&e->be, (size_t)nodes * e->Ll * deltanet_log_floats(&e->cfg) * sizeof(float),
+                                   "DeltaNet step log");
+        s->log_nodes = nodes;
+    }
     s->verified = n; /* before the pass: a failing pass still gives the slots back at the commit or close */
     return 0;
 }
@@ -89,7 +100,27 @@ void engine_seq_commit_kv(engine *e, eseq *s, int u, int from) {
     kv_copy_position(&e->kv, &s->kv, root + s->depth[u], root + from);
 }
 
+float *engine_seq_log(const engine *e, const eseq *s, int node, int li) {
+    return s->delta_log + ((size_t)node * e->Ll + li) * deltanet_log_floats(&e->cfg);
+}
+
+/* The logged steps of the path to `node`, root side first, redone on the sequence's slot layer by layer. */
+static void replay_path(engine *e, eseq *s, int node) {
+    int path[ENGINE_MAX_TREE_NODES];
+    const float *steps[ENGINE_MAX_TREE_NODES];
+    const int d = engine_seq_path(s, node, path);
+    for (int li = 0; li < e->Ll; li++) {
+        for (int j = 0; j < d; j++) steps[j] = engine_seq_log(e, s, path[j], li);
+        e->be.deltanet_replay(&e->be, engine_slot_conv(e, s->slot, li), engine_slot_recurrent(e, s->slot, li), steps,
+                              d);
+    }
+}
+
 void engine_seq_keep_state(engine *e, eseq *s, int node) {
+    if (e->be.deltanet_replay) {
+        replay_path(e, s, node);
+        return;
+    }
     engine_slot_release(e, s->slot);
     s->slot = s->node_slot[node];
     s->node_slot[node] = -1; /* kept: not given back by engine_seq_end_tree */

@@ -22,7 +22,7 @@
 
 DELTA_CLONES
 void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float *k, const float *v, float g,
-                    float beta, int Dk, int Dv) {
+                    float beta, int Dk, int Dv, float *step_log) {
     if (Dv > CPU_DELTA_MAX_DV) {
         fprintf(stderr, "cpu_delta_step: a value head of %d (at most %d)\n", Dv, CPU_DELTA_MAX_DV);
         abort();
@@ -34,25 +34,48 @@ void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float
     const float decay = expf(g);
     float kv[CPU_DELTA_MAX_DV], u[CPU_DELTA_MAX_DV]; /* (Sᵀk)[j] after the decay, then the write per column */
     for (int j = 0; j < Dv; j++) kv[j] = 0.0f;
-    for (int i = 0; i < Dk; i++) { /* decay into S_out, and what the decayed state predicts for v */
+    for (int i = 0; i < Dk; i++) { /* what the decayed state predicts for v; the decayed state is not stored */
         const float *in = S_in + (size_t)i * Dv;
-        float *row = S_out + (size_t)i * Dv;
         const float ki = k[i];
         for (int j = 0; j < Dv; j++) {
-            row[j] = in[j] * decay;
-            kv[j] += row[j] * ki;
+            const float decayed = in[j] * decay;
+            kv[j] += decayed * ki;
         }
     }
     for (int j = 0; j < Dv; j++) {
         u[j] = (v[j] - kv[j]) * beta;
         out[j] = 0.0f;
     }
-    for (int i = 0; i < Dk; i++) { /* the write, and the read-out of the written state */
+    /* The decay again (the same rounded product as above), the write, and the read-out of the written state: the
+     * state is stored once, and S_in is read twice rather than written twice (S_out may be S_in: each element is
+     * read before it is written). */
+    for (int i = 0; i < Dk; i++) {
+        const float *in = S_in + (size_t)i * Dv;
         float *row = S_out + (size_t)i * Dv;
         const float ki = k[i], qi = q[i];
         for (int j = 0; j < Dv; j++) {
-            row[j] += ki * u[j];
+            const float decayed = in[j] * decay;
+            row[j] = decayed + ki * u[j];
             out[j] += row[j] * qi;
+        }
+    }
+    if (step_log) {
+        step_log[0] = decay;
+        for (int i = 0; i < Dk; i++) step_log[1 + i] = k[i];
+        for (int j = 0; j < Dv; j++) step_log[1 + Dk + j] = u[j];
+    }
+}
+
+DELTA_CLONES
+void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv) {
+    const float decay = step_log[0];
+    const float *k = step_log + 1, *u = step_log + 1 + Dk;
+    for (int i = 0; i < Dk; i++) {
+        float *row = S + (size_t)i * Dv;
+        const float ki = k[i];
+        for (int j = 0; j < Dv; j++) {
+            const float decayed = row[j] * decay;
+            row[j] = decayed + ki * u[j];
         }
     }
 }

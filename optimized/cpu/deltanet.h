@@ -3,8 +3,11 @@
  * operations in the same order, so the state and output are the
  * reference's bit for bit — but the state is walked row by row (contiguous
  * in Dv, which the compiler vectorises for the CPU it runs on) instead of
- * column by column, and it is read from the parent's slot and written to
- * the node's in the same pass, so a tree node's state costs no copy. */
+ * column by column, read from the parent's state and stored once as the
+ * node's. A tree node past the root stores its state only in the pass's
+ * scratch and logs its step; the commit replays the accepted path's logged
+ * steps on the sequence's state (cpu_delta_replay): a pass writes no state
+ * to memory that outlives it but the root's. */
 #ifndef SPECULA_CPU_DELTANET_H
 #define SPECULA_CPU_DELTANET_H
 
@@ -14,8 +17,14 @@
 /* One step of one head: S_out[Dk, Dv] = the state after token (q, k, v)
  * from S_in (S_out may be S_in: in place), out[Dv] the read-out. q and k
  * are L2-normalised in place as op_gated_delta_step does; g is the
- * log-decay, beta the write strength. Dv ≤ CPU_DELTA_MAX_DV. */
+ * log-decay, beta the write strength. Dv ≤ CPU_DELTA_MAX_DV. step_log, when not
+ * NULL, receives [1 + Dk + Dv]: the decay, the normalised k and the write
+ * u, what cpu_delta_replay needs to redo the state update. */
 void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float *k, const float *v, float g,
-                    float beta, int Dk, int Dv);
+                    float beta, int Dk, int Dv, float *step_log);
+
+/* S[Dk, Dv] ← the state update a logged step made (decay·S + k uᵀ), in place,
+ * with the step's own float operations: the same state, bit for bit. */
+void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv);
 
 #endif

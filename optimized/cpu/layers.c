@@ -85,32 +85,56 @@ void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, cons
     }
 }
 
+void cpu_deltanet_scratch_free(cpu_deltanet_scratch *s) {
+    free(s->conv);
+    for (int t = 0; t < s->threads; t++) free(s->rec[t]);
+    free(s->rec);
+    memset(s, 0, sizeof *s);
+}
+
+/* Room for the logged states of m nodes on T threads (before a parallel region: the threads only read it). */
+static void deltanet_scratch_reserve(const model_config *c, cpu_deltanet_scratch *s, int m, int T) {
+    if (m <= s->nodes && T <= s->threads) return;
+    cpu_deltanet_scratch_free(s);
+    s->nodes = m;
+    s->threads = T;
+    s->conv = sp_xcalloc((size_t)m * config_conv_dim(c) * (c->conv_kernel - 1), sizeof(float), "conv node states");
+    s->rec = sp_xcalloc((size_t)T, sizeof *s->rec, "recurrent node states");
+    for (int t = 0; t < T; t++)
+        s->rec[t] = sp_xcalloc((size_t)m * c->lin_k_dim * c->lin_v_dim, sizeof(float), "recurrent node states");
+}
+
 /* Channels c_begin .. c_end of a DeltaNet layer's causal convolution over the pass's nodes, node by node in each
- * channel: channels share nothing, so ranges of them may run on different threads. */
-static void conv_channels(const engine_backend *b, const epass *p, const deltanet_args *a, int c_begin, int c_end) {
+ * channel: channels share nothing, so ranges of them may run on different threads. A logged node's state is in
+ * conv_nodes [m, C, K−1], and its input goes to its log. */
+static void conv_channels(const engine_backend *b, const epass *p, const deltanet_args *a, float *conv_nodes,
+                          int c_begin, int c_end) {
     const model_config *c = b->cfg;
     const int C = config_conv_dim(c), K = c->conv_kernel, n = c_end - c_begin;
     if (n <= 0) return;
+    const size_t at = (size_t)c_begin * (K - 1), node_floats = (size_t)C * (K - 1);
     for (int i = 0; i < p->m; i++) { /* a node's state starts as its parent's after the parent's step */
-        const size_t at = (size_t)c_begin * (K - 1);
-        float *state = a->conv_state[i] + at;
-        if (a->conv_state[i] != a->conv_from[i])
-            memcpy(state, a->conv_from[i] + at, (size_t)n * (K - 1) * sizeof(float));
-        op_conv_step(a->mixed + (size_t)i * C + c_begin, state, a->qkv + (size_t)i * C + c_begin,
-                     a->conv_w + (size_t)c_begin * K, n, K);
+        float *state = a->conv_state[i] ? a->conv_state[i] + at : conv_nodes + (size_t)i * node_floats + at;
+        const float *from =
+            a->conv_from[i] ? a->conv_from[i] + at : conv_nodes + (size_t)p->parent[i] * node_floats + at;
+        if (state != from) memcpy(state, from, (size_t)n * (K - 1) * sizeof(float));
+        const float *x = a->qkv + (size_t)i * C + c_begin;
+        op_conv_step(a->mixed + (size_t)i * C + c_begin, state, x, a->conv_w + (size_t)c_begin * K, n, K);
+        if (a->log[i]) memcpy(a->log[i] + c_begin, x, (size_t)n * sizeof(float));
     }
 }
 
 /* Head h of a DeltaNet layer's recurrent step over the pass's m nodes, node by node: a node's state is read right
  * after its parent wrote it (one head's states, (m + 1) × Dk × Dv floats, stay in L2; a whole layer's for m nodes
- * do not). Each step reads the parent's slot and writes the node's: no copy. Heads share nothing but their inputs,
- * so they may run on different threads. */
-static void recurrent_head(const engine_backend *b, const epass *p, const deltanet_args *a, int h) {
+ * do not). Each step reads the parent's state and writes the node's: no copy. A logged node's state goes to
+ * rec_nodes [m, Dk, Dv] (this thread's, reused head after head, so it stays in the caches), not to memory that
+ * outlives the pass. Heads share nothing but their inputs, so they may run on different threads. */
+static void recurrent_head(const engine_backend *b, const epass *p, const deltanet_args *a, float *rec_nodes, int h) {
     const model_config *c = b->cfg;
     const int C = config_conv_dim(c), m = p->m;
     const int Hk = c->lin_k_heads, Hv = c->lin_v_heads, Dk = c->lin_k_dim, Dv = c->lin_v_dim;
     const int kv_head = h / (Hv / Hk);
-    const size_t state_at = (size_t)h * Dk * Dv;
+    const size_t state_at = (size_t)h * Dk * Dv, node_floats = (size_t)Dk * Dv;
     float qh[512], kh[512]; /* the head's query and key: cpu_delta_step normalises them in place */
     for (int i = 0; i < m; i++) {
         const float *mixed = a->mixed + (size_t)i * C;
@@ -120,35 +144,70 @@ static void recurrent_head(const engine_backend *b, const epass *p, const deltan
         const float beta = op_deltanet_beta(a->b[(size_t)i * Hv + h]);
         const float g = op_deltanet_decay(a->a[(size_t)i * Hv + h], a->A_log[h], a->dt_bias[h]);
         float *oh = a->out + (size_t)i * Hv * Dv + (size_t)h * Dv;
-        cpu_delta_step(oh, a->rec_state[i] + state_at, a->rec_from[i] + state_at, qh, kh, v + (size_t)h * Dv, g, beta,
-                       Dk, Dv);
+        float *S = a->rec_state[i] ? a->rec_state[i] + state_at : rec_nodes + (size_t)i * node_floats;
+        const float *from = a->rec_from[i] ? a->rec_from[i] + state_at : rec_nodes + (size_t)p->parent[i] * node_floats;
+        float *step_log = a->log[i] ? a->log[i] + C + (size_t)h * (1 + Dk + Dv) : NULL;
+        cpu_delta_step(oh, S, from, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv, step_log);
         op_rmsnorm_gated(oh, oh, a->norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
     }
 }
 
-void cpu_deltanet_layer(const engine_backend *b, const epass *p, const deltanet_args *a) {
+void cpu_deltanet_layer(const engine_backend *b, cpu_deltanet_scratch *s, const epass *p, const deltanet_args *a) {
     const model_config *c = b->cfg;
     const int C = config_conv_dim(c), Hv = c->lin_v_heads;
     /* The convolution by ranges of channels (each channel's nodes in index order: parents first), then the
      * recurrent step by heads, on the products' threads: after the products these are most of a prefill. One
      * thread enters no OpenMP region, as cpu_gemm. */
     const int T = b->threads < Hv ? b->threads : Hv;
+    deltanet_scratch_reserve(c, s, p->m, T);
     int done = 0;
 #ifdef _OPENMP
     if (T > 1) {
 #pragma omp parallel num_threads(T)
         {
             const int t = omp_get_thread_num();
-            conv_channels(b, p, a, C * t / T, C * (t + 1) / T);
+            conv_channels(b, p, a, s->conv, C * t / T, C * (t + 1) / T);
 #pragma omp barrier
 #pragma omp for schedule(static)
-            for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, h);
+            for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, s->rec[t], h);
         }
         done = 1;
     }
 #endif
     if (!done) {
-        conv_channels(b, p, a, 0, C);
-        for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, h);
+        conv_channels(b, p, a, s->conv, 0, C);
+        for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, s->rec[0], h);
     }
+}
+
+/* Head h's logged updates, oldest first, on its committed state. */
+static void replay_head(const model_config *c, float *rec_state, const float *const *steps, int n, int h) {
+    const int C = config_conv_dim(c), Dk = c->lin_k_dim, Dv = c->lin_v_dim;
+    for (int s = 0; s < n; s++)
+        cpu_delta_replay(rec_state + (size_t)h * Dk * Dv, steps[s] + C + (size_t)h * (1 + Dk + Dv), Dk, Dv);
+}
+
+/* One layer's replay: the conv state shifts the logged inputs in (op_conv_step's update), the recurrent state
+ * takes each head's logged update, by heads on the products' threads. */
+void cpu_deltanet_replay(const engine_backend *b, float *conv_state, float *rec_state, const float *const *steps,
+                         int n) {
+    const model_config *c = b->cfg;
+    const int C = config_conv_dim(c), K = c->conv_kernel, Hv = c->lin_v_heads;
+    for (int s = 0; s < n; s++)
+        for (int ch = 0; ch < C; ch++) {
+            float *st = conv_state + (size_t)ch * (K - 1);
+            for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
+            if (K > 1) st[K - 2] = steps[s][ch];
+        }
+    const int T = b->threads < Hv ? b->threads : Hv;
+    int done = 0;
+#ifdef _OPENMP
+    if (T > 1) {
+#pragma omp parallel for num_threads(T) schedule(static)
+        for (int h = 0; h < Hv; h++) replay_head(c, rec_state, steps, n, h);
+        done = 1;
+    }
+#endif
+    if (!done)
+        for (int h = 0; h < Hv; h++) replay_head(c, rec_state, steps, n, h);
 }

@@ -15,9 +15,21 @@ typedef struct {
     int cap;
 } cpu_attention_scratch;
 
+/* Scratch of the DeltaNet core: the states of a pass's logged nodes (backend.h), which live only while their
+ * children need them — conv states [m, C, K−1], and per thread one head's recurrent states [m, Dk, Dv]. */
+typedef struct {
+    float *conv;
+    float **rec; /* [threads] */
+    int threads, nodes;
+} cpu_deltanet_scratch;
+
 void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, const epass *p, int la,
                          const attention_args *a);
-void cpu_deltanet_layer(const engine_backend *b, const epass *p, const deltanet_args *a);
+void cpu_deltanet_layer(const engine_backend *b, cpu_deltanet_scratch *s, const epass *p, const deltanet_args *a);
+/* backend.h's deltanet_replay. */
+void cpu_deltanet_replay(const engine_backend *b, float *conv_state, float *rec_state, const float *const *steps,
+                         int n);
 void cpu_attention_scratch_free(cpu_attention_scratch *s);
+void cpu_deltanet_scratch_free(cpu_deltanet_scratch *s);
 
 #endif

@@ -1,6 +1,8 @@
 /* test_cpu_deltanet.c — the engine's gated delta-rule step (optimized/cpu/deltanet.h) against the reference's
  * op_gated_delta_step: the same state and read-out bit for bit, in place and from a parent's state into a
- * node's, over value widths on and off the vector lanes; the parent's state is left as it was. */
+ * node's, over value widths on and off the vector lanes; the parent's state is left as it was. And the replay
+ * a commit runs: steps logged during a pass, redone on the parent's state, give the state the steps wrote, bit
+ * for bit, with a control (a log whose write strength was one ulp off). */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -34,11 +36,11 @@ static void check_shape(int Dk, int Dv, uint64_t seed) {
         const float g = -0.05f * (float)(step + 1), beta = 0.3f + 0.2f * (float)step;
         op_gated_delta_step(out_ref, S_ref, q[0], k[0], v, g, beta, Dk, Dv);
         if (step == 0) {
-            cpu_delta_step(out, S_node, S_parent, q[1], k[1], v, g, beta, Dk, Dv);
+            cpu_delta_step(out, S_node, S_parent, q[1], k[1], v, g, beta, Dk, Dv, NULL);
             ck_assert_msg(memcmp(S_parent, saved, n * sizeof(float)) == 0, "Dk=%d Dv=%d: the parent's state changed",
                           Dk, Dv);
         } else {
-            cpu_delta_step(out, S_node, S_node, q[1], k[1], v, g, beta, Dk, Dv);
+            cpu_delta_step(out, S_node, S_node, q[1], k[1], v, g, beta, Dk, Dv, NULL);
         }
         ck_assert_msg(memcmp(out, out_ref, (size_t)Dv * sizeof(float)) == 0, "Dk=%d Dv=%d step %d: read-out differs",
                       Dk, Dv, step);
@@ -65,9 +67,45 @@ START_TEST(test_control_beta_one_ulp) {
     float q2[16], k2[16];
     memcpy(q2, q, sizeof q), memcpy(k2, k, sizeof k);
     op_gated_delta_step(out_ref, S_ref, q, k, v, -0.25f, 0.5f, Dk, Dv);
-    cpu_delta_step(out, S, S, q2, k2, v, -0.25f, nextafterf(0.5f, 1.0f), Dk, Dv);
+    cpu_delta_step(out, S, S, q2, k2, v, -0.25f, nextafterf(0.5f, 1.0f), Dk, Dv, NULL);
     ck_assert(memcmp(S, S_ref, sizeof S) != 0);
 }
+END_TEST
+
+/* Three logged steps along a chain (the pass: states in scratch), then the log replayed on the root's state (the
+ * commit): the replayed state is the last step's, bit for bit. bump: perturb the second step's logged write by
+ * one ulp (the control). Returns 1 when they are equal. */
+static int replay_matches(int Dk, int Dv, uint64_t seed, int bump) {
+    const size_t n = (size_t)Dk * Dv;
+    float *root = malloc(n * sizeof(float)), *node[3], *log[3];
+    fill(root, n, seed, 0, 0.5f);
+    for (int s = 0; s < 3; s++) {
+        float q[256], k[256], v[CPU_DELTA_MAX_DV], out[CPU_DELTA_MAX_DV];
+        fill(q, (size_t)Dk, seed, 1 + (uint64_t)s, 1.0f);
+        fill(k, (size_t)Dk, seed, 11 + (uint64_t)s, 1.0f);
+        fill(v, (size_t)Dv, seed, 21 + (uint64_t)s, 2.0f);
+        node[s] = malloc(n * sizeof(float));
+        log[s] = malloc((size_t)(1 + Dk + Dv) * sizeof(float));
+        cpu_delta_step(out, node[s], s ? node[s - 1] : root, q, k, v, -0.05f * (float)(s + 1), 0.3f + 0.2f * (float)s,
+                       Dk, Dv, log[s]);
+    }
+    if (bump) log[1][1 + Dk] = nextafterf(log[1][1 + Dk], INFINITY);
+    for (int s = 0; s < 3; s++) cpu_delta_replay(root, log[s], Dk, Dv);
+    const int equal = memcmp(root, node[2], n * sizeof(float)) == 0;
+    for (int s = 0; s < 3; s++) free(node[s]), free(log[s]);
+    free(root);
+    return equal;
+}
+
+START_TEST(test_replay_is_the_steps_bit_for_bit) {
+    static const int shapes[][2] = {{4, 4}, {16, 16}, {32, 17}, {128, 128}, {128, 250}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        ck_assert_msg(replay_matches(shapes[s][0], shapes[s][1], 60 + s, 0), "Dk=%d Dv=%d: the replay differs",
+                      shapes[s][0], shapes[s][1]);
+}
+END_TEST
+
+START_TEST(test_control_replay_one_ulp) { ck_assert(!replay_matches(16, 16, 61, 1)); }
 END_TEST
 
 Suite *cpu_deltanet_suite(void) {
@@ -75,6 +113,8 @@ Suite *cpu_deltanet_suite(void) {
     TCase *tc = harness_tcase("step", 60);
     tcase_add_test(tc, test_step_is_the_reference_bit_for_bit);
     tcase_add_test(tc, test_control_beta_one_ulp);
+    tcase_add_test(tc, test_replay_is_the_steps_bit_for_bit);
+    tcase_add_test(tc, test_control_replay_one_ulp);
     suite_add_tcase(s, tc);
     return s;
 }
