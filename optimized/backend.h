@@ -29,6 +29,7 @@ typedef struct epass {
     const kv_table *table; /* reserved up to base + m */
     const int *parent, *depth;
     int m, n_in_place, base;
+    const int *state_slot; /* [m] host memory: node i's DeltaNet slot (the in-place nodes': the sequence's) */
 } epass;
 
 /* The tensors of one attention layer's core, all backend memory. */
@@ -53,6 +54,10 @@ typedef struct {
      * share one. */
     float *const *conv_state, *const *rec_state;     /* [m] */
     const float *const *conv_from, *const *rec_from; /* [m] */
+    /* The same states as a slot table, for a backend that addresses them on the device: node i's are slot
+     * epass.state_slot[i]'s, at conv_slots and rec_slots (this layer's states in slot 0) + slot · slot_stride. */
+    float *conv_slots, *rec_slots;
+    size_t slot_stride; /* floats */
 } deltanet_args;
 
 typedef struct engine_backend engine_backend;
@@ -104,6 +109,15 @@ struct engine_backend {
     /* out[m, V] (host memory) = the processed distributions (sampler_probs) of the m rows of logits (backend
      * memory): on a GPU computed there, so only the distributions cross to the host. */
     void (*probs)(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp);
+
+    /* The exact rule of accept_exact (accept.h) on a chain, computed where the logits are: the processed
+     * distributions of rows 0..k of logits (backend memory), then the walk over the drafts draft[k] drawn from
+     * q[k, V] (backend memory, uploaded before the pass so that nothing waits on the upload) at accept_exact's
+     * rng sites. result (host memory) = {accepted drafts, next token, 1 for a bonus}; accepted is −1 when a
+     * draft the walk reaches has q = 0. On a GPU the download of result is the round's one wait on the device.
+     * NULL where the distributions are in host memory anyway (the CPU's): the engine runs accept_exact. */
+    void (*accept_chain)(engine_backend *b, int result[3], const float *logits, const float *q, const int *draft, int k,
+                         int V, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);

@@ -38,10 +38,13 @@ static void act_free(engine *e) {
     for (int i = 0; i < ACT_BUFFERS; i++)
         if (*bufs[i]) e->be.free(&e->be, *bufs[i]);
     if (a->logits) e->be.free(&e->be, a->logits);
+    if (a->draft_q) e->be.free(&e->be, a->draft_q);
+    if (a->draft_tokens) e->be.free(&e->be, a->draft_tokens);
     free(a->conv_state);
     free(a->rec_state);
     free(a->conv_from);
     free(a->rec_from);
+    free(a->state_slot);
     memset(a, 0, sizeof *a);
 }
 
@@ -65,6 +68,7 @@ void engine_act_reserve(engine *e, int m) {
     a->rec_state = sp_xrealloc(a->rec_state, (size_t)rows, sizeof *a->rec_state, "DeltaNet state pointers");
     a->conv_from = sp_xrealloc(a->conv_from, (size_t)rows, sizeof *a->conv_from, "DeltaNet state pointers");
     a->rec_from = sp_xrealloc(a->rec_from, (size_t)rows, sizeof *a->rec_from, "DeltaNet state pointers");
+    a->state_slot = sp_xrealloc(a->state_slot, (size_t)rows, sizeof *a->state_slot, "DeltaNet node slots");
     a->rows = rows;
 }
 
@@ -83,6 +87,17 @@ void engine_act_reserve_logits(engine *e, int m) {
     engine_act_reserve(e, m);
     if (!e->act.logits)
         e->act.logits = e->be.alloc(&e->be, (size_t)e->act.rows * e->cfg.vocab_size * sizeof(float), "logits");
+}
+
+void engine_act_reserve_drafts(engine *e, int k) {
+    eact *a = &e->act;
+    if (k <= a->draft_rows) return;
+    const int rows = k > 2 * a->draft_rows ? k : 2 * a->draft_rows;
+    if (a->draft_q) e->be.free(&e->be, a->draft_q);
+    if (a->draft_tokens) e->be.free(&e->be, a->draft_tokens);
+    a->draft_q = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "draft distributions");
+    a->draft_tokens = e->be.alloc(&e->be, (size_t)rows * sizeof(int), "draft tokens");
+    a->draft_rows = rows;
 }
 
 const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {
