@@ -110,14 +110,16 @@ struct engine_backend {
      * memory): on a GPU computed there, so only the distributions cross to the host. */
     void (*probs)(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp);
 
-    /* The exact rule of accept_exact (accept.h) on a chain, computed where the logits are: the processed
-     * distributions of rows 0..k of logits (backend memory), then the walk over the drafts draft[k] drawn from
-     * q[k, V] (backend memory, uploaded before the pass so that nothing waits on the upload) at accept_exact's
-     * rng sites. result (host memory) = {accepted drafts, next token, 1 for a bonus}; accepted is −1 when a
-     * draft the walk reaches has q = 0. On a GPU the download of result is the round's one wait on the device.
-     * NULL where the distributions are in host memory anyway (the CPU's): the engine runs accept_exact. */
-    void (*accept_chain)(engine_backend *b, int result[3], const float *logits, const float *q, const int *draft, int k,
-                         int V, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
+    /* The exact rule of accept_exact (accept.h) on the tree of the pass just run (its parents as begin_pass had
+     * them), computed where the logits are: the processed distributions of its n rows of logits (backend
+     * memory), then the walk over its drafts — token[n] (node 0's unread), drawn i.i.d. or without replacement
+     * from their parents' rows of q[n, V] (both backend memory, uploaded before the pass so that nothing waits
+     * on the upload) — at accept_exact's rng sites. result (host memory, [3 + n]) = {accepted drafts, next
+     * token, 1 for a bonus, the accepted nodes below the root in path order}; accepted is −1 when a draft the
+     * walk reaches has q = 0. On a GPU the download of result is the round's one wait on the device. NULL where
+     * the distributions are in host memory anyway (the CPU's): the engine runs accept_exact. */
+    void (*accept)(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n, int V,
+                   int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);

@@ -38,8 +38,8 @@ static void act_free(engine *e) {
     for (int i = 0; i < ACT_BUFFERS; i++)
         if (*bufs[i]) e->be.free(&e->be, *bufs[i]);
     if (a->logits) e->be.free(&e->be, a->logits);
-    if (a->draft_q) e->be.free(&e->be, a->draft_q);
-    if (a->draft_tokens) e->be.free(&e->be, a->draft_tokens);
+    if (a->tree_q) e->be.free(&e->be, a->tree_q);
+    if (a->tree_tokens) e->be.free(&e->be, a->tree_tokens);
     free(a->conv_state);
     free(a->rec_state);
     free(a->conv_from);
@@ -89,15 +89,15 @@ void engine_act_reserve_logits(engine *e, int m) {
         e->act.logits = e->be.alloc(&e->be, (size_t)e->act.rows * e->cfg.vocab_size * sizeof(float), "logits");
 }
 
-void engine_act_reserve_drafts(engine *e, int k) {
+void engine_act_reserve_tree(engine *e, int n) {
     eact *a = &e->act;
-    if (k <= a->draft_rows) return;
-    const int rows = k > 2 * a->draft_rows ? k : 2 * a->draft_rows;
-    if (a->draft_q) e->be.free(&e->be, a->draft_q);
-    if (a->draft_tokens) e->be.free(&e->be, a->draft_tokens);
-    a->draft_q = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "draft distributions");
-    a->draft_tokens = e->be.alloc(&e->be, (size_t)rows * sizeof(int), "draft tokens");
-    a->draft_rows = rows;
+    if (n <= a->tree_rows) return;
+    const int rows = n > 2 * a->tree_rows ? n : 2 * a->tree_rows;
+    if (a->tree_q) e->be.free(&e->be, a->tree_q);
+    if (a->tree_tokens) e->be.free(&e->be, a->tree_tokens);
+    a->tree_q = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "draft distributions");
+    a->tree_tokens = e->be.alloc(&e->be, (size_t)rows * sizeof(int), "tree tokens");
+    a->tree_rows = rows;
 }
 
 const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {

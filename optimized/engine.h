@@ -48,9 +48,9 @@ typedef struct {
     float *mtp_in;       /* [rows, 2·D] */
     float *hidden_in;    /* [rows, D] the MTP module's input hidden states */
     float *logits;       /* [rows, V] in backend memory: always on a device, on the CPU once a pass kept them */
-    float *draft_q;      /* [rows − 1, V] backend memory: a chain's q rows, for acceptance where the logits are */
-    int *draft_tokens;   /* [rows − 1] backend memory: its drafts */
-    int draft_rows;      /* capacity of the two above */
+    float *tree_q;       /* [tree_rows, V] backend memory: a tree's q rows, for acceptance where the logits are */
+    int *tree_tokens;    /* [tree_rows] backend memory: its tokens */
+    int tree_rows;       /* capacity of the two above */
     /* host memory: the DeltaNet state pointers of a layer's nodes, and their slots */
     float **conv_state, **rec_state;
     const float **conv_from, **rec_from;
@@ -141,8 +141,8 @@ void engine_act_reserve(engine *e, int m);
 /* ... and for their logits in backend memory (always there on a device; on the CPU only once asked for). */
 void engine_act_reserve_logits(engine *e, int m);
 
-/* ... and for a chain of k drafts and their q rows in backend memory (act.draft_q, act.draft_tokens). */
-void engine_act_reserve_drafts(engine *e, int k);
+/* ... and for a tree of n nodes, its tokens and q rows, in backend memory (act.tree_q, act.tree_tokens). */
+void engine_act_reserve_tree(engine *e, int n);
 
 /* n floats of backend memory into host memory. */
 void engine_download(engine *e, float *host, const float *src, size_t n);

@@ -5,9 +5,9 @@
  * DeltaNet state into a slot of its own. A commit copies the accepted path's
  * keys and values into the KV blocks and takes the last accepted node's
  * slot as the sequence's state: no state is copied. On a backend that
- * accepts where the logits are (accept_chain: the CUDA one), a chain's pass
- * and its exact acceptance are one call (verify_accept), and only the
- * result and the accepted path's hidden states cross to the host. */
+ * accepts where the logits are (accept: the CUDA one), a tree's pass and
+ * its exact acceptance are one call (verify_accept), and only the result
+ * and the accepted path's hidden states cross to the host. */
 #include "engine_target.h"
 
 #include <stdlib.h>
@@ -67,16 +67,8 @@ static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const 
     return 0;
 }
 
-/* A chain whose drafts were drawn from q: what the backend's accept_chain takes (a chain of top ranks is
- * accept_exact's error, which the host path gives). */
-static int sampled_chain(const token_tree *t) {
-    if (t->kind == CHILDREN_TOP_RANKS) return 0;
-    for (int i = 1; i < t->n; i++)
-        if (t->parent[i] != i - 1) return 0;
-    return 1;
-}
-
-/* The pass, then accept_exact on the host: the trees accept_chain does not take. */
+/* The pass, then accept_exact on the host: the trees the backend's accept does not take (top ranks, whose
+ * accept_exact is an error). */
 static int verify_then_accept(engine *e, const target_job *job, const sampler_params *sp, accept_site site,
                               accept_result *r, sp_error *err) {
     if (verify_one(e, job, sp, err)) return -1;
@@ -86,42 +78,35 @@ static int verify_then_accept(engine *e, const target_job *job, const sampler_pa
     return rc;
 }
 
-/* accept_exact's message for the first draft with q = 0 (the walk reached it: the backend said so). */
-static int zero_q_failure(const token_tree *t, sp_error *err) {
-    for (int i = 1; i < t->n; i++)
-        if (!(tree_q_const(t, i - 1)[t->token[i]] > 0))
-            return sp_fail(err, "node %d: drafted token %d has proposal probability 0", i, t->token[i]);
-    return sp_fail(err, "the backend's acceptance found a draft with proposal probability 0; the host finds none");
-}
-
-/* A chain's pass and its acceptance where the logits are (backend.h, accept_chain): the drafts and their q rows
- * go to the backend before the pass, so no upload waits on it; the three integers of the result come back (on a
- * GPU the round's one wait), then the accepted path's hidden states when the caller reads them. */
+/* A tree's pass and its acceptance where the logits are (backend.h, accept): the tree's tokens and q rows go to
+ * the backend before the pass, so no upload waits on it; the result comes back (on a GPU the round's one wait),
+ * then the hidden states up to the accepted path's last node when the caller reads them. */
 static int e_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
                            accept_result *r, sp_error *err) {
     engine *e = eng(t);
     const token_tree *tree = job->tree;
-    if (!sampled_chain(tree)) return verify_then_accept(e, job, sp, site, r, err);
+    if (tree->kind == CHILDREN_TOP_RANKS) return verify_then_accept(e, job, sp, site, r, err);
     eseq *s = engine_seq(e, job->seq, err);
     if (!s) return -1;
-    const int n = tree->n, k = n - 1, V = e->cfg.vocab_size;
+    const int n = tree->n, V = e->cfg.vocab_size;
     if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
-    if (k > 0) {
-        engine_act_reserve_drafts(e, k);
-        e->be.upload(&e->be, e->act.draft_q, tree_q_const(tree, 0), (size_t)k * V * sizeof(float));
-        e->be.upload(&e->be, e->act.draft_tokens, tree->token + 1, (size_t)k * sizeof(int));
-    }
+    engine_act_reserve_tree(e, n);
+    e->be.upload(&e->be, e->act.tree_q, tree_q_const(tree, 0), (size_t)n * V * sizeof(float));
+    e->be.upload(&e->be, e->act.tree_tokens, tree->token, (size_t)n * sizeof(int));
     if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
-    int result[3];
-    e->be.accept_chain(&e->be, result, e->act.logits, e->act.draft_q, e->act.draft_tokens, k, V, sp, site.seed,
-                       site.round, site.base_position);
+    int result[3 + ENGINE_MAX_TREE_NODES];
+    e->be.accept(&e->be, result, e->act.logits, e->act.tree_q, e->act.tree_tokens, n, V,
+                 tree->kind == CHILDREN_NO_REPLACEMENT, sp, site.seed, site.round, site.base_position);
     if (e->be.status(&e->be, err)) return -1;
-    if (result[0] < 0) return zero_q_failure(tree, err);
+    if (result[0] < 0) /* accept_exact's message, for the node the walk stopped at */
+        return sp_fail(err, "node %d: drafted token %d has proposal probability 0", result[1], tree->token[result[1]]);
     r->n_accepted = result[0];
-    for (int i = 0; i <= r->n_accepted; i++) r->path[i] = i;
+    r->path[0] = 0;
+    for (int i = 1; i <= r->n_accepted; i++) r->path[i] = result[2 + i];
     r->next_token = result[1];
     r->bonus = result[2];
-    if (job->hidden) engine_download(e, job->hidden, e->act.xn, (size_t)(r->n_accepted + 1) * e->cfg.hidden_size);
+    const int rows = r->path[r->n_accepted] + 1; /* a chain's path: its first rows; a tree's: up to its last node */
+    if (job->hidden) engine_download(e, job->hidden, e->act.xn, (size_t)rows * e->cfg.hidden_size);
     return e->be.status(&e->be, err);
 }
 
@@ -174,7 +159,7 @@ void engine_target_build(decode_target *t, engine *e) {
     t->seq_close = e_seq_close;
     t->prefill = e_prefill;
     t->verify = e_verify;
-    t->verify_accept = e->be.accept_chain ? e_verify_accept : NULL; /* the CPU's: verify + accept_exact */
+    t->verify_accept = e->be.accept ? e_verify_accept : NULL; /* the CPU's: verify + accept_exact */
     t->commit = e_commit;
     t->position = e_position;
     t->memory = e_memory;

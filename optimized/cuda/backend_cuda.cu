@@ -11,9 +11,10 @@
  * the kernels' arguments: a block table per layer, each node's RoPE
  * position and cache slot, the tree's visibility masks, and the parents of
  * the DeltaNet chain, and each node's DeltaNet slot, through which the
- * DeltaNet kernels write its state in place (no scratch, no copy). A chain
- * verify pass ends in kn_probs and kn_accept_chain on the device, so only
- * the result of the round comes back (accept_chain). */
+ * DeltaNet kernels write its state in place (no scratch, no copy). A verify
+ * pass under the exact rule ends in kn_probs and kn_accept_chain (or
+ * kn_accept_tree) on the device, so only the result of the round comes
+ * back (accept). */
 extern "C" {
 #include "backend.h"
 #include "dtype.h"
@@ -41,9 +42,9 @@ typedef struct {
     uint64_t *mask;
     int n_blocks;
     size_t tokens_cap, table_cap, result_cap;
-    float *q_rot, *att_work, *dq, *dk, *dv, *probs;
+    float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
-    size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap;
+    size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
     int *host_table; /* [table_cap] */
     /* the version of each kernel family the engine runs */
     kn_rmsnorm_fn rmsnorm;
@@ -307,19 +308,34 @@ static void c_probs(engine_backend *b, float *out, const float *logits, int m, i
 
 /* ---- acceptance where the distributions are ------------------------------------------ */
 
-/* The distributions of the chain's k + 1 rows (kn_probs), kn_accept_chain's walk over them, and the three
- * integers of its result: the only download of the round, so its only wait. */
-static void c_accept_chain(engine_backend *b, int result[3], const float *logits, const float *q, const int *draft,
-                           int k, int V, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position) {
+/* The distributions of the tree's n rows (kn_probs), then the walk over its drafts: kn_accept_chain's on a chain,
+ * kn_accept_tree's on a tree (its parents: the pass's, c_begin_pass); the result's download is the round's only
+ * wait. */
+static void c_accept(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n,
+                     int V, int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round,
+                     int base_position) {
     cuda_impl *c = impl(b);
-    const int rows = k + 1;
-    float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)rows * V, "processed distributions");
-    const size_t work_doubles = kn_probs_work_doubles(rows, V);
+    float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)n * V, "processed distributions");
+    const size_t work_doubles = kn_probs_work_doubles(n, V);
     double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
-    int *d_result = scratch(b, &c->result, &c->result_cap, 3, "acceptance result");
-    check(b, kn_probs(probs, logits, rows, V, *sp, work, c->probs_work_cap, c->stream), "probs");
-    check(b, kn_accept_chain(d_result, probs, q, draft, k, V, seed, round, base_position, c->stream), "accept_chain");
-    c_download(b, result, d_result, 3 * sizeof(int));
+    int *d_result = scratch(b, &c->result, &c->result_cap, (size_t)3 + KN_TREE_MAX, "acceptance result");
+    check(b, kn_probs(probs, logits, n, V, *sp, work, c->probs_work_cap, c->stream), "probs");
+    const int *parent = c->host_table + 2 * KN_TREE_MAX; /* the pass's parents, as c_begin_pass uploaded them */
+    int chain = 1;
+    for (int i = 1; i < n && chain; i++) chain = parent[i] == i - 1;
+    if (chain) {
+        check(b, kn_accept_chain(d_result, probs, q, token + 1, n - 1, V, seed, round, base_position, c->stream),
+              "accept_chain");
+        c_download(b, result, d_result, 3 * sizeof(int));
+        for (int i = 1; result[0] > 0 && i <= result[0]; i++) result[2 + i] = i; /* a chain's path: its nodes */
+        return;
+    }
+    float *residual = scratch(b, &c->accept_work, &c->accept_work_cap, (size_t)2 * V, "acceptance scratch");
+    check(b,
+          kn_accept_tree(d_result, probs, q, token, c->parent, n, V, without_replacement, seed, round, base_position,
+                         residual, c->stream),
+          "accept_tree");
+    c_download(b, result, d_result, ((size_t)3 + n) * sizeof(int));
 }
 
 /* ---- status and set-up ---------------------------------------------------------------- */
@@ -335,8 +351,8 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
-    void *bufs[] = {c->tokens, c->table, c->q_rot, c->att_work,   c->dq,
-                    c->dk,     c->dv,    c->probs, c->probs_work, c->result};
+    void *bufs[] = {c->tokens, c->table, c->q_rot,      c->att_work, c->dq,         c->dk,
+                    c->dv,     c->probs, c->probs_work, c->result,   c->accept_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     free(c->host_table);
@@ -413,7 +429,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->attention = c_attention;
     b->deltanet = c_deltanet;
     b->probs = c_probs;
-    b->accept_chain = c_accept_chain;
+    b->accept = c_accept;
     b->status = c_status;
     b->release = c_release;
     return 0;
