@@ -37,6 +37,7 @@
  * token) after a 2-token prompt — and few: about a minute of CPU in all. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit/engine_compare.h"
@@ -148,10 +149,64 @@ START_TEST(test_device_acceptance_couples_with_the_host) {
 }
 END_TEST
 
+/* Where a round's acceptance runs: a tree drawn from q (here without replacement, two children under the root
+ * and one under the first) is accepted on the device, so its distributions never reach the host and the job's
+ * rows stay as they were; a tree of top ranks (accept_exact refuses it) takes them to the host and fails with
+ * accept_exact's message. The coupling above cannot tell where the rule ran; this does. */
+START_TEST(test_trees_are_accepted_on_the_device) {
+    fixture_model tf;
+    fixture_model_open(&tf, "micro-tied", 92, NULL);
+    engine e;
+    engine_options o = engine_defaults();
+    o.cuda = 1;
+    sp_error err;
+    ck_assert_msg(engine_open(&e, tf.dir, &o, &err) == 0, "%s", err.msg);
+    decode_target t;
+    engine_target_build(&t, &e);
+    const int V = e.cfg.vocab_size, prompt[3] = {1, 5, 9};
+    token_tree tree;
+    tree_build(&tree, V, 4);
+    float *p = calloc((size_t)4 * V, sizeof(float));
+    const sampler_params sp = sampler_defaults();
+    for (int top_ranks = 0; top_ranks < 2; top_ranks++) {
+        tree_reset(&tree, 7, top_ranks ? CHILDREN_TOP_RANKS : CHILDREN_NO_REPLACEMENT);
+        tree_add(&tree, 0, 3), tree_add(&tree, 0, 4), tree_add(&tree, 1, 5);
+        for (int i = 0; i < 4; i++)
+            for (int v = 0; v < V; v++) tree_q(&tree, i)[v] = 1.0f / V;
+        for (size_t i = 0; i < (size_t)4 * V; i++) p[i] = -1.0f; /* no distribution has a negative entry */
+        const int seq = t.seq_open(&t, &err);
+        ck_assert_msg(seq >= 0 && t.prefill(&t, seq, prompt, 3, NULL, NULL, &err) == 0, "%s", err.msg);
+        const target_job job = {seq, &tree, p, NULL};
+        const accept_site site = {5, 0, 3};
+        accept_result r;
+        const int rc = t.verify_accept(&t, &job, &sp, site, &r, &err);
+        int untouched = 1;
+        for (size_t i = 0; i < (size_t)4 * V; i++) untouched &= p[i] == -1.0f;
+        if (top_ranks) {
+            ck_assert_msg(rc != 0 && strstr(err.msg, "top-ranked"), "a tree of top ranks: %s", rc ? err.msg : "ok");
+            ck_assert_msg(!untouched, "a tree of top ranks: the distributions did not come to the host");
+        } else {
+            ck_assert_msg(rc == 0, "%s", err.msg);
+            ck_assert_msg(untouched, "a sampled tree's distributions came to the host");
+            ck_assert_msg(r.next_token >= 0 && r.next_token < V && r.n_accepted <= 2, "result %d, %d", r.n_accepted,
+                          r.next_token);
+            ck_assert(t.commit(&t, seq, r.path[r.n_accepted], &err) == 0);
+        }
+        t.seq_close(&t, seq);
+    }
+    free(p);
+    tree_free(&tree);
+    t.release(&t);
+    engine_close(&e);
+    fixture_model_close(&tf);
+}
+END_TEST
+
 Suite *accept_coupling_suite(void) {
     Suite *s = suite_create("accept_coupling");
     TCase *tc = harness_tcase("device against host acceptance", 300);
     tcase_add_test(tc, test_device_acceptance_couples_with_the_host);
+    tcase_add_test(tc, test_trees_are_accepted_on_the_device);
     suite_add_tcase(s, tc);
     return s;
 }
