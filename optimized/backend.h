@@ -114,10 +114,11 @@ struct engine_backend {
      * them), computed where the logits are: the processed distributions of its n rows of logits (backend
      * memory), then the walk over its drafts — token[n] (node 0's unread), drawn i.i.d. or without replacement
      * from their parents' rows of q[n, V] (both backend memory, uploaded before the pass so that nothing waits
-     * on the upload) — at accept_exact's rng sites. result (host memory, [3 + n]) = {accepted drafts, next
-     * token, 1 for a bonus, the accepted nodes below the root in path order}; accepted is −1 when a draft the
-     * walk reaches has q = 0. On a GPU the download of result is the round's one wait on the device. NULL where
-     * the distributions are in host memory anyway (the CPU's): the engine runs accept_exact. */
+     * on the upload; the rows of nodes without children are never read) — at accept_exact's rng sites. result (host
+     * memory, [3 + n]) = {accepted drafts, next token, 1 for a bonus, the accepted nodes below the root in path order};
+     * accepted is −1 when a draft the walk reaches has q = 0. On a GPU the download of result is the round's one wait
+     * on the device. NULL where the distributions are in host memory anyway (the CPU's): the engine runs accept_exact.
+     */
     void (*accept)(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n, int V,
                    int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
 

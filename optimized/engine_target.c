@@ -90,8 +90,11 @@ static int e_verify_accept(decode_target *t, const target_job *job, const sample
     if (!s) return -1;
     const int n = tree->n, V = e->cfg.vocab_size;
     if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
+    int q_rows = 0; /* the rows the walk reads: up to the last node with children (a chain: all but its leaf) */
+    for (int c = 1; c < n; c++)
+        if (tree->parent[c] + 1 > q_rows) q_rows = tree->parent[c] + 1;
     engine_act_reserve_tree(e, n);
-    e->be.upload(&e->be, e->act.tree_q, tree_q_const(tree, 0), (size_t)n * V * sizeof(float));
+    if (q_rows) e->be.upload(&e->be, e->act.tree_q, tree_q_const(tree, 0), (size_t)q_rows * V * sizeof(float));
     e->be.upload(&e->be, e->act.tree_tokens, tree->token, (size_t)n * sizeof(int));
     if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
     int result[3 + ENGINE_MAX_TREE_NODES];
