@@ -57,17 +57,31 @@ static int tt_prefill(decode_target *t, int seq, const int *tokens, int n, float
     return rc;
 }
 
-static int tt_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
-    timed_target *w = (timed_target *)t;
-    const double t0 = bench_now_s();
-    int rc = w->inner->verify(w->inner, jobs, n_jobs, sp, err);
-    const double dt = bench_now_s() - t0;
+static void record_pass(timed_target *w, double dt) {
     w->split->pass_s += dt;
     if (w->n_pass == w->cap) {
         w->cap = w->cap ? 2 * w->cap : 256;
         w->pass = sp_xrealloc(w->pass, (size_t)w->cap, sizeof(double), "bench pass times");
     }
     w->pass[w->n_pass] = dt; /* the commit that follows adds its time and closes the pass */
+}
+
+static int tt_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
+    timed_target *w = (timed_target *)t;
+    const double t0 = bench_now_s();
+    int rc = w->inner->verify(w->inner, jobs, n_jobs, sp, err);
+    record_pass(w, bench_now_s() - t0);
+    return rc;
+}
+
+/* The pass with its acceptance where the logits are (target.h): timed as a pass, as the host's acceptance
+ * after verify is timed as the round's. */
+static int tt_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
+                            accept_result *r, sp_error *err) {
+    timed_target *w = (timed_target *)t;
+    const double t0 = bench_now_s();
+    int rc = w->inner->verify_accept(w->inner, job, sp, site, r, err);
+    record_pass(w, bench_now_s() - t0);
     return rc;
 }
 
@@ -88,6 +102,7 @@ static void timed_target_build(timed_target *w, decode_target *inner, bench_spli
     w->t.seq_close = tt_seq_close;
     w->t.prefill = tt_prefill;
     w->t.verify = tt_verify;
+    w->t.verify_accept = inner->verify_accept ? tt_verify_accept : NULL;
     w->t.commit = tt_commit;
     w->t.position = tt_position;
     w->t.memory = tt_memory;

@@ -132,9 +132,9 @@ static int tree_pass(engine *e, eseq *s, int ctx, const void *arg, sp_error *err
     for (int i = 0; i < t->n; i++) tokens[i] = (i * 7919 + 13) % e->cfg.vocab_size;
     s->pos = ctx;
     if (engine_seq_begin_tree(e, s, t->parent, t->depth, t->n, err) ||
-        engine_forward_in_place(e, s, tokens, s->parent, s->depth, t->n, 1, NULL, err))
-        return -1;
-    s->pos = ctx; /* the root back out: every run at the same context */
+        engine_forward_in_place(e, s, tokens, s->parent, s->depth, t->n, 1, err) || e->be.status(&e->be, err))
+        return -1; /* status: the pass launched, then waited for */
+    s->pos = ctx;  /* the root back out: every run at the same context */
     engine_seq_end_tree(e, s);
     return 0;
 }

@@ -12,24 +12,31 @@ __device__ __forceinline__ float silu(float z) { return z / (1.0f + expf(-z)); }
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
+/* Node t's state: through a slot table, slot slot_of[t] of slots spaced `stride` floats apart (the engine's
+ * state slots, written in place); without one, the t-th of `per_node` floats in a contiguous buffer. */
+__device__ __forceinline__ float *node_state(float *slots, const int *slot_of, size_t stride, int t, size_t per_node) {
+    return slots + (slot_of ? (size_t)slot_of[t] * stride : (size_t)t * per_node);
+}
+
 /* ---- conv step ----------------------------------------------------------------- */
 
 /* v1: one thread per channel; every node reloads its parent's state from
  * memory (the slot just written by this same thread, or state0). */
-__global__ void conv_v1(float *out, float *slots, const float *state0, const float *x, const float *w,
-                        const int *parent, int m, int C, int K) {
+__global__ void conv_v1(float *out, float *slots, const int *slot_of, size_t stride, const float *state0,
+                        const float *x, const float *w, const int *parent, int m, int C, int K) {
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= C) return;
     const float *wc = w + (size_t)ch * K;
+    const size_t per_node = (size_t)C * (K - 1), mine = (size_t)ch * (K - 1);
     float st[KN_CONV_MAX_K];
     for (int t = 0; t < m; t++) {
         int p = parent ? parent[t] : t - 1;
-        const float *src = p < 0 ? state0 + (size_t)ch * (K - 1) : slots + ((size_t)p * C + ch) * (K - 1);
+        const float *src = (p < 0 ? state0 : node_state(slots, slot_of, stride, p, per_node)) + mine;
         for (int j = 0; j < K - 1; j++) st[j] = src[j];
         float xv = x[(size_t)t * C + ch];
         float acc = wc[K - 1] * xv;
         for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
-        float *dst = slots + ((size_t)t * C + ch) * (K - 1);
+        float *dst = node_state(slots, slot_of, stride, t, per_node) + mine; /* may be src: read above */
         for (int j = 0; j + 1 < K - 1; j++) dst[j] = st[j + 1];
         if (K > 1) dst[K - 2] = xv;
         out[(size_t)t * C + ch] = silu(acc);
@@ -40,10 +47,11 @@ __global__ void conv_v1(float *out, float *slots, const float *state0, const flo
  * the state carried in registers from a node to its child when the child
  * follows it, so a chain reads state0 once. */
 template <int K>
-__global__ void conv_v2(float *out, float *slots, const float *state0, const float *x, const float *w,
-                        const int *parent, int m, int C) {
+__global__ void conv_v2(float *out, float *slots, const int *slot_of, size_t stride, const float *state0,
+                        const float *x, const float *w, const int *parent, int m, int C) {
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= C) return;
+    const size_t per_node = (size_t)C * (K - 1), mine = (size_t)ch * (K - 1);
     float wc[K], st[K > 1 ? K - 1 : 1];
 #pragma unroll
     for (int j = 0; j < K; j++) wc[j] = w[(size_t)ch * K + j];
@@ -51,7 +59,7 @@ __global__ void conv_v2(float *out, float *slots, const float *state0, const flo
     for (int t = 0; t < m; t++) {
         int p = parent ? parent[t] : t - 1;
         if (p != have) {
-            const float *src = p < 0 ? state0 + (size_t)ch * (K - 1) : slots + ((size_t)p * C + ch) * (K - 1);
+            const float *src = (p < 0 ? state0 : node_state(slots, slot_of, stride, p, per_node)) + mine;
 #pragma unroll
             for (int j = 0; j < K - 1; j++) st[j] = src[j];
         }
@@ -62,7 +70,7 @@ __global__ void conv_v2(float *out, float *slots, const float *state0, const flo
 #pragma unroll
         for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
         if (K > 1) st[K - 2] = xv;
-        float *dst = slots + ((size_t)t * C + ch) * (K - 1);
+        float *dst = node_state(slots, slot_of, stride, t, per_node) + mine;
 #pragma unroll
         for (int j = 0; j < K - 1; j++) dst[j] = st[j];
         out[(size_t)t * C + ch] = silu(acc);
@@ -72,17 +80,21 @@ __global__ void conv_v2(float *out, float *slots, const float *state0, const flo
 
 static int conv_args_ok(int m, int C, int K) { return m >= 1 && C >= 1 && K >= 2 && K <= KN_CONV_MAX_K; }
 
-static cudaError_t launch_conv_v1(float *out, float *slots, const float *state0, const float *x, const float *w,
-                                  const int *parent, int m, int C, int K, cudaStream_t s) {
+static cudaError_t launch_conv_v1(float *out, float *slots, const int *slot_of, size_t stride, const float *state0,
+                                  const float *x, const float *w, const int *parent, int m, int C, int K,
+                                  cudaStream_t s) {
     if (!conv_args_ok(m, C, K)) return cudaErrorInvalidValue;
-    return KN_LAUNCH(conv_v1, kn_ceil_div(C, 128), 128, 0, s, out, slots, state0, x, w, parent, m, C, K);
+    return KN_LAUNCH(conv_v1, kn_ceil_div(C, 128), 128, 0, s, out, slots, slot_of, stride, state0, x, w, parent, m, C,
+                     K);
 }
 
-static cudaError_t launch_conv_v2(float *out, float *slots, const float *state0, const float *x, const float *w,
-                                  const int *parent, int m, int C, int K, cudaStream_t s) {
+static cudaError_t launch_conv_v2(float *out, float *slots, const int *slot_of, size_t stride, const float *state0,
+                                  const float *x, const float *w, const int *parent, int m, int C, int K,
+                                  cudaStream_t s) {
     if (!conv_args_ok(m, C, K)) return cudaErrorInvalidValue;
-    if (K != 4) return launch_conv_v1(out, slots, state0, x, w, parent, m, C, K, s);
-    return KN_LAUNCH(conv_v2<4>, kn_ceil_div(C, 128), 128, 0, s, out, slots, state0, x, w, parent, m, C);
+    if (K != 4) return launch_conv_v1(out, slots, slot_of, stride, state0, x, w, parent, m, C, K, s);
+    return KN_LAUNCH(conv_v2<4>, kn_ceil_div(C, 128), 128, 0, s, out, slots, slot_of, stride, state0, x, w, parent, m,
+                     C);
 }
 
 static const kn_conv_version conv_versions[] = {
@@ -109,9 +121,9 @@ __device__ __forceinline__ void gates(const float *a, const float *b, const floa
  * is read from the parent's slot, decayed, corrected and written to the
  * node's slot, with q and k normalised in shared memory. Two passes over the
  * column (the prediction Sᵀk, then the update and Sᵀq). */
-__global__ void delta_v1(float *out, float *slots, const float *S0, const float *q, const float *k, const float *v,
-                         const float *a, const float *b, const float *A_log, const float *dt_bias, const int *parent,
-                         int m, int Hk, int Hv, int Dk, int Dv) {
+__global__ void delta_v1(float *out, float *slots, const int *slot_of, size_t stride, const float *S0, const float *q,
+                         const float *k, const float *v, const float *a, const float *b, const float *A_log,
+                         const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv) {
     __shared__ float scratch[32];
     KN_DYN_SMEM(float, qk); /* [2, Dk]: normalised q then k */
     float *qs = qk, *ks = qk + Dk;
@@ -120,8 +132,9 @@ __global__ void delta_v1(float *out, float *slots, const float *S0, const float 
     float qscale = 1.0f / sqrtf((float)Dk);
     for (int t = 0; t < m; t++) {
         int p = parent ? parent[t] : t - 1;
-        const float *src = (p < 0 ? S0 : slots + (size_t)p * Hv * head) + (size_t)h * head;
-        float *dst = slots + ((size_t)t * Hv + h) * head;
+        const float *src = (p < 0 ? S0 : node_state(slots, slot_of, stride, p, Hv * head)) + (size_t)h * head;
+        /* dst may be src (a chain written in place): each element is read before this thread writes it */
+        float *dst = node_state(slots, slot_of, stride, t, Hv * head) + (size_t)h * head;
         const float *qt = q + ((size_t)t * Hk + kh) * Dk, *kt = k + ((size_t)t * Hk + kh) * Dk;
         float sq = 0.0f, sk = 0.0f;
         for (int i = threadIdx.x; i < Dk; i += blockDim.x) sq += qt[i] * qt[i], sk += kt[i] * kt[i];
@@ -159,10 +172,11 @@ __global__ void delta_v1(float *out, float *slots, const float *S0, const float 
  * without, no spills; both were 251, at the 255 cap, when the edge tests
  * of the 32 unrolled rows were hoisted into registers. */
 template <int RPT, bool FULL>
-__global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const float *S0, const float *q,
-                                                const float *k, const float *v, const float *a, const float *b,
-                                                const float *A_log, const float *dt_bias, const int *parent, int m,
-                                                int Hk, int Hv, int Dk, int Dv) {
+__global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const int *slot_of, size_t stride,
+                                                const float *S0, const float *q, const float *k, const float *v,
+                                                const float *a, const float *b, const float *A_log,
+                                                const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk,
+                                                int Dv) {
     __shared__ float scratch[32];
     __shared__ float qs[4 * RPT], ks[4 * RPT];
     int h = blockIdx.x, kh = h / (Hv / Hk);
@@ -192,7 +206,7 @@ __global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const 
         float decay, beta;
         gates(a, b, A_log, dt_bias, t, h, Hv, &decay, &beta);
         if (p != have) {
-            const float *src = (p < 0 ? S0 : slots + (size_t)p * Hv * head) + (size_t)h * head;
+            const float *src = (p < 0 ? S0 : node_state(slots, slot_of, stride, p, Hv * head)) + (size_t)h * head;
 #pragma unroll
             for (int ii = 0; ii < RPT; ii++) {
                 int i = r + 4 * ii;
@@ -210,7 +224,7 @@ __global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const 
         part += __shfl_xor_sync(0xffffffffu, part, 2);
         float u = ((col_ok ? v[((size_t)t * Hv + h) * Dv + j] : 0.0f) - part) * beta;
         float o = 0.0f;
-        float *dst = slots + ((size_t)t * Hv + h) * head;
+        float *dst = node_state(slots, slot_of, stride, t, Hv * head) + (size_t)h * head;
 #pragma unroll
         for (int ii = 0; ii < RPT; ii++) {
             int i = r + 4 * ii;
@@ -232,28 +246,30 @@ static int delta_args_ok(int m, int Hk, int Hv, int Dk, int Dv) {
     return m >= 1 && Hk >= 1 && Hv >= Hk && Hv % Hk == 0 && Dk >= 1 && Dk <= 1024 && Dv >= 1 && Dv <= 1024;
 }
 
-static cudaError_t launch_delta_v1(float *out, float *slots, const float *S0, const float *q, const float *k,
-                                   const float *v, const float *a, const float *b, const float *A_log,
-                                   const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv,
-                                   cudaStream_t s) {
+static cudaError_t launch_delta_v1(float *out, float *slots, const int *slot_of, size_t stride, const float *S0,
+                                   const float *q, const float *k, const float *v, const float *a, const float *b,
+                                   const float *A_log, const float *dt_bias, const int *parent, int m, int Hk, int Hv,
+                                   int Dk, int Dv, cudaStream_t s) {
     if (!delta_args_ok(m, Hk, Hv, Dk, Dv)) return cudaErrorInvalidValue;
     int threads = kn_ceil_div(Dv, 32) * 32;
-    return KN_LAUNCH(delta_v1, Hv, threads, 2 * Dk * sizeof(float), s, out, slots, S0, q, k, v, a, b, A_log, dt_bias,
-                     parent, m, Hk, Hv, Dk, Dv);
+    return KN_LAUNCH(delta_v1, Hv, threads, 2 * Dk * sizeof(float), s, out, slots, slot_of, stride, S0, q, k, v, a, b,
+                     A_log, dt_bias, parent, m, Hk, Hv, Dk, Dv);
 }
 
-static cudaError_t launch_delta_v2(float *out, float *slots, const float *S0, const float *q, const float *k,
-                                   const float *v, const float *a, const float *b, const float *A_log,
-                                   const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv,
-                                   cudaStream_t s) {
+static cudaError_t launch_delta_v2(float *out, float *slots, const int *slot_of, size_t stride, const float *S0,
+                                   const float *q, const float *k, const float *v, const float *a, const float *b,
+                                   const float *A_log, const float *dt_bias, const int *parent, int m, int Hk, int Hv,
+                                   int Dk, int Dv, cudaStream_t s) {
     if (!delta_args_ok(m, Hk, Hv, Dk, Dv)) return cudaErrorInvalidValue;
-    if (Dk > 128) return launch_delta_v1(out, slots, S0, q, k, v, a, b, A_log, dt_bias, parent, m, Hk, Hv, Dk, Dv, s);
+    if (Dk > 128)
+        return launch_delta_v1(out, slots, slot_of, stride, S0, q, k, v, a, b, A_log, dt_bias, parent, m, Hk, Hv, Dk,
+                               Dv, s);
     dim3 grid(Hv, kn_ceil_div(Dv, DELTA_COLS));
     if (Dk == 128 && Dv % DELTA_COLS == 0)
-        return KN_LAUNCH((delta_v2<32, true>), grid, 128, 0, s, out, slots, S0, q, k, v, a, b, A_log, dt_bias, parent,
-                         m, Hk, Hv, Dk, Dv);
-    return KN_LAUNCH((delta_v2<32, false>), grid, 128, 0, s, out, slots, S0, q, k, v, a, b, A_log, dt_bias, parent, m,
-                     Hk, Hv, Dk, Dv);
+        return KN_LAUNCH((delta_v2<32, true>), grid, 128, 0, s, out, slots, slot_of, stride, S0, q, k, v, a, b, A_log,
+                         dt_bias, parent, m, Hk, Hv, Dk, Dv);
+    return KN_LAUNCH((delta_v2<32, false>), grid, 128, 0, s, out, slots, slot_of, stride, S0, q, k, v, a, b, A_log,
+                     dt_bias, parent, m, Hk, Hv, Dk, Dv);
 }
 
 static const kn_delta_version delta_versions[] = {

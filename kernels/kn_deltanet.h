@@ -5,6 +5,13 @@
  * accepted node (no copy, no recomputation). parent[t] < t, −1 = the
  * committed state; parent NULL means a chain. All fp32.
  *
+ * Where node t's state goes (and its children's comes from): with a slot
+ * table, slot slot_of[t] of `slots`, slots `stride` floats apart — the
+ * engine's state slots, written straight into (several nodes may share a
+ * slot: a chain consumed in place, its first node reading state0 = that
+ * slot); with slot_of NULL, the t-th node's place in a contiguous
+ * slots[m, …] (stride unused). The two give the same bits.
+ *
  * conv_step (op_conv_step per node): out[m, C], slots[m, C, K−1] from
  *   state0[C, K−1], x[m, C], w[C, K]. K ≤ 8.
  *
@@ -24,13 +31,14 @@
 
 #define KN_CONV_MAX_K 8
 
-typedef cudaError_t (*kn_conv_fn)(float *out, float *slots, const float *state0, const float *x, const float *w,
-                                  const int *parent, int m, int C, int K, cudaStream_t stream);
+typedef cudaError_t (*kn_conv_fn)(float *out, float *slots, const int *slot_of, size_t stride, const float *state0,
+                                  const float *x, const float *w, const int *parent, int m, int C, int K,
+                                  cudaStream_t stream);
 
-typedef cudaError_t (*kn_delta_fn)(float *out, float *slots, const float *S0, const float *q, const float *k,
-                                   const float *v, const float *a, const float *b, const float *A_log,
-                                   const float *dt_bias, const int *parent, int m, int Hk, int Hv, int Dk, int Dv,
-                                   cudaStream_t stream);
+typedef cudaError_t (*kn_delta_fn)(float *out, float *slots, const int *slot_of, size_t stride, const float *S0,
+                                   const float *q, const float *k, const float *v, const float *a, const float *b,
+                                   const float *A_log, const float *dt_bias, const int *parent, int m, int Hk, int Hv,
+                                   int Dk, int Dv, cudaStream_t stream);
 
 typedef struct {
     const char *name, *what;

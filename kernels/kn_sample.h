@@ -14,9 +14,14 @@
  *            distributions the drafts were drawn from, draft[k] the tokens.
  *            result[0] = accepted drafts, result[1] = the next token
  *            (correction or bonus), result[2] = 1 for a bonus; result[0] = −1
- *            when a draft has q = 0 (accept_exact's error).
- * The race computes −log U in double with CUDA's log (≤ 1 ulp from glibc's):
- * a different winner needs two ratios within 2⁻⁵² of each other. */
+ *            when a draft has q = 0 (accept_exact's error), result[1] then its node (1 … k).
+ *   accept_tree  the exact rule of accept_exact on a tree of n nodes (parent[c] < c, node 0 the last committed
+ *            token, token[c] the drafts; children i.i.d. from q, or without replacement): p[n, V] the target's
+ *            processed distributions after each node, q[n, V] each node's proposal row (a leaf's unread).
+ *            result[0] = accepted drafts (−1: a reached draft with q = 0, result[1] its node), result[1] = the next
+ * token, result[2] = 1 for a bonus, result[3 ..] the accepted nodes below the root, in path order. work: 2·V floats of
+ * scratch. The race computes −log U in double with CUDA's log (≤ 1 ulp from glibc's): a different winner needs two
+ * ratios within 2⁻⁵² of each other. */
 #ifndef SPECULA_KN_SAMPLE_H
 #define SPECULA_KN_SAMPLE_H
 
@@ -47,6 +52,10 @@ KN_API cudaError_t kn_probs(float *probs, const float *logits, int m, int V, sam
 
 KN_API cudaError_t kn_sample(int *tokens, const float *probs, int m, int V, uint64_t seed, uint32_t purpose,
                              uint64_t index0, cudaStream_t stream);
+
+KN_API cudaError_t kn_accept_tree(int *result, const float *p, const float *q, const int *token, const int *parent,
+                                  int n, int V, int without_replacement, uint64_t seed, uint64_t round,
+                                  int base_position, float *work, cudaStream_t stream);
 
 KN_API cudaError_t kn_accept_chain(int *result, const float *p, const float *q, const int *draft, int k, int V,
                                    uint64_t seed, uint64_t round, int base_position, cudaStream_t stream);

@@ -29,6 +29,7 @@ typedef struct epass {
     const kv_table *table; /* reserved up to base + m */
     const int *parent, *depth;
     int m, n_in_place, base;
+    const int *state_slot; /* [m] host memory: node i's DeltaNet slot (the in-place nodes': the sequence's; −1: logged) */
 } epass;
 
 /* The tensors of one attention layer's core, all backend memory. */
@@ -57,6 +58,10 @@ typedef struct {
     float *const *conv_state, *const *rec_state;     /* [m] */
     const float *const *conv_from, *const *rec_from; /* [m] */
     float *const *log;                               /* [m] */
+    /* The same states as a slot table, for a backend that addresses them on the device: node i's are slot
+     * epass.state_slot[i]'s, at conv_slots and rec_slots (this layer's states in slot 0) + slot · slot_stride. */
+    float *conv_slots, *rec_slots;
+    size_t slot_stride; /* floats */
 } deltanet_args;
 
 /* One logged DeltaNet step (one node, one layer), all a replay needs to redo its state update: the conv's input
@@ -120,6 +125,18 @@ struct engine_backend {
     /* out[m, V] (host memory) = the processed distributions (sampler_probs) of the m rows of logits (backend
      * memory): on a GPU computed there, so only the distributions cross to the host. */
     void (*probs)(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp);
+
+    /* The exact rule of accept_exact (accept.h) on the tree of the pass just run (its parents as begin_pass had
+     * them), computed where the logits are: the processed distributions of its n rows of logits (backend
+     * memory), then the walk over its drafts — token[n] (node 0's unread), drawn i.i.d. or without replacement
+     * from their parents' rows of q[n, V] (both backend memory, uploaded before the pass so that nothing waits
+     * on the upload; the rows of nodes without children are never read) — at accept_exact's rng sites. result (host
+     * memory, [3 + n]) = {accepted drafts, next token, 1 for a bonus, the accepted nodes below the root in path order};
+     * accepted is −1 when a draft the walk reaches has q = 0. On a GPU the download of result is the round's one wait
+     * on the device. NULL where the distributions are in host memory anyway (the CPU's): the engine runs accept_exact.
+     */
+    void (*accept)(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n, int V,
+                   int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);

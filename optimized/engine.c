@@ -38,11 +38,14 @@ static void act_free(engine *e) {
     for (int i = 0; i < ACT_BUFFERS; i++)
         if (*bufs[i]) e->be.free(&e->be, *bufs[i]);
     if (a->logits) e->be.free(&e->be, a->logits);
+    if (a->tree_q) e->be.free(&e->be, a->tree_q);
+    if (a->tree_tokens) e->be.free(&e->be, a->tree_tokens);
     free(a->conv_state);
     free(a->rec_state);
     free(a->conv_from);
     free(a->rec_from);
     free(a->log);
+    free(a->state_slot);
     memset(a, 0, sizeof *a);
 }
 
@@ -67,6 +70,7 @@ void engine_act_reserve(engine *e, int m) {
     a->conv_from = sp_xrealloc(a->conv_from, (size_t)rows, sizeof *a->conv_from, "DeltaNet state pointers");
     a->rec_from = sp_xrealloc(a->rec_from, (size_t)rows, sizeof *a->rec_from, "DeltaNet state pointers");
     a->log = sp_xrealloc(a->log, (size_t)rows, sizeof *a->log, "DeltaNet log pointers");
+    a->state_slot = sp_xrealloc(a->state_slot, (size_t)rows, sizeof *a->state_slot, "DeltaNet node slots");
     a->rows = rows;
 }
 
@@ -85,6 +89,17 @@ void engine_act_reserve_logits(engine *e, int m) {
     engine_act_reserve(e, m);
     if (!e->act.logits)
         e->act.logits = e->be.alloc(&e->be, (size_t)e->act.rows * e->cfg.vocab_size * sizeof(float), "logits");
+}
+
+void engine_act_reserve_tree(engine *e, int n) {
+    eact *a = &e->act;
+    if (n <= a->tree_rows) return;
+    const int rows = n > 2 * a->tree_rows ? n : 2 * a->tree_rows;
+    if (a->tree_q) e->be.free(&e->be, a->tree_q);
+    if (a->tree_tokens) e->be.free(&e->be, a->tree_tokens);
+    a->tree_q = e->be.alloc(&e->be, (size_t)rows * e->cfg.vocab_size * sizeof(float), "draft distributions");
+    a->tree_tokens = e->be.alloc(&e->be, (size_t)rows * sizeof(int), "tree tokens");
+    a->tree_rows = rows;
 }
 
 const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {

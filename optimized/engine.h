@@ -52,10 +52,14 @@ typedef struct {
     float *mtp_in;       /* [rows, 2·D] */
     float *hidden_in;    /* [rows, D] the MTP module's input hidden states */
     float *logits;       /* [rows, V] in backend memory: always on a device, on the CPU once a pass kept them */
-    /* host memory: the DeltaNet state pointers of a layer's nodes */
+    float *tree_q;       /* [tree_rows, V] backend memory: a tree's q rows, for acceptance where the logits are */
+    int *tree_tokens;    /* [tree_rows] backend memory: its tokens */
+    int tree_rows;       /* capacity of the two above */
+    /* host memory: the DeltaNet state pointers of a layer's nodes, and their slots */
     float **conv_state, **rec_state;
     const float **conv_from, **rec_from;
     float **log;
+    int *state_slot;
 } eact;
 
 typedef struct engine {
@@ -137,15 +141,19 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
 /* The same pass with the logits left where the backend computed them, in e->act.logits (the CPU's in host
- * memory, a GPU's on the device), for a round that processes them where they are (hidden, when not NULL, still
- * comes to the host). */
+ * memory, a GPU's on the device), and the final-normed hidden states in e->act.xn, for a round that processes
+ * them where they are. Launched, not waited for: the caller reads what it needs, then calls be.status, so a
+ * round on a GPU waits on the device once. */
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
-                            int n_in_place, float *hidden, sp_error *err);
+                            int n_in_place, sp_error *err);
 
 /* Room for passes of m rows. */
 void engine_act_reserve(engine *e, int m);
 /* ... and for their logits in backend memory (always there on a device; on the CPU only once asked for). */
 void engine_act_reserve_logits(engine *e, int m);
+
+/* ... and for a tree of n nodes, its tokens and q rows, in backend memory (act.tree_q, act.tree_tokens). */
+void engine_act_reserve_tree(engine *e, int n);
 
 /* n floats of backend memory into host memory. */
 void engine_download(engine *e, float *host, const float *src, size_t n);

@@ -71,7 +71,10 @@ static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, 
                                 a->rec_state,
                                 a->conv_from,
                                 a->rec_from,
-                                a->log};
+                                a->log,
+                                engine_slot_conv(e, 0, li),
+                                engine_slot_recurrent(e, 0, li),
+                                e->slot_floats};
     e->be.deltanet(&e->be, p, &args);
     matmul(e, a->out, layer, ROLE_OUT_PROJ, a->att, m, D, Hv * Dv);
 }
@@ -104,7 +107,8 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
     decoder_layer(e, NULL, p, layer, type, type_index); /* attention layers only: no DeltaNet state */
 }
 
-/* The pass; logits into host rows (or none), or, in_place, into e->act.logits in backend memory. */
+/* The pass; logits into host rows (or none), waited for, or, in_place, into e->act.logits in backend memory,
+ * launched only (the caller waits, engine.h). */
 static int forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, int in_place, sp_error *err) {
     const model_config *c = &e->cfg;
@@ -117,10 +121,11 @@ static int forward(engine *e, eseq *s, const int *tokens, const int *parent, con
     for (int i = 0; i < m; i++)
         if (tokens[i] < 0 || tokens[i] >= V)
             return sp_fail(err, "%s engine: token %d is outside the vocabulary [0, %d)", e->be.name, tokens[i], V);
-    const epass p = {&e->kv, &s->kv, parent, depth, m, n_in_place, s->pos};
-    kv_table_reserve(&e->kv, &s->kv, p.base, p.base + m); /* every node's keys and values at base + i */
     engine_act_reserve(e, m);
     eact *a = &e->act;
+    const epass p = {&e->kv, &s->kv, parent, depth, m, n_in_place, s->pos, a->state_slot};
+    for (int i = 0; i < m; i++) a->state_slot[i] = node_slot(e, s, &p, i);
+    kv_table_reserve(&e->kv, &s->kv, p.base, p.base + m); /* every node's keys and values at base + i */
     e->be.begin_pass(&e->be, &p);
     e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, m, D);
     int n_full = 0, n_lin = 0;
@@ -129,13 +134,17 @@ static int forward(engine *e, eseq *s, const int *tokens, const int *parent, con
         decoder_layer(e, s, &p, l, type, type == LAYER_FULL_ATTENTION ? n_full++ : n_lin++);
     }
     e->be.rmsnorm(&e->be, a->xn, a->x, small(e, 0, ROLE_FINAL_NORM), m, D, c->rms_norm_eps);
-    if (hidden) engine_download(e, hidden, a->xn, (size_t)m * D);
-    if (in_place)
-        matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);
-    else if (logits)
-        engine_logits(e, logits, a->xn, m);
-    if (e->be.status(&e->be, err)) return -1;
     s->pos += n_in_place;
+    if (in_place) {
+        matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);
+        return 0;
+    }
+    if (hidden) engine_download(e, hidden, a->xn, (size_t)m * D);
+    if (logits) engine_logits(e, logits, a->xn, m);
+    if (e->be.status(&e->be, err)) {
+        s->pos -= n_in_place;
+        return -1;
+    }
     return 0;
 }
 
@@ -145,7 +154,7 @@ int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, con
 }
 
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
-                            int n_in_place, float *hidden, sp_error *err) {
+                            int n_in_place, sp_error *err) {
     engine_act_reserve_logits(e, m);
-    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, hidden, 1, err);
+    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, NULL, 1, err);
 }

@@ -4,11 +4,16 @@
  * writes its keys and values into the sequence's tree arrays and its
  * DeltaNet state into a slot of its own. A commit copies the accepted path's
  * keys and values into the KV blocks and takes the last accepted node's
- * slot as the sequence's state: no state is copied. */
+ * slot as the sequence's state: no state is copied. On a backend that
+ * accepts where the logits are (accept: the CUDA one), a tree's pass and
+ * its exact acceptance are one call (verify_accept), and only the result
+ * and the accepted path's hidden states cross to the host. */
 #include "engine_target.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "accept.h"
 
 static engine *eng(const decode_target *t) { return t->impl; }
 
@@ -50,7 +55,8 @@ static int verify_one(engine *e, const target_job *job, const sampler_params *sp
     if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
     if (!sp) return engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err);
     /* the distributions computed where the logits are: on a GPU only they cross to the host */
-    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, job->hidden, err)) return -1;
+    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
+    if (job->hidden) engine_download(e, job->hidden, e->act.xn, (size_t)n * e->cfg.hidden_size);
     e->be.probs(&e->be, job->p, e->act.logits, n, V, sp);
     return e->be.status(&e->be, err);
 }
@@ -59,6 +65,52 @@ static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const 
     for (int j = 0; j < n_jobs; j++)
         if (verify_one(eng(t), &jobs[j], sp, err)) return -1;
     return 0;
+}
+
+/* The pass, then accept_exact on the host: the trees the backend's accept does not take (top ranks, whose
+ * accept_exact is an error). */
+static int verify_then_accept(engine *e, const target_job *job, const sampler_params *sp, accept_site site,
+                              accept_result *r, sp_error *err) {
+    if (verify_one(e, job, sp, err)) return -1;
+    float *scratch = sp_xcalloc((size_t)2 * e->cfg.vocab_size, sizeof(float), "acceptance scratch");
+    const int rc = accept_exact(job->tree, job->p, site, scratch, r, err);
+    free(scratch);
+    return rc;
+}
+
+/* A tree's pass and its acceptance where the logits are (backend.h, accept): the tree's tokens and q rows go to
+ * the backend before the pass, so no upload waits on it; the result comes back (on a GPU the round's one wait),
+ * then the hidden states up to the accepted path's last node when the caller reads them. */
+static int e_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
+                           accept_result *r, sp_error *err) {
+    engine *e = eng(t);
+    const token_tree *tree = job->tree;
+    if (tree->kind == CHILDREN_TOP_RANKS) return verify_then_accept(e, job, sp, site, r, err);
+    eseq *s = engine_seq(e, job->seq, err);
+    if (!s) return -1;
+    const int n = tree->n, V = e->cfg.vocab_size;
+    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
+    int q_rows = 0; /* the rows the walk reads: up to the last node with children (a chain: all but its leaf) */
+    for (int c = 1; c < n; c++)
+        if (tree->parent[c] + 1 > q_rows) q_rows = tree->parent[c] + 1;
+    engine_act_reserve_tree(e, n);
+    if (q_rows) e->be.upload(&e->be, e->act.tree_q, tree_q_const(tree, 0), (size_t)q_rows * V * sizeof(float));
+    e->be.upload(&e->be, e->act.tree_tokens, tree->token, (size_t)n * sizeof(int));
+    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
+    int result[3 + ENGINE_MAX_TREE_NODES];
+    e->be.accept(&e->be, result, e->act.logits, e->act.tree_q, e->act.tree_tokens, n, V,
+                 tree->kind == CHILDREN_NO_REPLACEMENT, sp, site.seed, site.round, site.base_position);
+    if (e->be.status(&e->be, err)) return -1;
+    if (result[0] < 0) /* accept_exact's message, for the node the walk stopped at */
+        return sp_fail(err, "node %d: drafted token %d has proposal probability 0", result[1], tree->token[result[1]]);
+    r->n_accepted = result[0];
+    r->path[0] = 0;
+    for (int i = 1; i <= r->n_accepted; i++) r->path[i] = result[2 + i];
+    r->next_token = result[1];
+    r->bonus = result[2];
+    const int rows = r->path[r->n_accepted] + 1; /* a chain's path: its first rows; a tree's: up to its last node */
+    if (job->hidden) engine_download(e, job->hidden, e->act.xn, (size_t)rows * e->cfg.hidden_size);
+    return e->be.status(&e->be, err);
 }
 
 static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
@@ -110,6 +162,7 @@ void engine_target_build(decode_target *t, engine *e) {
     t->seq_close = e_seq_close;
     t->prefill = e_prefill;
     t->verify = e_verify;
+    t->verify_accept = e->be.accept ? e_verify_accept : NULL; /* the CPU's: verify + accept_exact */
     t->commit = e_commit;
     t->position = e_position;
     t->memory = e_memory;

@@ -6,7 +6,9 @@
 #   2. the engine's CUDA backend against the reference on the embedded model:
 #      the logits of a 70-token prompt (two prefill chunks, five KV blocks),
 #      within the bound the emulator suite holds it to (1e-2 of the largest
-#      logit), and greedy tokens beside the CPU engine's;
+#      logit), greedy tokens beside the CPU engine's, and sampled tokens
+#      beside the CPU engine's seed for seed (tools/gpu-coupling.sh: the
+#      runs that differ bound the total-variation distance of the laws);
 #   3. specula bench --synthetic models/qwen3.8-27b: the 27B's passes on
 #      random weights made on the device, and the embedded model's decode on
 #      the CUDA and CPU engines;
@@ -60,6 +62,7 @@ step() {
 synthetic=${GPU_SESSION_SYNTHETIC:-models/qwen3.8-27b} contexts=${GPU_SESSION_CONTEXTS:-1024,32768}
 runs=${GPU_SESSION_RUNS:-10} tokens=${GPU_SESSION_TOKENS:-128} greedy=${GPU_SESSION_GREEDY_TOKENS:-48}
 n_logits=${GPU_SESSION_LOGIT_TOKENS:-70} bench_runs=${GPU_SESSION_BENCH_RUNS:-5}
+coupling_seeds=${GPU_SESSION_COUPLING_SEEDS:-10} # 60 runs: each CUDA one starts a context (~0.5 s)
 spec=${GPU_SESSION_ENGINE:-}
 
 # 1. the kernels (their own log, TSV and table land in $out)
@@ -109,6 +112,8 @@ for backend in cuda cpu; do
 done
 cmp -s "$dir/greedy-cuda.txt" "$dir/greedy-cpu.txt" && echo "greedy text: the same on both engines" ||
     echo "greedy text: the engines differ (bf16 KV on the GPU; not a failure by itself)"
+# sampled tokens seed for seed: the device's acceptance beside the CPU engine's (a coupling: tools/gpu-coupling.sh)
+step "sampled tokens: cuda beside cpu" 60 tools/gpu-coupling.sh "$spec" "$model" "$coupling_seeds" "$greedy"
 
 # 3. speed
 step "bench: synthetic $synthetic" 150 "$spec" bench --synthetic "$synthetic" --backend cuda \

@@ -1,7 +1,10 @@
 /* check_deltanet.cu — validates and times the DeltaNet conv step and gated
  * delta rule (kn_deltanet.h) against twin_conv_step / twin_delta_step, for
  * chains and for branching trees, comparing both the outputs and every
- * written state slot. */
+ * written state slot; and each version's slot-table form (the engine's
+ * state slots written in place) bit for bit against its contiguous form. */
+#include <string.h>
+
 #include "gc.cuh"
 #include "kn_deltanet.h"
 #include "twin.h"
@@ -25,6 +28,52 @@ static void make_parents(int *parent, int m, int tree, uint64_t seed) {
 }
 
 static double max2(double a, double b) { return (a > b || isnan(a)) ? a : b; }
+
+/* Floats of dev[n] (device) whose bits differ from want[n] (host). */
+static size_t bits_differ(const float *dev, const float *want, size_t n) {
+    float *got = (float *)gc_hmalloc(n * 4);
+    gc_d2h(got, dev, n * 4);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += memcmp(&got[i], &want[i], 4) != 0;
+    free(got);
+    return bad;
+}
+
+/* The slot-table form (kn_deltanet.h) of a call whose contiguous result — out[n_out], slots[m, per_node] — was
+ * just validated, in the engine's two layouts: a chain consumed in place (every node in slot 0, which is also
+ * state0 and starts as the committed state: a prefill), and a tree whose nodes sit in slots in reverse order,
+ * padded apart as the engine's slots are by the other layers' states. run(out, slots, slot_of, stride, state0)
+ * launches the version. Returns the floats whose bits differ from the contiguous call's (INFINITY when the launch
+ * fails): the table changes where states go, never what they are. */
+template <class Run>
+static double table_mismatches(Run run, const float *out, const float *slots, const float *state0, size_t n_out,
+                               size_t per_node, int m, int tree) {
+    const size_t stride = per_node + 5;
+    const int n_slots = tree ? m + 1 : 1;
+    float *table_slots = (float *)gc_dmalloc(stride * n_slots * 4), *table_out = (float *)gc_dmalloc(n_out * 4);
+    int *slot_of_h = (int *)gc_hmalloc((size_t)m * 4), *slot_of = (int *)gc_dmalloc((size_t)m * 4);
+    for (int t = 0; t < m; t++) slot_of_h[t] = tree ? m - t : 0;
+    gc_h2d(slot_of, slot_of_h, (size_t)m * 4);
+    const float *from = state0;
+    if (!tree) { /* in place: slot 0 holds the committed state, and every node reads and writes it */
+        gc_d2d(table_slots, state0, per_node * 4);
+        from = table_slots;
+    }
+    float *out_h = (float *)gc_hmalloc(n_out * 4), *slots_h = (float *)gc_hmalloc((size_t)m * per_node * 4);
+    gc_d2h(out_h, out, n_out * 4), gc_d2h(slots_h, slots, (size_t)m * per_node * 4);
+    double bad = INFINITY;
+    if (run(table_out, table_slots, slot_of, stride, from) == cudaSuccess) {
+        gc_sync("slot table");
+        bad = (double)bits_differ(table_out, out_h, n_out);
+        for (int t = 0; t < m; t++)
+            if (tree || t == m - 1) /* in place, the slot ends with the last node's state */
+                bad += (double)bits_differ(table_slots + (size_t)slot_of_h[t] * stride, slots_h + (size_t)t * per_node,
+                                           per_node);
+    }
+    gc_dfree(table_slots), gc_dfree(table_out), gc_dfree(slot_of);
+    free(slot_of_h), free(out_h), free(slots_h);
+    return bad;
+}
 
 static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tree) {
     size_t st_n = (size_t)C * (K - 1), x_n = (size_t)m * C;
@@ -59,7 +108,7 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
         char note[96] = "";
         double err = INFINITY, us = NAN;
         gc_poison(out, x_n * 4), gc_poison(slots, st_n * m * 4);
-        cudaError_t e = vs[vi].fn(out, slots, ST0(0), X(0), Wc(0), parent, m, C, K, 0);
+        cudaError_t e = vs[vi].fn(out, slots, NULL, 0, ST0(0), X(0), Wc(0), parent, m, C, K, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -69,12 +118,22 @@ static void conv_case(gc_ctx *c, const char *shape, int m, int C, int K, int tre
             if (gc_status_for(err, CONV_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
                     int s = it % rot.n_sets;
-                    return vs[vi].fn((float *)gc_rot_buf(&rot, s, 3), (float *)gc_rot_buf(&rot, s, 4), ST0(s), X(s),
-                                     Wc(s), parent, m, C, K, 0);
+                    return vs[vi].fn((float *)gc_rot_buf(&rot, s, 3), (float *)gc_rot_buf(&rot, s, 4), NULL, 0, ST0(s),
+                                     X(s), Wc(s), parent, m, C, K, 0);
                 });
         }
         double bytes = 4.0 * (st_n + 2.0 * x_n + (double)C * K + st_n * m);
         gc_record(c, "conv", vs[vi].name, shape, m, err, CONV_BOUND, us, bytes, 0.0, note);
+        if (gc_status_for(err, CONV_BOUND) != GC_OK) continue;
+        const double bad = table_mismatches(
+            [&](float *o, float *sl, const int *slot_of, size_t stride, const float *from) {
+                return vs[vi].fn(o, sl, slot_of, stride, from, X(0), Wc(0), parent, m, C, K, 0);
+            },
+            out, slots, ST0(0), x_n, st_n, m, tree);
+        char table_version[32]; /* the version's slot-table form: validated, not timed */
+        snprintf(table_version, sizeof table_version, "%s table", vs[vi].name);
+        gc_record(c, "conv", table_version, shape, m, bad, 0.0, NAN, 0.0, 0.0,
+                  bad == 0 ? "" : "bits differ from the contiguous call");
     }
     gc_rot_free(&rot);
     if (parent) gc_dfree(parent);
@@ -139,8 +198,8 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
         char note[96] = "";
         double err = INFINITY, us = NAN;
         gc_poison(out, v_n * 4), gc_poison(slots, st_n * m * 4);
-        cudaError_t e = vs[vi].fn(out, slots, d0.S0, d0.q, d0.k, d0.v, d0.a, d0.b, d0.A_log, d0.dt_bias, parent, m, Hk,
-                                  Hv, Dk, Dv, 0);
+        cudaError_t e = vs[vi].fn(out, slots, NULL, 0, d0.S0, d0.q, d0.k, d0.v, d0.a, d0.b, d0.A_log, d0.dt_bias,
+                                  parent, m, Hk, Hv, Dk, Dv, 0);
         if (e != cudaSuccess) {
             snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
         } else {
@@ -150,13 +209,24 @@ static void delta_case(gc_ctx *c, const char *shape, int m, int Hk, int Hv, int 
             if (gc_status_for(err, DELTA_BOUND) == GC_OK)
                 us = gc_time_us(c, [&](int it) {
                     const delta_in r = in(it % rot.n_sets);
-                    return vs[vi].fn(r.out, r.slots, r.S0, r.q, r.k, r.v, r.a, r.b, r.A_log, r.dt_bias, parent, m, Hk,
-                                     Hv, Dk, Dv, 0);
+                    return vs[vi].fn(r.out, r.slots, NULL, 0, r.S0, r.q, r.k, r.v, r.a, r.b, r.A_log, r.dt_bias, parent,
+                                     m, Hk, Hv, Dk, Dv, 0);
                 });
         }
         double bytes = 4.0 * (st_n * (1.0 + m) + 2.0 * qk_n + 2.0 * v_n + 2.0 * ab_n + 2.0 * Hv);
         double flops = 6.0 * m * (double)st_n;
         gc_record(c, "deltanet", vs[vi].name, shape, m, err, DELTA_BOUND, us, bytes, flops, note);
+        if (gc_status_for(err, DELTA_BOUND) != GC_OK) continue;
+        const double bad = table_mismatches(
+            [&](float *o, float *sl, const int *slot_of, size_t stride, const float *from) {
+                return vs[vi].fn(o, sl, slot_of, stride, from, d0.q, d0.k, d0.v, d0.a, d0.b, d0.A_log, d0.dt_bias,
+                                 parent, m, Hk, Hv, Dk, Dv, 0);
+            },
+            out, slots, d0.S0, v_n, st_n, m, tree);
+        char table_version[32]; /* the version's slot-table form: validated, not timed */
+        snprintf(table_version, sizeof table_version, "%s table", vs[vi].name);
+        gc_record(c, "deltanet", table_version, shape, m, bad, 0.0, NAN, 0.0, 0.0,
+                  bad == 0 ? "" : "bits differ from the contiguous call");
     }
     gc_rot_free(&rot);
     if (parent) gc_dfree(parent);

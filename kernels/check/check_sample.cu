@@ -1,7 +1,7 @@
 /* check_sample.cu — validates and times the device sampler (kn_sample.h):
  * processed distributions against sampler_probs (values and the kept set),
- * race draws against sampler_sample, and chain acceptance against
- * accept_exact on a chain token_tree, draw for draw over many sites. */
+ * race draws against sampler_sample, and chain and tree acceptance against
+ * accept_exact, draw for draw over many sites. */
 #include <string.h>
 
 #include "gc.cuh"
@@ -224,6 +224,87 @@ static void accept_case(gc_ctx *c, const char *shape, int k, int V, sampler_para
     free(lp), free(lq), free(p_h), free(q_h), free(draft_h);
 }
 
+/* accept_exact on a tree: its result in kn_accept_tree's layout (out[3 + n]). */
+static void twin_accept_tree(const float *p, const float *q, const int *token, const int *parent, int n, int V,
+                             children_kind kind, uint64_t seed, uint64_t round, int base, int *out) {
+    token_tree t;
+    tree_build(&t, V, n);
+    tree_reset(&t, token[0], kind);
+    for (int c = 1; c < n; c++) tree_add(&t, parent[c], token[c]);
+    for (int i = 0; i < n; i++) memcpy(tree_q(&t, i), q + (size_t)i * V, (size_t)V * 4);
+    float *scratch = (float *)gc_hmalloc((size_t)2 * V * 4);
+    accept_result r;
+    sp_error err;
+    accept_site site = {seed, round, base};
+    int rc = accept_exact(&t, p, site, scratch, &r, &err);
+    out[0] = rc ? -1 : r.n_accepted, out[1] = rc ? -1 : r.next_token, out[2] = rc ? 0 : r.bonus;
+    for (int i = 1; !rc && i <= r.n_accepted; i++) out[2 + i] = r.path[i];
+    free(scratch);
+    tree_free(&t);
+}
+
+/* kn_accept_tree against accept_exact on a fixed branching tree (three children under the root, two under the
+ * first, one deeper), its drafts drawn from their parents' q as a proposer draws them (without replacement:
+ * each sibling from q without the earlier siblings' tokens), over many sites: the same result on every trial. */
+static void accept_tree_case(gc_ctx *c, const char *shape, int V, children_kind kind, sampler_params sp, int trials) {
+    enum { N = 7 };
+    static const int parent_h[N] = {-1, 0, 0, 0, 1, 1, 4};
+    const size_t pn = (size_t)N * V;
+    float *lp = host_logits(N, V, c->seed ^ 0x7ee, 0, 0);
+    float *lq = (float *)gc_hmalloc(pn * 4);
+    uint64_t x = c->seed | 1;
+    for (size_t i = 0; i < pn; i++) { /* the proposer: the target's logits plus noise */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        lq[i] = lp[i] + ((float)(x >> 40) * (1.0f / 16777216.0f) - 0.5f) * 3.0f;
+    }
+    float *p_h = (float *)gc_hmalloc(pn * 4), *q_h = (float *)gc_hmalloc(pn * 4), *drawn = (float *)gc_hmalloc(V * 4);
+    twin_probs(p_h, lp, N, V, &sp);
+    twin_probs(q_h, lq, N, V, &sp);
+    float *p = (float *)gc_dmalloc(pn * 4), *q = (float *)gc_dmalloc(pn * 4), *work = (float *)gc_dmalloc(2 * V * 4);
+    int *token = (int *)gc_dmalloc(N * 4), *parent = (int *)gc_dmalloc(N * 4), *res = (int *)gc_dmalloc((3 + N) * 4);
+    gc_h2d(p, p_h, pn * 4), gc_h2d(q, q_h, pn * 4), gc_h2d(parent, parent_h, N * 4);
+    const uint64_t seed = c->seed ^ 0x7eedull;
+    int token_h[N], mismatches = 0, accepted = 0;
+    char note[96] = "";
+    for (int tr = 0; tr < trials; tr++) {
+        const int base = 2000 + 11 * tr;
+        token_h[0] = 0;
+        for (int n = 1; n < N; n++) {
+            const int u = parent_h[n];
+            memcpy(drawn, q_h + (size_t)u * V, (size_t)V * 4);
+            for (int s = 1; kind == CHILDREN_NO_REPLACEMENT && s < n; s++)
+                if (parent_h[s] == u) drawn[token_h[s]] = 0.0f; /* an earlier sibling's token: drawn already */
+            rng_site site = {seed, RNG_DRAFT, (uint64_t)(base + n) + ((uint64_t)tr << 40)};
+            token_h[n] = sampler_sample(drawn, V, site);
+        }
+        gc_h2d(token, token_h, N * 4);
+        cudaError_t e = kn_accept_tree(res, p, q, token, parent, N, V, kind == CHILDREN_NO_REPLACEMENT, seed,
+                                       (uint64_t)tr, base, work, 0);
+        if (e != cudaSuccess) {
+            snprintf(note, sizeof note, "launch: %s", cudaGetErrorString(e));
+            mismatches = trials;
+            break;
+        }
+        gc_sync("kn_accept_tree");
+        int got[3 + N], want[3 + N];
+        gc_d2h(got, res, sizeof got);
+        twin_accept_tree(p_h, q_h, token_h, parent_h, N, V, kind, seed, (uint64_t)tr, base, want);
+        int differ = got[0] != want[0] || got[1] != want[1] || got[2] != want[2];
+        for (int i = 0; !differ && i < want[0]; i++) differ = got[3 + i] != want[3 + i];
+        mismatches += differ;
+        accepted += want[0] > 0;
+    }
+    double err = (double)mismatches / trials;
+    if (mismatches && !note[0])
+        snprintf(note, sizeof note, "%d of %d trials differ from accept_exact", mismatches, trials);
+    else if (!note[0])
+        snprintf(note, sizeof note, "%d trials accepted a draft, %d none", accepted, trials - accepted);
+    gc_record(c, "accept", kind == CHILDREN_NO_REPLACEMENT ? "tree norepl" : "tree iid", shape, N, err, DRAW_BOUND, NAN,
+              8.0 * V, 0.0, note);
+    gc_dfree(p), gc_dfree(q), gc_dfree(work), gc_dfree(token), gc_dfree(parent), gc_dfree(res);
+    free(lp), free(lq), free(p_h), free(q_h), free(drawn);
+}
+
 static sampler_params params(float t, int k, float top_p, float min_p) {
     sampler_params sp;
     sp.temperature = t, sp.top_k = k, sp.top_p = top_p, sp.min_p = min_p;
@@ -240,6 +321,8 @@ void gc_family_sample(gc_ctx *c) {
     sample_case(c, "odd V=999 k=5", 2, 999, params(0.7f, 5, 1.0f, 0.0f));
     accept_case(c, "odd k=3 V=600", 3, 600, params(1.0f, 0, 1.0f, 0.0f), 24);
     accept_case(c, "odd k=5 V=257 greedy", 5, 257, params(0.0f, 0, 1.0f, 0.0f), 8);
+    accept_tree_case(c, "odd tree of 7 V=300", 300, CHILDREN_IID, params(1.0f, 0, 1.0f, 0.0f), 48);
+    accept_tree_case(c, "odd tree of 7 V=300 T=1.5", 300, CHILDREN_NO_REPLACEMENT, params(1.5f, 0, 1.0f, 0.0f), 48);
     if (c->emu) return;
     for (int m = 1; m <= 4; m += 3) probs_case(c, GC_SHAPE_PROBS, m, GC27_V, params(0.7f, 20, 0.95f, 0.0f), 0, 0);
     probs_case(c, "V=248320 T=1 p=0.9", 1, GC27_V, params(1.0f, 0, 0.9f, 0.0f), 0, 0);

@@ -200,7 +200,7 @@ static const gc_family families[] = {
     {"rope_kv", gc_family_rope_kv, "q/k norm + partial RoPE + paged KV write"},
     {"attention", gc_family_attention, "paged decode / tree attention, split-K"},
     {"deltanet", gc_family_deltanet, "causal conv step and gated delta rule over chains and trees"},
-    {"sample", gc_family_sample, "processed distribution, exponential race, chain acceptance"},
+    {"sample", gc_family_sample, "processed distribution, exponential race, chain and tree acceptance"},
 };
 
 const gc_family *gc_families(int *count) {

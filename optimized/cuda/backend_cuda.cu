@@ -10,10 +10,11 @@
  * and cache position each node reads and writes; this file turns that into
  * the kernels' arguments: a block table per layer, each node's RoPE
  * position and cache slot, the tree's visibility masks, and the parents of
- * the DeltaNet chain. The DeltaNet kernels write the m nodes' states into a
- * contiguous scratch, copied afterwards into each node's slot (one extra
- * write of the states a pass produces; a kernel that writes through a slot
- * table would save it). */
+ * the DeltaNet chain, and each node's DeltaNet slot, through which the
+ * DeltaNet kernels write its state in place (no scratch, no copy). A verify
+ * pass under the exact rule ends in kn_probs and kn_accept_chain (or
+ * kn_accept_tree) on the device, so only the result of the round comes
+ * back (accept). */
 extern "C" {
 #include "backend.h"
 #include "dtype.h"
@@ -37,13 +38,13 @@ typedef struct {
     char device[160];
     char failure[512]; /* the first failed launch since the last status call ("" none) */
     /* device scratch, grown as passes grow; pos .. tables point into `table`, the pass's arrays (c_begin_pass) */
-    int *tokens, *table, *pos, *slot, *parent, *tables;
+    int *tokens, *table, *pos, *slot, *parent, *state_slot, *tables, *result;
     uint64_t *mask;
     int n_blocks;
-    size_t tokens_cap, table_cap;
-    float *q_rot, *att_work, *conv_slots, *rec_slots, *dq, *dk, *dv, *probs;
+    size_t tokens_cap, table_cap, result_cap;
+    float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
-    size_t q_rot_cap, att_work_cap, conv_slots_cap, rec_slots_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap;
+    size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
     int *host_table; /* [table_cap] */
     /* the version of each kernel family the engine runs */
     kn_rmsnorm_fn rmsnorm;
@@ -213,13 +214,13 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 
 /* ---- attention ----------------------------------------------------------------------- */
 
-/* Node t's RoPE position, cache slot, parent and visible nodes (its ancestors in the pass and itself), and every
- * attention layer's block table in the kernels' numbering (kv_cache.h's layout: block b of layer l is b·La + l),
- * uploaded once per pass: [La, n_blocks] after the four node arrays in one buffer. */
+/* Node t's RoPE position, cache slot, parent, visible nodes (its ancestors in the pass and itself) and DeltaNet
+ * state slot, and every attention layer's block table in the kernels' numbering (kv_cache.h's layout: block b of
+ * layer l is b·La + l), uploaded once per pass: [La, n_blocks] after the five node arrays in one buffer. */
 static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
     const int m = p->m, La = p->kv->n_layers, n = p->table->n;
-    const size_t ints = 3 * (size_t)KN_TREE_MAX + 2 * (size_t)KN_TREE_MAX + (size_t)La * n;
+    const size_t ints = 6 * (size_t)KN_TREE_MAX + (size_t)La * n;
     if (ints > c->table_cap) {
         scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
         c->host_table = (int *)sp_xrealloc(c->host_table, c->table_cap, sizeof(int), "pass arrays");
@@ -233,7 +234,9 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
         mask[t] = ((uint64_t)1 << t) | (p->parent[t] >= 0 ? mask[p->parent[t]] : 0);
     }
     memcpy(parent + KN_TREE_MAX, mask, (size_t)m * sizeof(uint64_t)); /* 2·KN_TREE_MAX ints hold the masks */
-    int *tables = parent + 3 * KN_TREE_MAX;
+    int *state_slot = parent + 3 * KN_TREE_MAX;
+    if (p->state_slot) memcpy(state_slot, p->state_slot, (size_t)m * sizeof(int)); /* none in the MTP module's */
+    int *tables = state_slot + KN_TREE_MAX;
     for (int la = 0; la < La; la++)
         for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = p->table->blocks[j] * La + la;
     c_upload(b, c->table, c->host_table, ints * sizeof(int));
@@ -241,7 +244,8 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     c->slot = c->table + KN_TREE_MAX;
     c->parent = c->table + 2 * KN_TREE_MAX;
     c->mask = (uint64_t *)(c->table + 3 * KN_TREE_MAX);
-    c->tables = c->table + 5 * KN_TREE_MAX;
+    c->state_slot = c->table + 5 * KN_TREE_MAX;
+    c->tables = c->table + 6 * KN_TREE_MAX;
     c->n_blocks = n;
 }
 
@@ -266,24 +270,17 @@ static void c_attention(engine_backend *b, const epass *p, int la, const attenti
 
 /* ---- Gated DeltaNet --------------------------------------------------------------------- */
 
-/* Node t's state into its slot, skipping nodes whose slot a later node of the pass writes (an in-place chain). */
-static void scatter_states(engine_backend *b, const float *states, size_t per_node, float *const *dst, int m) {
-    for (int t = 0; t < m; t++) {
-        int later = 0;
-        for (int u = t + 1; u < m && !later; u++) later = dst[u] == dst[t];
-        if (!later) c_copy(b, dst[t], states + (size_t)t * per_node, per_node * sizeof(float));
-    }
-}
-
+/* The convolution and the delta step write every node's state straight into its slot (the pass's slot table,
+ * c_begin_pass): no scratch, no copy. */
 static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
     const int C = config_conv_dim(cfg), K = cfg->conv_kernel, m = p->m;
     const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim;
-    const size_t conv_per = (size_t)C * (K - 1), rec_per = (size_t)Hv * Dk * Dv;
-    float *conv = scratch(b, &c->conv_slots, &c->conv_slots_cap, (size_t)m * conv_per, "conv states");
-    float *rec = scratch(b, &c->rec_slots, &c->rec_slots_cap, (size_t)m * rec_per, "recurrent states");
-    check(b, c->conv(a->mixed, conv, a->conv_from[0], a->qkv, a->conv_w, c->parent, m, C, K, c->stream), "conv_step");
+    check(b,
+          c->conv(a->mixed, a->conv_slots, c->state_slot, a->slot_stride, a->conv_from[0], a->qkv, a->conv_w, c->parent,
+                  m, C, K, c->stream),
+          "conv_step");
     /* the convolution's output [m, q | k | v] as the three arrays the delta step reads */
     float *q = scratch(b, &c->dq, &c->dq_cap, (size_t)m * Hk * Dk, "DeltaNet queries");
     float *k = scratch(b, &c->dk, &c->dk_cap, (size_t)m * Hk * Dk, "DeltaNet keys");
@@ -292,12 +289,10 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
     check(b, kn_copy_rows(k, Hk * Dk, a->mixed + Hk * Dk, C, Hk * Dk, m, c->stream), "copy_rows");
     check(b, kn_copy_rows(v, Hv * Dv, a->mixed + 2 * Hk * Dk, C, Hv * Dv, m, c->stream), "copy_rows");
     check(b,
-          c->delta(a->out, rec, a->rec_from[0], q, k, v, a->a, a->b, a->A_log, a->dt_bias, c->parent, m, Hk, Hv, Dk, Dv,
-                   c->stream),
+          c->delta(a->out, a->rec_slots, c->state_slot, a->slot_stride, a->rec_from[0], q, k, v, a->a, a->b, a->A_log,
+                   a->dt_bias, c->parent, m, Hk, Hv, Dk, Dv, c->stream),
           "delta_step");
     check(b, c->gatednorm(a->out, a->out, a->norm_w, a->z, m * Hv, Dv, cfg->rms_norm_eps, c->stream), "gatednorm");
-    scatter_states(b, conv, conv_per, a->conv_state, m);
-    scatter_states(b, rec, rec_per, a->rec_state, m);
 }
 
 /* ---- the processed distributions ------------------------------------------------------- */
@@ -309,6 +304,38 @@ static void c_probs(engine_backend *b, float *out, const float *logits, int m, i
     double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
     check(b, kn_probs(probs, logits, m, V, *sp, work, c->probs_work_cap, c->stream), "probs");
     c_download(b, out, probs, (size_t)m * V * sizeof(float));
+}
+
+/* ---- acceptance where the distributions are ------------------------------------------ */
+
+/* The distributions of the tree's n rows (kn_probs), then the walk over its drafts: kn_accept_chain's on a chain,
+ * kn_accept_tree's on a tree (its parents: the pass's, c_begin_pass); the result's download is the round's only
+ * wait. */
+static void c_accept(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n,
+                     int V, int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round,
+                     int base_position) {
+    cuda_impl *c = impl(b);
+    float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)n * V, "processed distributions");
+    const size_t work_doubles = kn_probs_work_doubles(n, V);
+    double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
+    int *d_result = scratch(b, &c->result, &c->result_cap, (size_t)3 + KN_TREE_MAX, "acceptance result");
+    check(b, kn_probs(probs, logits, n, V, *sp, work, c->probs_work_cap, c->stream), "probs");
+    const int *parent = c->host_table + 2 * KN_TREE_MAX; /* the pass's parents, as c_begin_pass uploaded them */
+    int chain = 1;
+    for (int i = 1; i < n && chain; i++) chain = parent[i] == i - 1;
+    if (chain) {
+        check(b, kn_accept_chain(d_result, probs, q, token + 1, n - 1, V, seed, round, base_position, c->stream),
+              "accept_chain");
+        c_download(b, result, d_result, 3 * sizeof(int));
+        for (int i = 1; result[0] > 0 && i <= result[0]; i++) result[2 + i] = i; /* a chain's path: its nodes */
+        return;
+    }
+    float *residual = scratch(b, &c->accept_work, &c->accept_work_cap, (size_t)2 * V, "acceptance scratch");
+    check(b,
+          kn_accept_tree(d_result, probs, q, token, c->parent, n, V, without_replacement, seed, round, base_position,
+                         residual, c->stream),
+          "accept_tree");
+    c_download(b, result, d_result, ((size_t)3 + n) * sizeof(int));
 }
 
 /* ---- status and set-up ---------------------------------------------------------------- */
@@ -324,8 +351,8 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
-    void *bufs[] = {c->tokens, c->table, c->q_rot, c->att_work, c->conv_slots, c->rec_slots,
-                    c->dq,     c->dk,    c->dv,    c->probs,    c->probs_work};
+    void *bufs[] = {c->tokens, c->table, c->q_rot,      c->att_work, c->dq,         c->dk,
+                    c->dv,     c->probs, c->probs_work, c->result,   c->accept_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     free(c->host_table);
@@ -402,6 +429,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->attention = c_attention;
     b->deltanet = c_deltanet;
     b->probs = c_probs;
+    b->accept = c_accept;
     b->status = c_status;
     b->release = c_release;
     return 0;

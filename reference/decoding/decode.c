@@ -106,6 +106,18 @@ static int accept_round(const decode_options *opt, const run_context *c, accept_
     return accept_exact(&c->tree, c->p, site, c->scratch, r, err);
 }
 
+/* The round's verify pass and acceptance: in one call to the target when it accepts on its side (exactly
+ * accept_exact, at the same sites) and the run asks for the exact rule, else the pass and the rule here. */
+static int verify_and_accept(const decode_options *opt, run_context *c, accept_site site, accept_result *r,
+                             sp_error *err) {
+    decode_target *t = c->t;
+    const target_job job = {c->seq, &c->tree, c->p, c->hidden};
+    if (t->verify_accept && !opt->custom_accept && opt->rule == RULE_EXACT)
+        return t->verify_accept(t, &job, &opt->sampling, site, r, err);
+    if (t->verify(t, &job, 1, &opt->sampling, err)) return -1;
+    return accept_round(opt, c, site, r, err);
+}
+
 /* The proposer realigns on the accepted path (root first) and the token after it. */
 static int proposer_commit(proposer *prop, run_context *c, const accept_result *r, sp_error *err) {
     const int D = c->t->cfg->hidden_size;
@@ -150,13 +162,10 @@ int decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt
         tree_reset(&c.tree, pending, prop ? prop->kind : CHILDREN_IID);
         const propose_call call = {&opt->sampling, opt->seed, round, position, remaining - 1};
         if (prop && remaining > 1 && (rc = prop->propose(prop, &c.tree, &call, err))) break;
-        const target_job job = {c.seq, &c.tree, c.p, c.hidden};
-        if ((rc = t->verify(t, &job, 1, &opt->sampling, err))) break;
-        out->acc.target_positions += c.tree.n;
-
         accept_result r;
         const accept_site site = {opt->seed, round, position};
-        if ((rc = accept_round(opt, &c, site, &r, err))) break;
+        if ((rc = verify_and_accept(opt, &c, site, &r, err))) break;
+        out->acc.target_positions += c.tree.n;
 
         /* the burst: the accepted tokens, then the correction or bonus */
         int burst[ACCEPT_MAX_PATH + 1], n_burst = 0;

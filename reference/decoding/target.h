@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "accept.h"
 #include "config.h"
 #include "error.h"
 #include "sampler.h"
@@ -65,6 +66,13 @@ struct decode_target {
     int (*prefill)(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden, sp_error *err);
     /* One pass over every job's tree. sp: the processing of p (NULL: raw logits). */
     int (*verify)(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err);
+    /* Optional (NULL: the round loop calls verify, then accept_exact itself). One sequence's verify pass
+     * followed by accept_exact (accept.h) on the target's side, where the distributions are: the same rule
+     * and the same rng sites, so for the same distributions the same result as verify + accept_exact on the
+     * host, while only the result crosses (a GPU's one wait of the round). job->p may be left unwritten;
+     * job->hidden, when not NULL, holds at least the rows of the accepted path's nodes. */
+    int (*verify_accept)(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
+                         accept_result *r, sp_error *err);
     /* The sequence becomes the state after `node` of its last verified tree (node 0: the root alone). */
     int (*commit)(decode_target *t, int seq, int node, sp_error *err);
     /* Positions consumed by the sequence. */

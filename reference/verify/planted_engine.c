@@ -1,12 +1,14 @@
-/* planted_engine.c — the engine's commit with a planted bug (see
- * planted_engine.h). Everything but the commit is the engine's own target. */
+/* planted_engine.c — the engine's commit, or its acceptance where the logits
+ * are, with a planted bug (see planted_engine.h). Everything else is the
+ * engine's own target. */
 #include "planted_engine.h"
 
 #include <stdlib.h>
 
 #include "engine_target.h"
 
-static const char *const names[PLANT_ENGINE_COUNT] = {"none", "engine-parent-slot", "engine-sibling-kv"};
+static const char *const names[PLANT_ENGINE_COUNT] = {"none", "engine-parent-slot", "engine-sibling-kv",
+                                                      "engine-accept-round"};
 
 const char *planted_engine_name(planted_engine_bug bug) {
     return (unsigned)bug < PLANT_ENGINE_COUNT ? names[bug] : "?";
@@ -28,6 +30,11 @@ static int p_prefill(decode_target *t, int seq, const int *tokens, int n, float 
 }
 static int p_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
     return inner(t)->verify(inner(t), jobs, n_jobs, sp, err);
+}
+static int p_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
+                           accept_result *r, sp_error *err) {
+    if (((planted *)t->impl)->bug == PLANT_ENGINE_ACCEPT_ROUND) site.round++;
+    return inner(t)->verify_accept(inner(t), job, sp, site, r, err);
 }
 static int p_position(const decode_target *t, int seq) { return inner(t)->position(inner(t), seq); }
 static void p_memory(const decode_target *t, const int *seqs, int n, target_memory *out) {
@@ -79,6 +86,7 @@ void planted_engine_target_build(decode_target *t, engine *e, planted_engine_bug
     t->seq_close = p_seq_close;
     t->prefill = p_prefill;
     t->verify = p_verify;
+    t->verify_accept = p->inner.verify_accept ? p_verify_accept : NULL;
     t->commit = p_commit;
     t->position = p_position;
     t->memory = p_memory;

@@ -343,3 +343,9 @@ int stats_tv_upper_two(const int64_t *a, const int64_t *b, const double *probs, 
     free(order);
     return 0;
 }
+
+double stats_clopper_pearson_upper(int64_t x, int64_t n, double delta) {
+    if (n <= 0 || x >= n) return 1.0;
+    if (x <= 0) return 1.0 - pow(delta, 1.0 / (double)n); /* the Beta(1, n) quantile in closed form */
+    return gsl_cdf_beta_Pinv(1.0 - delta, (double)x + 1.0, (double)(n - x));
+}

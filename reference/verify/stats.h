@@ -85,6 +85,14 @@ int stats_tv_upper(const int64_t *counts, const double *probs, int K, double del
 int stats_tv_upper_two(const int64_t *a, const int64_t *b, const double *probs, int K, double delta, stats_tv *tv,
                        sp_error *err);
 
+/* Clopper–Pearson's one-sided upper confidence bound on a binomial
+ * probability from x successes in n trials: with probability ≥ 1 − delta,
+ * the probability is ≤ the bound (the Beta(x + 1, n − x) quantile 1 − delta;
+ * 1 − delta^(1/n) when x = 0; 1 when x = n). Where a coupling's mismatches
+ * are the successes, it bounds the total-variation distance of the two laws
+ * (tests/gpu/test_accept_coupling.c). */
+double stats_clopper_pearson_upper(int64_t x, int64_t n, double delta);
+
 /* Noncentral chi-square with df degrees of freedom and noncentrality λ,
  * as the Poisson(λ/2) mixture of central chi-squares with df + 2j degrees of
  * freedom (absolute error below 1e-14). λ = 0 is the central law. */

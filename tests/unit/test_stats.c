@@ -189,6 +189,24 @@ START_TEST(test_holm_known_list) {
 }
 END_TEST
 
+/* The one-sided Clopper–Pearson bound u is the probability at which x or fewer successes in n trials have
+ * probability delta: P(Bin(n, u) ≤ x) = delta. Held to that definition through GSL's binomial CDF, to the closed
+ * form at x = 0 (1 − δ^(1/n): 0.0950 for 0 of 30, near the rule of three's 3/n) and to the edge x = n. */
+START_TEST(test_clopper_pearson_upper) {
+    static const int64_t cases[][2] = {{0, 30}, {1, 10}, {5, 10}, {2, 100}, {27, 32}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int64_t x = cases[i][0], n = cases[i][1];
+        const double u = stats_clopper_pearson_upper(x, n, 0.05);
+        const double tail = gsl_cdf_binomial_P((unsigned)x, u, (unsigned)n);
+        ck_assert_msg(fabs(tail - 0.05) < 1e-9 && u > (double)x / n, "%lld of %lld: bound %g, P(X <= x) = %g",
+                      (long long)x, (long long)n, u, tail);
+    }
+    ck_assert_msg(fabs(stats_clopper_pearson_upper(0, 30, 0.05) - 0.0950) < 5e-5, "0 of 30");
+    ck_assert(stats_clopper_pearson_upper(10, 10, 0.05) == 1.0);
+    ck_assert(stats_clopper_pearson_upper(0, 0, 0.05) == 1.0);
+}
+END_TEST
+
 /* ---- pooling ----------------------------------------------------------------- */
 
 START_TEST(test_pool_rule) {
@@ -578,6 +596,7 @@ Suite *stats_suite(void) {
     tcase_add_test(tc, test_agresti_party_by_gender);
     tcase_add_test(tc, test_mcdonald_independence);
     tcase_add_test(tc, test_holm_known_list);
+    tcase_add_test(tc, test_clopper_pearson_upper);
     tcase_add_test(tc, test_pool_rule);
     tcase_add_test(tc, test_gof_pools_and_reports);
     tcase_add_test(tc, test_bad_input_errors);
