@@ -38,12 +38,28 @@ void verify_small_draft_config(model_config *c) {
     c->vocab_size = VERIFY_SMALL_V;
 }
 
-int verify_world_vocab(verify_world_id id) { return id == VERIFY_SMALL ? VERIFY_SMALL_V : VERIFY_WORLD_V; }
+/* Only the config's EOS list changes: randmodel draws the same weights. */
+void verify_eos_target_config(model_config *c) {
+    verify_small_target_config(c);
+    c->num_eos = 1;
+    c->eos_token_ids[0] = VERIFY_EOS_TOKEN;
+}
 
-const char *verify_world_name(verify_world_id id) { return id == VERIFY_SMALL ? "small" : "main"; }
+void verify_eos_draft_config(model_config *c) {
+    verify_small_draft_config(c);
+    c->num_eos = 1;
+    c->eos_token_ids[0] = VERIFY_EOS_TOKEN;
+}
+
+int verify_world_vocab(verify_world_id id) { return id == VERIFY_MAIN ? VERIFY_WORLD_V : VERIFY_SMALL_V; }
+
+const char *verify_world_name(verify_world_id id) {
+    return id == VERIFY_SMALL ? "small" : id == VERIFY_EOS ? "eos" : "main";
+}
 
 verify_config_fn verify_world_config(verify_world_id id, int draft) {
     if (id == VERIFY_SMALL) return draft ? verify_small_draft_config : verify_small_target_config;
+    if (id == VERIFY_EOS) return draft ? verify_eos_draft_config : verify_eos_target_config;
     return draft ? verify_world_draft_config : verify_world_target_config;
 }
 
@@ -69,6 +85,7 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
     w->prompt[0] = 1;
     w->prompt[1] = 2;
     w->n_prompt = 2;
+    w->eos = target->cfg.num_eos > 0 ? target->cfg.eos_token_ids[0] : -1;
     reference_target_build(&w->target_if, target);
     w->parts.target = &w->target_if;
     w->parts.heads = heads;
@@ -170,6 +187,22 @@ static verify_case catalogue[] = {
     CASE("mtp tree 2,2 without replacement T=0.5 L=4", 1, "mtp-tree",
          "--method mtp --tree-shape 2,2 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NONE, 0.25f, 0, 0,
          .world = VERIFY_SMALL),
+    /* The EOS world (verify_cases.h): the runs stop at token 2, and an EOS draft accepted without the ratio
+     * test shows only there — on a chain and on a tree of drafts */
+    CASE("spec k=3 T=1 EOS L=5", 1, "spec", "--method spec --k 3 --temperature 1", VC_EXACT, 5, 6,
+         PLANT_EOS_DRAFT_UNTESTED, 0.0f, 0, 0, .world = VERIFY_EOS),
+    CASE("spec tree 2,2 without replacement T=1 EOS L=4", 1, "spec-tree",
+         "--method spec --tree-shape 2,2 --temperature 1 --rule exact-norepl", VC_EXACT, 4, 5,
+         PLANT_EOS_DRAFT_UNTESTED, 0.0f, 0, 0, .world = VERIFY_EOS),
+    /* bugs that show late or deep: the bonus row read one position early from generated position 4 on
+     * (only a window of six tokens or more sees it); the target committing one node short after two
+     * accepted drafts (only the rounds after see it); q renormalised after a rejected sibling at the root
+     * only (only after a partial match, under the root's first child with its two children) */
+    CASE("spec k=3 T=1 L=5", 1, "spec", "--method spec --k 3 --temperature 1", VC_EXACT, 5, 6,
+         PLANT_COMMIT_PARENT_AFTER_TWO, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    CASE("spec tree 1,3 without replacement T=1 L=4", 1, "spec-tree",
+         "--method spec --tree-shape 1,3 --temperature 1 --rule exact-norepl", VC_EXACT, 4, 5,
+         PLANT_NO_REPLACEMENT_ROOT_ONLY, 0.0f, 0, 0, .world = VERIFY_SMALL),
     /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
      * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */
     CASE("sample T=0.8", 0, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
@@ -258,6 +291,52 @@ static verify_case catalogue[] = {
          "--method spec --tree-budget 5 --k 3 --temperature 0", VC_EXACT, 2, 4, PLANT_REJECT_FROM_Q, 0.0f, 0, 2000),
     CASE("mtp tree dynamic depth 3 budget 5 T=0", 0, "mtp-tree", "--method mtp --tree-budget 5 --k 3 --temperature 0",
          VC_EXACT, 2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 2000),
+    /* the bonus row read one position early from generated position 4 on: a window of six tokens (k = 4) */
+    CASE("spec k=4 T=1 L=6", 0, "spec", "--method spec --k 4 --temperature 1", VC_EXACT, 6, 7,
+         PLANT_BONUS_FROM_PARENT_LATE, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    /* Coverage rows (--all only, verify_case.coverage): the small world's spec and EOS rows after three
+     * prompts each (the world's 1 2, and two more); windows of seven tokens (positions 0…6); the three tree
+     * shapes — wide-shallow, deep-narrow, unbalanced — for draft trees and Medusa; top-k, top-p and min-p
+     * together. */
+    CASE("spec k=2 T=1 L=4 prompt 0 0", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5,
+         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = "0 0", .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec k=2 T=1 L=4 prompt 2 1 0", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5,
+         PLANT_RATIO_INVERTED, 0.0f, 0, 0, .prompt = "2 1 0", .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec k=2 T=1 EOS L=4 prompt 0 1", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5,
+         PLANT_EOS_DRAFT_UNTESTED, 0.0f, 0, 0, .prompt = "0 1", .world = VERIFY_EOS, .coverage = 1),
+    CASE("spec k=2 T=1 EOS L=4 prompt 1 1 0", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5,
+         PLANT_EOS_DRAFT_UNTESTED, 0.0f, 0, 0, .prompt = "1 1 0", .world = VERIFY_EOS, .coverage = 1),
+    CASE("spec k=4 T=0.8 L=7", 0, "spec", "--method spec --k 4 --temperature 0.8", VC_EXACT, 7, 8,
+         PLANT_BONUS_FROM_PARENT_LATE, 0.0f, 0, 0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec tree 3 wide-shallow without replacement T=1 L=3", 0, "spec-tree",
+         "--method spec --tree-shape 3 --temperature 1 --rule exact-norepl", VC_EXACT, 3, 4,
+         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec tree 2,1,1,1 deep-narrow iid T=1 L=6", 0, "spec-tree",
+         "--method spec --tree-shape 2,1,1,1 --temperature 1 --rule exact", VC_EXACT, 6, 7,
+         PLANT_BONUS_FROM_PARENT_LATE, 0.0f, 0, 0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("medusa wide-shallow without replacement T=1 L=4", 0, "medusa",
+         "--method medusa --temperature 1 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0,
+         0, .world = VERIFY_SMALL, .tree = "[[0], [1], [2], [0, 0], [1, 0], [2, 0]]", .coverage = 1),
+    CASE("medusa deep-narrow iid T=1 L=5", 0, "medusa", "--method medusa --temperature 1 --rule exact", VC_EXACT, 5,
+         6, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL, .tree = "[[0], [1], [0, 0], [0, 0, 0]]",
+         .coverage = 1),
+    CASE("medusa unbalanced without replacement T=1 L=5", 0, "medusa",
+         "--method medusa --temperature 1 --rule exact-norepl", VC_EXACT, 5, 6, PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0,
+         0, .world = VERIFY_SMALL, .tree = "[[0], [1], [0, 0], [0, 1], [0, 2], [0, 0, 0]]", .coverage = 1),
+    CASE("sample T=1.1 top-k 2 top-p 0.9 min-p 0.15 L=4", 0, "sample",
+         "--method sample --temperature 1.1 --top-k 2 --top-p 0.9 --min-p 0.15", VC_EXACT, 4, 4, PLANT_NONE, 0.6f, 0,
+         0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec k=2 T=1 top-k 2 min-p 0.1 L=4", 0, "spec", "--method spec --k 2 --temperature 1 --top-k 2 --min-p 0.1",
+         VC_EXACT, 4, 5, PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("mtp sampled k=2 T=0.9 top-p 0.8 min-p 0.2 L=4", 0, "mtp",
+         "--method mtp --k 2 --temperature 0.9 --top-p 0.8 --min-p 0.2 --mtp-sample", VC_EXACT, 4, 5, PLANT_NONE,
+         0.45f, 0, 0, .world = VERIFY_SMALL, .coverage = 1),
+    CASE("spec k=3 T=0.9 top-k 6 top-p 0.9 min-p 0.05", 0, "spec",
+         "--method spec --k 3 --temperature 0.9 --top-k 6 --top-p 0.9 --min-p 0.05", VC_EXACT, 3, 4,
+         PLANT_REJECT_FROM_Q, 0.0f, 0, 0, .coverage = 1),
+    CASE("medusa iid T=1 top-p 0.9 min-p 0.1", 0, "medusa",
+         "--method medusa --temperature 1 --top-p 0.9 --min-p 0.1 --rule exact", VC_EXACT, 3, 4, PLANT_RESIDUAL_IS_P,
+         0.0f, 0, 0, .coverage = 1),
     CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
 };
 
@@ -285,20 +364,20 @@ void verify_case_prompt(const verify_case *c, const verify_world *w, const int *
     *n = c->n_prompt_ids ? c->n_prompt_ids : w->n_prompt;
 }
 
-/* Parses every entry's flags once; the budget is the case's, EOS off (the
- * enumeration never stops). */
+/* Parses every entry's flags (and tree) once; the budget is the case's, the
+ * EOS stop on in the EOS world only. */
 static void parse_catalogue(void) {
-    medusa_tree tree;
     sp_error err;
     for (verify_case *c = catalogue; c->name; c++) {
-        if (medusa_tree_parse(&tree, verify_world_tree(verify_world_vocab(c->world)), "the verify tree", &err))
+        if (medusa_tree_parse(&c->medusa_tree, c->tree ? c->tree : verify_world_tree(verify_world_vocab(c->world)),
+                              c->tree ? c->name : "the verify tree", &err))
             goto bad;
         c->spec = method_spec_defaults();
         if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
         c->spec.max_tokens = c->max_tokens;
-        c->spec.stop_at_eos = 0;
+        c->spec.stop_at_eos = c->world == VERIFY_EOS;
         const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA                                                    ? tree.max_depth
+        c->k = kind == METHOD_MEDUSA                                                    ? c->medusa_tree.max_depth
                : (kind == METHOD_SPEC || kind == METHOD_MTP) && c->spec.shape.depth > 0 ? c->spec.shape.depth
                : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP     ? c->spec.k
                                                                                         : 0;
@@ -355,9 +434,9 @@ static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
     s.seed = seed;
     if (cs->plain) s.kind = METHOD_SAMPLE;
     if (s.kind == METHOD_MEDUSA) {
-        s.tree = cs->w->tree;
+        s.tree = c->medusa_tree;
         s.tree_given = 1;
-        snprintf(s.tree_origin, sizeof s.tree_origin, "the verify tree");
+        snprintf(s.tree_origin, sizeof s.tree_origin, "%s", c->tree ? "the case's tree" : "the verify tree");
     }
     if (cs->control && !cs->plain) {
         if (s.kind == METHOD_SAMPLE && c->control_temperature > 0) s.sampling.temperature = c->control_temperature;
@@ -409,7 +488,9 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
-    return enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err);
+    if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
+    if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
+    return 0;
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
@@ -467,6 +548,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */
+    if (control && !spec_law_computes(c->control_bug)) return 0; /* nor a slip in the target's */
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
@@ -475,6 +557,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     if (kind == METHOD_SAMPLE) {
         if (control) sp.temperature = c->control_temperature;
         if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
+        if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
         memcpy(law, target.joint, (size_t)target.cells * sizeof(double));
         enumerate_free(&target);
         return 1;
@@ -503,7 +586,9 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
                        .draw = kind == METHOD_LOOKUP ? law_lookup_row : law_draw,
                        .ratio = retemper ? law_ratio : NULL,
                        .user = &rows,
-                       .bug = control ? c->control_bug : PLANT_NONE};
+                       .bug = control ? c->control_bug : PLANT_NONE,
+                       .stop_at_eos = c->spec.stop_at_eos,
+                       .eos = w->eos};
     int rc = spec_law(&s, law, err);
     enumerate_free(&target);
     if (kind == METHOD_SPEC) enumerate_free(&draw);
@@ -622,32 +707,52 @@ void verify_case_outcome_free(verify_case_outcome *o) {
 static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
                      int plant_acceptance, int *tokens, sp_error *err) {
     const verify_case *c = cs->c;
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, cs->w, &prompt, &n_prompt);
+    const planted_bug bug = c->control_bug;
+    const int planted = plant_acceptance && cs->control && !cs->plain;
+    decode_target slipped; /* the commit one step short */
+    method_parts with_slip = *parts;
+    if (planted && bug == PLANT_COMMIT_PARENT_AFTER_TWO) {
+        planted_target_build(&slipped, parts->target);
+        with_slip.target = &slipped;
+        parts = &with_slip;
+    }
     method_built m;
-    if (method_build(&m, s, parts, err)) return -1;
-    planted_typical_rule typical = {c->control_bug, m.options.typical_epsilon, m.options.typical_delta};
-    planted_bug bug = c->control_bug;
+    if (method_build(&m, s, parts, err)) {
+        if (parts == &with_slip) slipped.release(&slipped);
+        return -1;
+    }
+    planted_typical_rule typical = {bug, m.options.typical_epsilon, m.options.typical_delta};
+    planted_rule rule = {bug, n_prompt, cs->w->eos}; /* generated token 0 sits at position n_prompt */
     proposer retempered;
     int rc = 0;
-    if (plant_acceptance && cs->control && !cs->plain && m.proposer) {
+    if (planted && m.proposer) {
         if (bug != PLANT_NONE) {
             m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
-            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&bug;
+            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&rule;
         } else if (!c->expect_biased && c->control_temperature > 0) {
             /* drafts drawn at the control temperature, q reported at the method's */
             if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
                 method_release(&m);
+                if (parts == &with_slip) slipped.release(&slipped);
                 return -1;
             }
             m.storage = retempered;
         }
     }
     decode_output out;
-    const int *prompt;
-    int n_prompt;
-    verify_case_prompt(c, cs->w, &prompt, &n_prompt);
     rc = decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, err);
     method_release(&m);
+    if (parts == &with_slip) slipped.release(&slipped);
     if (rc) return -1;
+    if (s->stop_at_eos && out.n > 0 && out.n < c->L && out.tokens[out.n - 1] == cs->w->eos) {
+        for (int i = out.n; i < c->L; i++) tokens[i] = cs->w->eos; /* the window after the stop */
+        memcpy(tokens, out.tokens, (size_t)out.n * sizeof(int));
+        decode_output_free(&out);
+        return 0;
+    }
     if (out.n < c->L) {
         decode_output_free(&out);
         return sp_fail(err, "case \"%s\": the run emitted %d tokens, the check compares %d", c->name, out.n, c->L);

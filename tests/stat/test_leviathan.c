@@ -216,6 +216,7 @@ START_TEST(test_pairs_follow_the_target) {
         /* which bugs change the law here, and the size that catches the weakest of them */
         int64_t n = PAIR_N_FLOOR;
         for (int b = 1; b < PLANT_COUNT; b++) {
+            if (!spec_law_computes((planted_bug)b)) continue; /* a target's slip: nothing in this world */
             pair_law(c, (planted_bug)b, law);
             double tv = 0;
             for (int i = 0; i < CELLS; i++) tv += 0.5 * fabs(law[i] - exact[i]);
