@@ -9,10 +9,18 @@
 
 #include "sampler.h"
 
-static const char *const names[PLANT_COUNT] = {
-    "none",          "ratio-inverted",    "residual-is-p",         "residual-unnormalised",
-    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid", "children-by-q",
-    "no-replacement-root-only", "commit-parent-after-two", "bonus-from-parent-late", "eos-draft-untested"};
+static const char *const names[PLANT_COUNT] = {"none",
+                                               "ratio-inverted",
+                                               "residual-is-p",
+                                               "residual-unnormalised",
+                                               "reject-from-q",
+                                               "bonus-from-parent",
+                                               "no-replacement-as-iid",
+                                               "children-by-q",
+                                               "no-replacement-root-only",
+                                               "commit-parent-after-two",
+                                               "bonus-from-parent-late",
+                                               "eos-draft-untested"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",
     "accept a draft with min(1, q/p) instead of min(1, p/q)",
@@ -106,8 +114,8 @@ static void planted_greedy(const planted_rule *rule, const token_tree *t, const 
     }
 }
 
-int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site,
-                        float *scratch, accept_result *r, sp_error *err) {
+int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site, float *scratch,
+                        accept_result *r, sp_error *err) {
     const int V = t->V;
     const planted_bug bug = rule->bug;
     if (t->kind == CHILDREN_TOP_RANKS) {
@@ -174,7 +182,7 @@ int planted_accept_rule(const planted_rule *rule, const token_tree *t, const flo
 
 int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
                    accept_result *r, sp_error *err) {
-    const planted_rule rule = {bug, 0, -1};
+    const planted_rule rule = {bug, 1, -1}; /* the first round's root at position 0 */
     return planted_accept_rule(&rule, t, p, site, scratch, r, err);
 }
 

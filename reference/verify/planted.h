@@ -13,18 +13,18 @@
 #include "target.h"
 
 typedef enum {
-    PLANT_NONE = 0,              /* the exact rule, unchanged (a sanity check of the copy) */
-    PLANT_RATIO_INVERTED,        /* accept with min(1, q/p) instead of min(1, p/q) */
-    PLANT_RESIDUAL_IS_P,         /* after a rejection, draw from p instead of norm(max(0, p − q)) */
-    PLANT_RESIDUAL_UNNORMALISED, /* keep max(0, p − q) unnormalised: later children of a tree are
-                                  * tested against it, and the correction is drawn by an inverse CDF
-                                  * that assumes unit mass, so the missing mass lands on token V − 1 */
-    PLANT_REJECT_FROM_Q,         /* the correction after a rejection is drawn from q */
-    PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
-    PLANT_NO_REPLACEMENT_AS_IID, /* children drawn without replacement verified as if i.i.d.: q is not
-                                  * renormalised without a rejected sibling (trees only; a chain is unchanged) */
-    PLANT_CHILDREN_BY_Q,         /* a node's children verified in order of their q, highest first, not in
-                                  * the order drawn: a proposer that sorts its draws (trees only) */
+    PLANT_NONE = 0,                 /* the exact rule, unchanged (a sanity check of the copy) */
+    PLANT_RATIO_INVERTED,           /* accept with min(1, q/p) instead of min(1, p/q) */
+    PLANT_RESIDUAL_IS_P,            /* after a rejection, draw from p instead of norm(max(0, p − q)) */
+    PLANT_RESIDUAL_UNNORMALISED,    /* keep max(0, p − q) unnormalised: later children of a tree are
+                                     * tested against it, and the correction is drawn by an inverse CDF
+                                     * that assumes unit mass, so the missing mass lands on token V − 1 */
+    PLANT_REJECT_FROM_Q,            /* the correction after a rejection is drawn from q */
+    PLANT_BONUS_FROM_PARENT,        /* the bonus token is drawn from p of the leaf's parent (one position early) */
+    PLANT_NO_REPLACEMENT_AS_IID,    /* children drawn without replacement verified as if i.i.d.: q is not
+                                     * renormalised without a rejected sibling (trees only; a chain is unchanged) */
+    PLANT_CHILDREN_BY_Q,            /* a node's children verified in order of their q, highest first, not in
+                                     * the order drawn: a proposer that sorts its draws (trees only) */
     PLANT_NO_REPLACEMENT_ROOT_ONLY, /* q renormalised without a rejected sibling at the root only: below an
                                      * accepted child the siblings are verified as if i.i.d. (shows only
                                      * after a partial tree match, under a node of two children or more) */
@@ -67,9 +67,10 @@ typedef struct {
 #define PLANT_LATE_POSITION 4
 
 /* planted_accept with the run's positions and EOS id (planted_accept is
- * this with first_position 0 and no EOS). */
-int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site,
-                        float *scratch, accept_result *r, sp_error *err);
+ * this with no EOS and positions counted from the first round's root at 0:
+ * first_position 1). */
+int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site, float *scratch,
+                        accept_result *r, sp_error *err);
 
 /* An accept_fn for decode_options.custom_accept; user points at a planted_rule. */
 int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,

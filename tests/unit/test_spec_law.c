@@ -40,16 +40,16 @@ START_TEST(test_unplanted_copy_matches_accept_exact) {
     int differ[PLANT_COUNT] = {0};
     for (int trial = 0; trial < 600; trial++) {
         /* chains (one child per node) and trees (2–3 children at the root), i.i.d. or without replacement */
-        children_kind kind = trial % 3 == 2 ? CHILDREN_NO_REPLACEMENT : CHILDREN_IID;
+        children_kind kind = trial % 3 != 0 ? CHILDREN_NO_REPLACEMENT : CHILDREN_IID;
         tree_reset(&t, 0, kind);
         int chain = trial % 2 == 0, width = chain ? 1 : 2 + trial % 2;
         int parent = 0;
         for (int d = 0; d < 3; d++) {
             random_row(tree_q(&t, parent), V, 7, (uint64_t)(trial * 16 + d), trial % 4 == 1);
             int first = -1, used[6] = {0};
-            /* without replacement, two children under the root's first child too (where
-             * no-replacement-root-only shows) */
-            const int children = d == 0 ? width : d == 1 && !chain && kind == CHILDREN_NO_REPLACEMENT ? 2 : 1;
+            /* trees: two children under the root's first child too (where no-replacement-root-only
+             * shows) */
+            const int children = d == 0 ? width : d == 1 && !chain ? 2 : 1;
             for (int c = 0; c < children; c++) {
                 /* a token q can draw, distinct from its siblings (needed without replacement) */
                 int x = (trial + c * 5) % V, tries = 0;
