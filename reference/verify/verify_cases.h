@@ -23,8 +23,8 @@
 #include "verify_dist.h"
 
 /* The micro worlds the cases run on: the "micro" target (with its MTP
- * module) and the "micro-draft" draft, both with no EOS token, the target's
- * width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
+ * module) and the "micro-draft" draft, with no EOS token (but in the EOS
+ * world below), the target's width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
  * The long-window world has vocabulary 3, so that a window of L = k + 2
  * tokens (the k drafts, the bonus after them and the first token of the
  * next round; up to L = 6 for k = 4) reaches at most 3^6 = 729 sequences,
