@@ -124,8 +124,10 @@ typedef struct {
     verify_world_id world;     /* the world it runs in (VERIFY_MAIN unless given); in VERIFY_EOS the run
                                 * stops at EOS */
     const char *tree;          /* Medusa: NULL: the world's tree; else the case's own, as rank paths */
-    int coverage;              /* 1: a row of --all that tests/stat leaves out (prompts, shapes, long
-                                * windows, cut combinations: minutes of CPU that only --all spends) */
+    int coverage;              /* 1: tests/stat leaves the row out, to keep make test's time: the rows of
+                                * --all for prompts, shapes, long windows and cut combinations, the EOS
+                                * tree (the EOS chain runs the same stop) and the late bonus (whose law
+                                * test_spec_law computes) */
     /* parsed from flags (and prompt) when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
     int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
