@@ -483,11 +483,81 @@ START_TEST(test_trees_follow_the_target) {
 }
 END_TEST
 
+/* tree_law's outcome law against planted_accept_rule's own decisions, for the rule and every bug of it,
+ * on one tree per case (the first round's, drawn with seed 1): TREE_LAW_N rounds verified with seeds
+ * 1, 2, …, their outcomes (the last accepted node, the next token) counted, and the G-test of those
+ * counts against the computed law must pass, Holm over all (case, bug) pairs. What sizes the tree
+ * controls above is then the law the controls sample from. */
+#define TREE_LAW_N 10000
+#define OUTCOMES (TREE_NODES * PV)
+
+typedef struct {
+    double *law; /* [OUTCOMES] */
+} outcome_law;
+
+static void add_to_outcomes(void *user, const int *path, int n_accepted, int next_token, double prob) {
+    ((outcome_law *)user)->law[path[n_accepted] * PV + next_token] += prob;
+}
+
+START_TEST(test_tree_law_follows_the_rule) {
+    truncate_rows(&cases[N_CASES - 1]);
+    double p_values[N_TREE_CASES * PLANT_COUNT];
+    const char *names[N_TREE_CASES * PLANT_COUNT];
+    static char labels[N_TREE_CASES * PLANT_COUNT][128];
+    int m = 0;
+    token_tree t;
+    tree_build(&t, PV, TREE_NODES);
+    float p[TREE_NODES * PV], scratch[2 * PV];
+    for (int ci = 0; ci < N_TREE_CASES; ci++) {
+        const tree_case *c = &tree_cases[ci];
+        const pair_case *pc = &cases[c->pair];
+        int first[TW], x[TW];
+        draw_children(pc->q[0], c->kind, 1, 0, 1, x);
+        tree_reset(&t, 0, c->kind);
+        memcpy(tree_q(&t, 0), pc->q[0], sizeof(float) * PV);
+        for (int j = 0; j < TW; j++) first[j] = tree_add(&t, 0, x[j]);
+        for (int j = 0; j < TW; j++) {
+            memcpy(tree_q(&t, first[j]), pc->q[1], sizeof(float) * PV);
+            rng_site site = {1, RNG_DRAFT, accept_draw_index(0, 2, TW + j)};
+            tree_add(&t, first[j], sampler_sample(pc->q[1], PV, site));
+        }
+        for (int i = 0; i < t.n; i++) memcpy(p + i * PV, pc->p[t.depth[i] % ROWS], sizeof(float) * PV);
+        for (int b = 0; b < PLANT_COUNT; b++) {
+            if (b == PLANT_COMMIT_PARENT_AFTER_TWO) continue; /* the target's slip: the rule is exact */
+            const planted_rule rule = {(planted_bug)b, 1, -1};
+            double law[OUTCOMES] = {0}, mass = 0;
+            outcome_law sink = {law};
+            sp_error err;
+            ck_assert_msg(tree_accept_law(&rule, &t, p, (accept_site){0, 0, 0}, add_to_outcomes, &sink, &err) == 0,
+                          "%s", err.msg);
+            for (int i = 0; i < OUTCOMES; i++) mass += law[i];
+            if (fabs(mass - 1) > 1e-6) continue; /* the rule is left nothing to draw (see above) */
+            int64_t counts[OUTCOMES] = {0};
+            for (int i = 0; i < TREE_LAW_N; i++) {
+                accept_result r;
+                const accept_site site = {(uint64_t)i + 1, 0, 0};
+                ck_assert_msg(planted_accept_rule(&rule, &t, p, site, scratch, &r, &err) == 0, "%s", err.msg);
+                counts[r.path[r.n_accepted] * PV + r.next_token]++;
+            }
+            stats_result res;
+            ck_assert_msg(stats_gof(counts, law, OUTCOMES, STATS_G, STATS_MIN_EXPECTED, &res, &err) == 0, "%s",
+                          err.msg);
+            snprintf(labels[m], sizeof labels[m], "%s, %s", c->name, planted_name(b));
+            names[m] = labels[m];
+            p_values[m++] = res.p_value;
+        }
+    }
+    tree_free(&t);
+    stat_assert_family_passes(p_values, m, names);
+}
+END_TEST
+
 Suite *leviathan_suite(void) {
     Suite *s = suite_create("leviathan");
     TCase *tc = harness_tcase("pairs", 120);
     tcase_add_test(tc, test_pairs_follow_the_target);
     tcase_add_test(tc, test_trees_follow_the_target);
+    tcase_add_test(tc, test_tree_law_follows_the_rule);
     suite_add_tcase(s, tc);
     return s;
 }
