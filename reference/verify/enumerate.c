@@ -59,6 +59,28 @@ void enumerate_free(enum_table *t) {
     memset(t, 0, sizeof *t);
 }
 
+void enumerate_stop_at_eos(enum_table *t, int eos) {
+    const int V = t->V;
+    int tokens[ENUM_MAX_LENGTH];
+    for (int len = 1; len < t->L; len++) {
+        const int64_t n = enumerate_cells(V, len);
+        for (int64_t s = 0; s < n; s++) {
+            enumerate_tokens(s, len, V, tokens);
+            int stopped = 0;
+            for (int j = 0; j < len; j++) stopped |= tokens[j] == eos;
+            if (!stopped) continue;
+            float *row = t->cond + (size_t)enumerate_prefix_id(tokens, len, V) * V;
+            for (int x = 0; x < V; x++) row[x] = x == eos ? 1.0f : 0.0f;
+        }
+    }
+    for (int64_t i = 0; i < t->cells; i++) {
+        enumerate_tokens(i, t->L, V, tokens);
+        double prob = 1;
+        for (int j = 0; j < t->L && prob > 0; j++) prob *= enumerate_cond(t, tokens, j)[tokens[j]];
+        t->joint[i] = prob;
+    }
+}
+
 /* out[V] = log_softmax(logits) in double, for finite logits (a micro
  * model's); −inf where a logit is −inf. */
 static void raw_log_softmax(const float *logits, double *out, int V) {

@@ -1,8 +1,10 @@
 /* enumerate.h — the exact probability of every token sequence of length L
  * that a model can emit after a prompt under the processed sampling
  * distribution: the truth the distribution tests compare samplers against.
- * Micro models only (V^L ≤ ENUM_MAX_CELLS). The walk never stops at EOS, so
- * samplers compared with it must run with decode_options.stop_at_eos = 0. */
+ * Micro models only (V^L ≤ ENUM_MAX_CELLS). The walk never stops at EOS:
+ * samplers compared with it run with decode_options.stop_at_eos = 0, or
+ * stop, pad their window with EOS, and are compared with the table after
+ * enumerate_stop_at_eos. */
 #ifndef SPECULA_ENUMERATE_H
 #define SPECULA_ENUMERATE_H
 
@@ -42,6 +44,11 @@ typedef struct {
 int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, const sampler_params *sp, int L,
                     sp_error *err);
 void enumerate_free(enum_table *t);
+
+/* The law of a run that stops at `eos`, its window padded with eos: every
+ * cond row after a prefix holding eos becomes a point mass on eos, and
+ * joint is recomputed from the rows (raw_logprob stays the model's). */
+void enumerate_stop_at_eos(enum_table *t, int eos);
 
 int64_t enumerate_index(const int *tokens, int L, int V);
 /* tokens[L] of sequence `index`. */

@@ -9,9 +9,18 @@
 
 #include "sampler.h"
 
-static const char *const names[PLANT_COUNT] = {
-    "none",          "ratio-inverted",    "residual-is-p",         "residual-unnormalised",
-    "reject-from-q", "bonus-from-parent", "no-replacement-as-iid", "children-by-q"};
+static const char *const names[PLANT_COUNT] = {"none",
+                                               "ratio-inverted",
+                                               "residual-is-p",
+                                               "residual-unnormalised",
+                                               "reject-from-q",
+                                               "bonus-from-parent",
+                                               "no-replacement-as-iid",
+                                               "children-by-q",
+                                               "no-replacement-root-only",
+                                               "commit-parent-after-two",
+                                               "bonus-from-parent-late",
+                                               "eos-draft-untested"};
 static const char *const summaries[PLANT_COUNT] = {
     "the exact rule, unchanged",
     "accept a draft with min(1, q/p) instead of min(1, p/q)",
@@ -21,6 +30,10 @@ static const char *const summaries[PLANT_COUNT] = {
     "bonus token drawn from p of the leaf's parent (one position early)",
     "children drawn without replacement verified as i.i.d. (q not renormalised after a rejection)",
     "a node's children verified in order of their q, highest first, not in the order drawn",
+    "q renormalised after a rejected sibling at the root only (deeper siblings verified as i.i.d.)",
+    "the target commits the parent of the last accepted node when two or more were accepted",
+    "bonus token drawn from p of the leaf's parent, from generated position 4 on",
+    "an EOS draft accepted without the ratio test",
 };
 
 const char *planted_name(planted_bug bug) { return bug >= 0 && bug < PLANT_COUNT ? names[bug] : "?"; }
@@ -63,9 +76,22 @@ static void sort_by_q(int *children, int m, const token_tree *t, const float *q)
     }
 }
 
-/* accept_greedy's walk. PLANTED (bonus-from-parent): the next token is p's argmax at the last node's parent;
- * (reject-from-q): after a node whose children all missed, the next token is the draft's argmax there. */
-static void planted_greedy(planted_bug bug, const token_tree *t, const float *p, accept_result *r) {
+/* Whether the token after node u (a bonus, or the next token at temperature 0) is drawn from the row of
+ * u's parent: PLANTED (bonus-from-parent) always, (bonus-from-parent-late) from generated position
+ * PLANT_LATE_POSITION on. */
+static int next_from_parent(const planted_rule *rule, const token_tree *t, int u, accept_site site) {
+    if (u == 0) return 0;
+    const int generated = site.base_position + t->depth[u] + 1 - rule->first_position;
+    return rule->bug == PLANT_BONUS_FROM_PARENT ||
+           (rule->bug == PLANT_BONUS_FROM_PARENT_LATE && generated >= PLANT_LATE_POSITION);
+}
+
+/* accept_greedy's walk. PLANTED (bonus-from-parent, -late): the next token is p's argmax at the last node's
+ * parent; (reject-from-q): after a node whose children all missed, the next token is the draft's argmax
+ * there. */
+static void planted_greedy(const planted_rule *rule, const token_tree *t, const float *p, accept_site site,
+                           accept_result *r) {
+    const planted_bug bug = rule->bug;
     const int V = t->V;
     int children[ACCEPT_MAX_PATH], u = 0;
     r->n_accepted = 0;
@@ -76,7 +102,7 @@ static void planted_greedy(planted_bug bug, const token_tree *t, const float *p,
         for (int j = 0; j < m && next < 0; j++)
             if (t->token[children[j]] == best) next = children[j];
         if (next < 0) {
-            const int from = bug == PLANT_BONUS_FROM_PARENT && u > 0 ? t->parent[u] : u; /* PLANTED */
+            const int from = next_from_parent(rule, t, u, site) ? t->parent[u] : u; /* PLANTED */
             r->next_token = sampler_argmax(p + (size_t)from * V, V);
             if (bug == PLANT_REJECT_FROM_Q && m > 0)
                 r->next_token = sampler_argmax(tree_q_const(t, u), V); /* PLANTED */
@@ -88,11 +114,12 @@ static void planted_greedy(planted_bug bug, const token_tree *t, const float *p,
     }
 }
 
-int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
-                   accept_result *r, sp_error *err) {
+int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site, float *scratch,
+                        accept_result *r, sp_error *err) {
     const int V = t->V;
+    const planted_bug bug = rule->bug;
     if (t->kind == CHILDREN_TOP_RANKS) {
-        planted_greedy(bug, t, p, r);
+        planted_greedy(rule, t, p, site, r);
         return 0;
     }
     float *res = scratch, *q = scratch + V;
@@ -109,7 +136,7 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
         if (bug == PLANT_CHILDREN_BY_Q) sort_by_q(children, m, t, tree_q_const(t, u)); /* PLANTED */
         if (m == 0) {
             const float *bonus_row = pu;
-            if (bug == PLANT_BONUS_FROM_PARENT && u > 0) bonus_row = p + (size_t)t->parent[u] * V; /* PLANTED */
+            if (next_from_parent(rule, t, u, site)) bonus_row = p + (size_t)t->parent[u] * V; /* PLANTED */
             rng_site s = {site.seed, RNG_SAMPLE, accept_draw_index(site.round, pos, 0)};
             r->next_token = sampler_sample(bonus_row, V, s);
             r->bonus = 1;
@@ -126,6 +153,7 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
             float uniform = rng_uniform(s);
             int accepted = bug == PLANT_RATIO_INVERTED ? uniform * res[x] < q[x] /* PLANTED: U < q/r */
                                                        : uniform * q[x] < res[x];
+            if (bug == PLANT_EOS_DRAFT_UNTESTED && x == rule->eos) accepted = 1; /* PLANTED */
             if (accepted) {
                 next = children[j];
             } else {
@@ -134,7 +162,8 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
                 } else if (bug != PLANT_RESIDUAL_IS_P) { /* PLANTED (residual-is-p): r stays p */
                     accept_residual(res, q, res, V);
                 }
-                if (t->kind == CHILDREN_NO_REPLACEMENT && bug != PLANT_NO_REPLACEMENT_AS_IID) /* PLANTED */
+                if (t->kind == CHILDREN_NO_REPLACEMENT && bug != PLANT_NO_REPLACEMENT_AS_IID &&
+                    (bug != PLANT_NO_REPLACEMENT_ROOT_ONLY || u == 0)) /* PLANTED (either) */
                     drop_and_renormalise(q, x, V);
             }
         }
@@ -151,9 +180,15 @@ int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_
     }
 }
 
+int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
+                   accept_result *r, sp_error *err) {
+    const planted_rule rule = {bug, 1, -1}; /* the first round's root at position 0 */
+    return planted_accept_rule(&rule, t, p, site, scratch, r, err);
+}
+
 int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
                       accept_result *r, sp_error *err) {
-    return planted_accept(*(const planted_bug *)user, t, p, site, scratch, r, err);
+    return planted_accept_rule(user, t, p, site, scratch, r, err);
 }
 
 void planted_typical(planted_bug bug, const token_tree *t, const float *p, float epsilon, float delta, accept_site site,

@@ -10,20 +10,31 @@
 #include "accept.h"
 #include "decode.h"
 #include "proposer.h"
+#include "target.h"
 
 typedef enum {
-    PLANT_NONE = 0,              /* the exact rule, unchanged (a sanity check of the copy) */
-    PLANT_RATIO_INVERTED,        /* accept with min(1, q/p) instead of min(1, p/q) */
-    PLANT_RESIDUAL_IS_P,         /* after a rejection, draw from p instead of norm(max(0, p − q)) */
-    PLANT_RESIDUAL_UNNORMALISED, /* keep max(0, p − q) unnormalised: later children of a tree are
-                                  * tested against it, and the correction is drawn by an inverse CDF
-                                  * that assumes unit mass, so the missing mass lands on token V − 1 */
-    PLANT_REJECT_FROM_Q,         /* the correction after a rejection is drawn from q */
-    PLANT_BONUS_FROM_PARENT,     /* the bonus token is drawn from p of the leaf's parent (one position early) */
-    PLANT_NO_REPLACEMENT_AS_IID, /* children drawn without replacement verified as if i.i.d.: q is not
-                                  * renormalised without a rejected sibling (trees only; a chain is unchanged) */
-    PLANT_CHILDREN_BY_Q,         /* a node's children verified in order of their q, highest first, not in
-                                  * the order drawn: a proposer that sorts its draws (trees only) */
+    PLANT_NONE = 0,                 /* the exact rule, unchanged (a sanity check of the copy) */
+    PLANT_RATIO_INVERTED,           /* accept with min(1, q/p) instead of min(1, p/q) */
+    PLANT_RESIDUAL_IS_P,            /* after a rejection, draw from p instead of norm(max(0, p − q)) */
+    PLANT_RESIDUAL_UNNORMALISED,    /* keep max(0, p − q) unnormalised: later children of a tree are
+                                     * tested against it, and the correction is drawn by an inverse CDF
+                                     * that assumes unit mass, so the missing mass lands on token V − 1 */
+    PLANT_REJECT_FROM_Q,            /* the correction after a rejection is drawn from q */
+    PLANT_BONUS_FROM_PARENT,        /* the bonus token is drawn from p of the leaf's parent (one position early) */
+    PLANT_NO_REPLACEMENT_AS_IID,    /* children drawn without replacement verified as if i.i.d.: q is not
+                                     * renormalised without a rejected sibling (trees only; a chain is unchanged) */
+    PLANT_CHILDREN_BY_Q,            /* a node's children verified in order of their q, highest first, not in
+                                     * the order drawn: a proposer that sorts its draws (trees only) */
+    PLANT_NO_REPLACEMENT_ROOT_ONLY, /* q renormalised without a rejected sibling at the root only: below an
+                                     * accepted child the siblings are verified as if i.i.d. (shows only
+                                     * after a partial tree match, under a node of two children or more) */
+    PLANT_COMMIT_PARENT_AFTER_TWO,  /* the rule is exact, but the target commits the parent of the last
+                                     * accepted node when two or more were accepted: its state misses a
+                                     * token (planted_target_build; shows only in the rounds after) */
+    PLANT_BONUS_FROM_PARENT_LATE,   /* bonus-from-parent, only for a bonus at generated position ≥ 4 (the
+                                     * fifth token on): a row index that goes wrong late in a run */
+    PLANT_EOS_DRAFT_UNTESTED,       /* an EOS draft accepted without the ratio test ("the run ends there
+                                     * anyway"): shows only where EOS can be drafted */
     PLANT_COUNT
 } planted_bug;
 
@@ -43,9 +54,34 @@ int planted_parse(const char *name);
 int planted_accept(planted_bug bug, const token_tree *t, const float *p, accept_site site, float *scratch,
                    accept_result *r, sp_error *err);
 
-/* An accept_fn for decode_options.custom_accept; user points at a planted_bug. */
+/* What the late and EOS bugs need beside the tree: the position of a
+ * run's first generated token (decode_run's first root sits at n_prompt − 1,
+ * so its first token is at n_prompt) and the EOS id (−1: none). */
+typedef struct {
+    planted_bug bug;
+    int first_position; /* the sequence position of generated token 0 */
+    int eos;            /* −1: no EOS token */
+} planted_rule;
+
+/* The generated position from which PLANT_BONUS_FROM_PARENT_LATE shows. */
+#define PLANT_LATE_POSITION 4
+
+/* planted_accept with the run's positions and EOS id (planted_accept is
+ * this with no EOS and positions counted from the first round's root at 0:
+ * first_position 1). */
+int planted_accept_rule(const planted_rule *rule, const token_tree *t, const float *p, accept_site site, float *scratch,
+                        accept_result *r, sp_error *err);
+
+/* An accept_fn for decode_options.custom_accept; user points at a planted_rule. */
 int planted_accept_fn(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
                       accept_result *r, sp_error *err);
+
+/* A target whose commit, after a round that accepted two nodes or more,
+ * commits the parent of the last one (PLANT_COMMIT_PARENT_AFTER_TWO): the
+ * slip of a commit that indexes the path one step short. It remembers each
+ * verified tree to find the parent. The wrapper borrows inner (release
+ * frees the wrapper only). */
+void planted_target_build(decode_target *outer, decode_target *inner);
 
 /* accept_typical (Medusa's rule) with `bug` planted; of the bugs above only
  * PLANT_BONUS_FROM_PARENT applies: the next token is drawn from p of the

@@ -6,7 +6,8 @@
  *   correction from the residual, which ends the round;
  *   the node at depth K emits a bonus token from p and ends the round.
  * Each planted bug of planted.h changes a(x), the residual or the bonus row
- * exactly as planted_accept does. */
+ * exactly as planted_accept does. With an EOS stop, a branch ends at the
+ * EOS it emits: the rest of the window is EOS, whatever the round held. */
 #include "spec_law.h"
 
 #include <stdlib.h>
@@ -35,7 +36,9 @@ static void normalised(const float *in, double *row, int V) {
 
 /* The probability that the rule accepts a draft x with p(x) = px, q(x) = qx:
  * the test is U·q < p (inverted: U·p < q) with U uniform on (0, 1). */
-static double accept_probability(planted_bug bug, double px, double qx) {
+static double accept_probability(const spec_law_spec *s, int x, double px, double qx) {
+    const planted_bug bug = s->bug;
+    if (bug == PLANT_EOS_DRAFT_UNTESTED && s->stop_at_eos && x == s->eos) return 1.0;
     double num = bug == PLANT_RATIO_INVERTED ? qx : px, den = bug == PLANT_RATIO_INVERTED ? px : qx;
     if (den <= 0) return num > 0 ? 1.0 : 0.0;
     return num >= den ? 1.0 : num / den;
@@ -76,6 +79,10 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
     const spec_law_spec *s = w->s;
     const int V = s->V;
     if (w->failed || mass <= 0) return;
+    if (s->stop_at_eos && len > 0 && len < s->L && w->tokens[len - 1] == s->eos) { /* the run stopped */
+        for (int j = len; j < s->L; j++) w->tokens[j] = s->eos;
+        len = s->L;
+    }
     if (len == s->L) {
         w->joint[enumerate_index(w->tokens, s->L, V)] += mass;
         return;
@@ -85,7 +92,8 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
     s->target(s->user, w->tokens, len, p);
     if (depth == K) { /* a leaf: the bonus token */
         const float *bonus = p;
-        if (s->bug == PLANT_BONUS_FROM_PARENT && depth > 0) {
+        const int late = s->bug == PLANT_BONUS_FROM_PARENT_LATE && len >= PLANT_LATE_POSITION;
+        if ((s->bug == PLANT_BONUS_FROM_PARENT || late) && depth > 0) {
             bonus = w->parent_p + (size_t)len * V;
             s->target(s->user, w->tokens, len - 1, w->parent_p + (size_t)len * V);
         }
@@ -111,7 +119,7 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
             sp_fail(w->err, "spec_law: a draft of token %d after %d tokens has q = 0 (the rule would fail)", x, len);
             return;
         }
-        double take = (d[x] / dsum) * accept_probability(s->bug, p[x], q[x]);
+        double take = (d[x] / dsum) * accept_probability(s, x, p[x], q[x]);
         reject -= take;
         w->tokens[len] = x;
         law_node(w, len + 1, depth + 1, K, mass * take);
@@ -136,6 +144,8 @@ static void law_round(law *w, int len, double mass) {
     law_node(w, len, 0, K, mass);
 }
 
+int spec_law_computes(planted_bug bug) { return bug != PLANT_COMMIT_PARENT_AFTER_TWO; }
+
 int spec_law(const spec_law_spec *s, double *joint, sp_error *err) {
     const int64_t cells = enumerate_cells(s->V, s->L);
     if (s->L < 1 || s->L > ENUM_MAX_LENGTH || cells < 0)
@@ -143,6 +153,8 @@ int spec_law(const spec_law_spec *s, double *joint, sp_error *err) {
                        s->L, ENUM_MAX_CELLS, ENUM_MAX_LENGTH);
     if (s->k < 0) return sp_fail(err, "spec_law: k = %d must be ≥ 0", s->k);
     if (!s->target || !s->draw) return sp_fail(err, "spec_law: target and draw rows are required");
+    if (!spec_law_computes(s->bug))
+        return sp_fail(err, "spec_law: the law under %s is not computed here", planted_name(s->bug));
     law w;
     memset(&w, 0, sizeof w);
     w.s = s;

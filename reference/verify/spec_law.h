@@ -5,9 +5,10 @@
  * proves exactness on that instance; with a planted bug it is the law the
  * negative control samples from, which sizes the test that must reject it.
  * Assumes what decode_run does: rounds of min(k, budget − 1) drafts (k may
- * depend on the prefix, as prompt lookup's does), no EOS stop, and proposer
- * rows that depend only on the emitted prefix and the draft's depth in its
- * round. */
+ * depend on the prefix, as prompt lookup's does), a stop at EOS when one is
+ * given (the run ends with it; the law pads the rest of the window with
+ * EOS, as the samplers do), and proposer rows that depend only on the
+ * emitted prefix and the draft's depth in its round. */
 #ifndef SPECULA_SPEC_LAW_H
 #define SPECULA_SPEC_LAW_H
 
@@ -32,10 +33,18 @@ typedef struct {
     law_row_fn ratio;     /* the q the rule divides by and subtracts; NULL: the draw row */
     void *user;
     planted_bug bug; /* PLANT_NONE: the exact rule */
+    int stop_at_eos; /* 1: the run stops after emitting token eos */
+    int eos;
 } spec_law_spec;
 
-/* joint[V^L] ← the law. Fails when V^L is too large (enumerate.h) or a
- * draft row puts mass where its ratio row has none (the rule would fail). */
+/* Whether spec_law computes the law under `bug`: every planted bug of the
+ * acceptance rule; not PLANT_COMMIT_PARENT_AFTER_TWO, whose target reads a
+ * context the conditional rows do not describe. */
+int spec_law_computes(planted_bug bug);
+
+/* joint[V^L] ← the law. Fails when V^L is too large (enumerate.h), a draft
+ * row puts mass where its ratio row has none (the rule would fail) or the
+ * bug is one it does not compute. */
 int spec_law(const spec_law_spec *s, double *joint, sp_error *err);
 
 #endif

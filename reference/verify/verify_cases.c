@@ -1,5 +1,6 @@
-/* verify_cases.c — the catalogue of verify_cases.h and the samplers that
- * run each case through the method factory and decode_run. Each draw is one
+/* verify_cases.c — the micro worlds of verify_cases.h, the samplers that
+ * run each case of the catalogue (verify_catalogue.c) through the method
+ * factory and decode_run, the laws and the plans. Each draw is one
  * complete, independent generation: a fresh proposer, the world's prompt,
  * its own seed. */
 #include "verify_cases.h"
@@ -38,12 +39,28 @@ void verify_small_draft_config(model_config *c) {
     c->vocab_size = VERIFY_SMALL_V;
 }
 
-int verify_world_vocab(verify_world_id id) { return id == VERIFY_SMALL ? VERIFY_SMALL_V : VERIFY_WORLD_V; }
+/* Only the config's EOS list changes: randmodel draws the same weights. */
+void verify_eos_target_config(model_config *c) {
+    verify_small_target_config(c);
+    c->num_eos = 1;
+    c->eos_token_ids[0] = VERIFY_EOS_TOKEN;
+}
 
-const char *verify_world_name(verify_world_id id) { return id == VERIFY_SMALL ? "small" : "main"; }
+void verify_eos_draft_config(model_config *c) {
+    verify_small_draft_config(c);
+    c->num_eos = 1;
+    c->eos_token_ids[0] = VERIFY_EOS_TOKEN;
+}
+
+int verify_world_vocab(verify_world_id id) { return id == VERIFY_MAIN ? VERIFY_WORLD_V : VERIFY_SMALL_V; }
+
+const char *verify_world_name(verify_world_id id) {
+    return id == VERIFY_SMALL ? "small" : id == VERIFY_EOS ? "eos" : "main";
+}
 
 verify_config_fn verify_world_config(verify_world_id id, int draft) {
     if (id == VERIFY_SMALL) return draft ? verify_small_draft_config : verify_small_target_config;
+    if (id == VERIFY_EOS) return draft ? verify_eos_draft_config : verify_eos_target_config;
     return draft ? verify_world_draft_config : verify_world_target_config;
 }
 
@@ -69,6 +86,7 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
     w->prompt[0] = 1;
     w->prompt[1] = 2;
     w->n_prompt = 2;
+    w->eos = target->cfg.num_eos > 0 ? target->cfg.eos_token_ids[0] : -1;
     reference_target_build(&w->target_if, target);
     w->parts.target = &w->target_if;
     w->parts.heads = heads;
@@ -108,217 +126,6 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
     return 0;
 }
 
-/* Field order: name, primary, method, flags, pair, L, max_tokens, control bug,
- * control temperature, expect_biased, max_samples (spec and k are filled when
- * the catalogue is parsed), then optionally .prompt and .world. The planned sizes are in
- * docs/verification.md.
- * Argmax MTP drafts are named explicitly: above temperature 0 the default is
- * sampled drafts. */
-#define CASE(...)                                                                                                      \
-    { __VA_ARGS__, .k = 0 }
-
-/* Prompt lookup's prompt: its last two tokens occurred before, so the first round already drafts (1, 3, 5). */
-#define LOOKUP_PROMPT "3 5 1 3 5"
-#define SMALL_LOOKUP_PROMPT "0 2 1 0 2"
-
-static verify_case catalogue[] = {
-    /* The default rows: the long-window world (V = 3, verify_cases.h), L = k + 2 with a budget of L + 1, so
-     * that every window holds the k drafts of the first round, its bonus token when all are accepted, and
-     * the first token of the next round, which drafts (K = 1) even after a full acceptance. k = 1…4 across
-     * the rows; each control is a bug of that part of the round (docs/verification.md, "Default rows"). */
-    CASE("sample T=0.8 L=4", 1, "sample", "--method sample --temperature 0.8", VC_EXACT, 4, 4, PLANT_NONE, 1.2f, 0, 0,
-         .world = VERIFY_SMALL),
-    CASE("spec k=1 T=1 L=3", 1, "spec", "--method spec --k 1 --temperature 1", VC_EXACT, 3, 4, PLANT_BONUS_FROM_PARENT,
-         0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=2 T=0.8 L=4", 1, "spec", "--method spec --k 2 --temperature 0.8", VC_EXACT, 4, 5,
-         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=3 T=0.8 L=5", 1, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 5, 6, PLANT_NONE, 0.4f, 0,
-         0, .world = VERIFY_SMALL),
-    CASE("spec k=4 T=1.2 top-p 0.9 L=6", 1, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 6, 7,
-         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec k=2 T=1 L=4 vs sample", 1, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 4, 5, PLANT_NONE,
-         0.5f, 0, 0, .world = VERIFY_SMALL),
-    /* MTP: argmax drafts (control: the correction drawn from p, which may return the rejected draft), and
-     * sampled drafts at T = 0.6 whose control draws them at T = 1 while q is reported at 0.6 */
-    CASE("mtp argmax k=2 T=1 L=4", 1, "mtp", "--method mtp --k 2 --temperature 1 --mtp-argmax", VC_EXACT, 4, 5,
-         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("mtp sampled k=3 T=0.6 L=5", 1, "mtp", "--method mtp --k 3 --temperature 0.6 --mtp-sample", VC_EXACT, 5, 6,
-         PLANT_NONE, 1.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("typical mtp k=2 T=0.8 L=4", 1, "typical", "--method mtp --k 2 --temperature 0.8 --mtp-argmax --rule typical",
-         VC_EXACT, 4, 5, PLANT_NONE, 0.0f, 1, 0, .world = VERIFY_SMALL),
-    CASE("typical mtp k=2 T=0 L=4", 1, "typical", "--method mtp --k 2 --temperature 0 --mtp-argmax --rule typical",
-         VC_EXACT, 4, 5, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    /* Medusa over the small world's tree (depth 3): the residual left unnormalised shows in the later
-     * siblings' tests; the draws without replacement verified as if i.i.d. */
-    CASE("medusa iid T=0.8 L=5", 1, "medusa", "--method medusa --temperature 0.8 --rule exact", VC_EXACT, 5, 6,
-         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("medusa without replacement T=0.8 L=5", 1, "medusa", "--method medusa --temperature 0.8 --rule exact-norepl",
-         VC_EXACT, 5, 6, PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("typical medusa T=0.8 L=5", 1, "typical", "--method medusa --temperature 0.8 --rule typical", VC_EXACT, 5, 6,
-         PLANT_NONE, 0.0f, 1, 0, .world = VERIFY_SMALL),
-    CASE("typical medusa T=0 L=5", 1, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 5, 6,
-         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    /* prompt lookup after a prompt whose last two tokens occurred before (it drafts 1, 0 at once) */
-    CASE("lookup k=2 T=1 L=4", 1, "lookup", "--method lookup --k 2 --temperature 1", VC_EXACT, 4, 5,
-         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .prompt = SMALL_LOOKUP_PROMPT, .world = VERIFY_SMALL),
-    /* trees of drafts: depth 2, so L = 4; three children drawn without replacement are all three tokens */
-    CASE("spec tree 2,2 iid T=0.8 L=4", 1, "spec-tree", "--method spec --tree-shape 2,2 --temperature 0.8 --rule exact",
-         VC_EXACT, 4, 5, PLANT_NONE, 0.4f, 0, 0, .world = VERIFY_SMALL),
-    CASE("spec tree 3,1 without replacement T=0.5 L=4", 1, "spec-tree",
-         "--method spec --tree-shape 3,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5,
-         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0, .world = VERIFY_SMALL),
-    CASE("mtp tree 2,2 without replacement T=0.5 L=4", 1, "mtp-tree",
-         "--method mtp --tree-shape 2,2 --temperature 0.5 --rule exact-norepl", VC_EXACT, 4, 5, PLANT_NONE, 0.25f, 0, 0,
-         .world = VERIFY_SMALL),
-    /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
-     * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */
-    CASE("sample T=0.8", 0, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),
-    CASE("spec k=3 T=0.8", 0, "spec", "--method spec --k 3 --temperature 0.8", VC_EXACT, 2, 4, PLANT_NONE, 0.4f, 0, 0),
-    CASE("spec k=3 T=0.8 vs sample", 0, "spec", "--method spec --k 3 --temperature 0.8", VC_VS_SAMPLE, 2, 4, PLANT_NONE,
-         0.4f, 0, 100000),
-    /* typical acceptance at temperature 0 on MTP drafts and on Medusa's top ranks: a point mass (the greedy
-     * sequence; 20 000 draws bound the TV), whose control draws the next token one position early. (The L = 2
-     * rows of MTP, Medusa, typical acceptance above 0 and the 2,2 draft tree are superseded by the default
-     * rows' long windows; the grid below keeps L = 3, cuts, and trees wider than the small world allows.) */
-    CASE("typical mtp k=3 T=0", 0, "typical", "--method mtp --k 3 --temperature 0 --mtp-argmax --rule typical",
-         VC_EXACT, 2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
-    CASE("typical medusa T=0", 0, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 2, 4,
-         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 20000),
-    /* every k = 1…4, L = 2 and 3, each cut, a budget that cuts the proposal short; Medusa over the 12-node
-     * tree, children i.i.d. or without replacement (exact rule) or top ranks (typical acceptance, biased above
-     * temperature 0; its control is the exact rule on i.i.d. drafts) */
-    CASE("sample T=1", 0, "sample", "--method sample --temperature 1", VC_EXACT, 3, 3, PLANT_NONE, 1.5f, 0, 0),
-    CASE("sample T=0.7 top-k 4", 0, "sample", "--method sample --temperature 0.7 --top-k 4", VC_EXACT, 3, 3, PLANT_NONE,
-         1.05f, 0, 0),
-    CASE("spec k=1 T=1", 0, "spec", "--method spec --k 1 --temperature 1", VC_EXACT, 2, 2, PLANT_NONE, 0.5f, 0, 0),
-    CASE("spec k=2 T=1", 0, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 3, 3, PLANT_NONE, 0.5f, 0, 0),
-    CASE("spec k=3 T=0.8 top-k 5", 0, "spec", "--method spec --k 3 --temperature 0.8 --top-k 5", VC_EXACT, 3, 4,
-         PLANT_NONE, 0.4f, 0, 0),
-    CASE("spec k=4 T=1.2 top-p 0.9", 0, "spec", "--method spec --k 4 --temperature 1.2 --top-p 0.9", VC_EXACT, 3, 5,
-         PLANT_NONE, 0.6f, 0, 0),
-    CASE("spec k=4 T=0.6 budget 2", 0, "spec", "--method spec --k 4 --temperature 0.6", VC_EXACT, 2, 2, PLANT_NONE,
-         0.3f, 0, 0),
-    CASE("spec k=2 T=1 vs sample", 0, "spec", "--method spec --k 2 --temperature 1", VC_VS_SAMPLE, 3, 3, PLANT_NONE,
-         0.5f, 0, 0),
-    CASE("mtp argmax k=2 T=1", 0, "mtp", "--method mtp --k 2 --temperature 1 --mtp-argmax", VC_EXACT, 3, 3,
-         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
-    CASE("mtp argmax k=4 T=0.8 top-p 0.9", 0, "mtp", "--method mtp --k 4 --temperature 0.8 --top-p 0.9 --mtp-argmax",
-         VC_EXACT, 3, 5, PLANT_RESIDUAL_IS_P, 0.0f, 0, 0),
-    CASE("mtp sampled k=3 T=1", 0, "mtp", "--method mtp --k 3 --temperature 1 --mtp-sample", VC_EXACT, 3, 4, PLANT_NONE,
-         0.5f, 0, 0),
-    CASE("mtp sampled k=2 T=0.7 top-k 5", 0, "mtp", "--method mtp --k 2 --temperature 0.7 --top-k 5 --mtp-sample",
-         VC_EXACT, 3, 3, PLANT_NONE, 0.35f, 0, 0),
-    CASE("typical spec k=2 T=1", 0, "typical", "--method spec --k 2 --temperature 1 --rule typical", VC_EXACT, 3, 3,
-         PLANT_NONE, 0.0f, 1, 0),
-    CASE("typical mtp k=4 T=0.7 top-k 5", 0, "typical",
-         "--method mtp --k 4 --temperature 0.7 --top-k 5 --mtp-argmax --rule typical", VC_EXACT, 3, 5, PLANT_NONE, 0.0f,
-         1, 0),
-    CASE("medusa iid T=1 top-k 5", 0, "medusa", "--method medusa --temperature 1 --top-k 5 --rule exact", VC_EXACT, 3,
-         4, PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
-    CASE("medusa without replacement T=1.2 top-p 0.9", 0, "medusa",
-         "--method medusa --temperature 1.2 --top-p 0.9 --rule exact-norepl", VC_EXACT, 3, 4, PLANT_NONE, 0.6f, 0, 0),
-    CASE("typical medusa T=1", 0, "typical", "--method medusa --temperature 1 --rule typical", VC_EXACT, 3, 4,
-         PLANT_NONE, 0.0f, 1, 0),
-    /* prompt lookup after a prompt with a repeat (its drafts are looked up, q a point mass): the control
-     * accepts with min(1, q/p) = 1, i.e. every draft without the p test; the grid's controls draw the
-     * correction from p (which may return the rejected draft) and keep the residual unnormalised */
-    CASE("lookup k=3 T=0.8", 0, "lookup", "--method lookup --k 3 --temperature 0.8", VC_EXACT, 2, 4,
-         PLANT_RATIO_INVERTED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
-    CASE("lookup k=2 ngram 1 T=1", 0, "lookup", "--method lookup --k 2 --ngram 1 --temperature 1", VC_EXACT, 3, 3,
-         PLANT_RESIDUAL_IS_P, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
-    CASE("lookup k=4 T=0.7 top-k 5", 0, "lookup", "--method lookup --k 4 --temperature 0.7 --top-k 5", VC_EXACT, 3, 5,
-         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0, .prompt = LOOKUP_PROMPT),
-    /* draft trees (--method spec --tree-shape): SpecInfer's multi-round rule over the draft model's children,
-     * drawn without replacement (control: verified as if i.i.d., q not renormalised after a rejected sibling);
-     * the L = 3 row runs three rounds of siblings at the root with the residual left unnormalised */
-    CASE("spec tree 4,1 without replacement T=0.5", 0, "spec-tree",
-         "--method spec --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4,
-         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
-    CASE("spec tree 3,1 without replacement T=1 top-k 5", 0, "spec-tree",
-         "--method spec --tree-shape 3,1 --temperature 1 --top-k 5 --rule exact-norepl", VC_EXACT, 3, 3,
-         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
-    /* MTP trees: the module's children at every depth from its chained state, without replacement or
-     * i.i.d.; the controls draw them at half the temperature of the q the rule divides by (verifying the
-     * draws without replacement as i.i.d. was caught only at p = 4e-6 at 5 000 draws here) */
-    CASE("mtp tree 4,1 without replacement T=0.5", 0, "mtp-tree",
-         "--method mtp --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4, PLANT_NONE, 0.25f, 0,
-         0),
-    CASE("mtp tree 2,2 iid T=1", 0, "mtp-tree", "--method mtp --tree-shape 2,2 --temperature 1 --rule exact", VC_EXACT,
-         3, 3, PLANT_NONE, 0.5f, 0, 0),
-    /* dynamic trees (--tree-budget): best-first growth on the draft's q; the controls verify each node's
-     * children in order of their q instead of the order drawn (a proposer that sorts its draws), and at
-     * temperature 0 (top ranks, the greedy rule: a point mass) take the next token from the draft's
-     * argmax after a miss (draft model) or one position early (MTP) */
-    CASE("spec tree dynamic depth 3 budget 6 T=0.8", 0, "spec-tree",
-         "--method spec --tree-budget 6 --k 3 --temperature 0.8", VC_EXACT, 2, 3, PLANT_CHILDREN_BY_Q, 0.0f, 0, 0),
-    CASE("mtp tree dynamic depth 3 budget 6 iid T=0.6", 0, "mtp-tree",
-         "--method mtp --tree-budget 6 --k 3 --temperature 0.6 --rule exact", VC_EXACT, 2, 3, PLANT_CHILDREN_BY_Q, 0.0f,
-         0, 0),
-    CASE("spec tree dynamic depth 3 budget 5 T=0", 0, "spec-tree",
-         "--method spec --tree-budget 5 --k 3 --temperature 0", VC_EXACT, 2, 4, PLANT_REJECT_FROM_Q, 0.0f, 0, 2000),
-    CASE("mtp tree dynamic depth 3 budget 5 T=0", 0, "mtp-tree", "--method mtp --tree-budget 5 --k 3 --temperature 0",
-         VC_EXACT, 2, 4, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 2000),
-    CASE(NULL, 0, NULL, NULL, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0),
-};
-
-/* The case's own prompt: at most VERIFY_CASE_MAX_PROMPT ids, each in the world's vocabulary. */
-static int parse_prompt(verify_case *c, sp_error *err) {
-    const char *p = c->prompt;
-    char *end;
-    c->n_prompt_ids = 0;
-    for (;;) {
-        while (*p == ' ') p++;
-        if (!*p) break;
-        long id = strtol(p, &end, 10);
-        const int V = verify_world_vocab(c->world);
-        if (end == p || id < 0 || id >= V || c->n_prompt_ids == VERIFY_CASE_MAX_PROMPT)
-            return sp_fail(err, "case \"%s\": prompt \"%s\" is not up to %d ids in [0, %d)", c->name, c->prompt,
-                           VERIFY_CASE_MAX_PROMPT, V);
-        c->prompt_ids[c->n_prompt_ids++] = (int)id;
-        p = end;
-    }
-    return c->n_prompt_ids ? 0 : sp_fail(err, "case \"%s\": an empty prompt", c->name);
-}
-
-void verify_case_prompt(const verify_case *c, const verify_world *w, const int **ids, int *n) {
-    *ids = c->n_prompt_ids ? c->prompt_ids : w->prompt;
-    *n = c->n_prompt_ids ? c->n_prompt_ids : w->n_prompt;
-}
-
-/* Parses every entry's flags once; the budget is the case's, EOS off (the
- * enumeration never stops). */
-static void parse_catalogue(void) {
-    medusa_tree tree;
-    sp_error err;
-    for (verify_case *c = catalogue; c->name; c++) {
-        if (medusa_tree_parse(&tree, verify_world_tree(verify_world_vocab(c->world)), "the verify tree", &err))
-            goto bad;
-        c->spec = method_spec_defaults();
-        if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
-        c->spec.max_tokens = c->max_tokens;
-        c->spec.stop_at_eos = 0;
-        const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA                                                    ? tree.max_depth
-               : (kind == METHOD_SPEC || kind == METHOD_MTP) && c->spec.shape.depth > 0 ? c->spec.shape.depth
-               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP     ? c->spec.k
-                                                                                        : 0;
-        if (c->prompt && parse_prompt(c, &err)) goto bad;
-    }
-    return;
-bad: /* a constant that does not parse: nothing can run */
-    fprintf(stderr, "verify_cases: %s\n", err.msg);
-    abort();
-}
-
-const verify_case *verify_cases(void) {
-    static int parsed;
-    if (!parsed) parse_catalogue();
-    parsed = 1;
-    return catalogue;
-}
-
-int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
-
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     /* typical acceptance: a biased rule's control is the exact rule; at temperature 0 a point mass, which
      * only a token off the greedy path can miss (its acceptance-side control draws one) */
@@ -355,9 +162,9 @@ static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
     s.seed = seed;
     if (cs->plain) s.kind = METHOD_SAMPLE;
     if (s.kind == METHOD_MEDUSA) {
-        s.tree = cs->w->tree;
+        s.tree = c->medusa_tree;
         s.tree_given = 1;
-        snprintf(s.tree_origin, sizeof s.tree_origin, "the verify tree");
+        snprintf(s.tree_origin, sizeof s.tree_origin, "%s", c->tree ? "the case's tree" : "the verify tree");
     }
     if (cs->control && !cs->plain) {
         if (s.kind == METHOD_SAMPLE && c->control_temperature > 0) s.sampling.temperature = c->control_temperature;
@@ -409,7 +216,9 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
-    return enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err);
+    if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
+    if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
+    return 0;
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
@@ -467,6 +276,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */
+    if (control && !spec_law_computes(c->control_bug)) return 0; /* nor a slip in the target's */
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
@@ -475,6 +285,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     if (kind == METHOD_SAMPLE) {
         if (control) sp.temperature = c->control_temperature;
         if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
+        if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
         memcpy(law, target.joint, (size_t)target.cells * sizeof(double));
         enumerate_free(&target);
         return 1;
@@ -503,7 +314,9 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
                        .draw = kind == METHOD_LOOKUP ? law_lookup_row : law_draw,
                        .ratio = retemper ? law_ratio : NULL,
                        .user = &rows,
-                       .bug = control ? c->control_bug : PLANT_NONE};
+                       .bug = control ? c->control_bug : PLANT_NONE,
+                       .stop_at_eos = c->spec.stop_at_eos,
+                       .eos = w->eos};
     int rc = spec_law(&s, law, err);
     enumerate_free(&target);
     if (kind == METHOD_SPEC) enumerate_free(&draw);
@@ -622,32 +435,52 @@ void verify_case_outcome_free(verify_case_outcome *o) {
 static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
                      int plant_acceptance, int *tokens, sp_error *err) {
     const verify_case *c = cs->c;
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, cs->w, &prompt, &n_prompt);
+    const planted_bug bug = c->control_bug;
+    const int planted = plant_acceptance && cs->control && !cs->plain;
+    decode_target slipped; /* the commit one step short */
+    method_parts with_slip = *parts;
+    if (planted && bug == PLANT_COMMIT_PARENT_AFTER_TWO) {
+        planted_target_build(&slipped, parts->target);
+        with_slip.target = &slipped;
+        parts = &with_slip;
+    }
     method_built m;
-    if (method_build(&m, s, parts, err)) return -1;
-    planted_typical_rule typical = {c->control_bug, m.options.typical_epsilon, m.options.typical_delta};
-    planted_bug bug = c->control_bug;
+    if (method_build(&m, s, parts, err)) {
+        if (parts == &with_slip) slipped.release(&slipped);
+        return -1;
+    }
+    planted_typical_rule typical = {bug, m.options.typical_epsilon, m.options.typical_delta};
+    planted_rule rule = {bug, n_prompt, cs->w->eos}; /* generated token 0 sits at position n_prompt */
     proposer retempered;
     int rc = 0;
-    if (plant_acceptance && cs->control && !cs->plain && m.proposer) {
+    if (planted && m.proposer) {
         if (bug != PLANT_NONE) {
             m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
-            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&bug;
+            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&rule;
         } else if (!c->expect_biased && c->control_temperature > 0) {
             /* drafts drawn at the control temperature, q reported at the method's */
             if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
                 method_release(&m);
+                if (parts == &with_slip) slipped.release(&slipped);
                 return -1;
             }
             m.storage = retempered;
         }
     }
     decode_output out;
-    const int *prompt;
-    int n_prompt;
-    verify_case_prompt(c, cs->w, &prompt, &n_prompt);
     rc = decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, err);
     method_release(&m);
+    if (parts == &with_slip) slipped.release(&slipped);
     if (rc) return -1;
+    if (s->stop_at_eos && out.n > 0 && out.n < c->L && out.tokens[out.n - 1] == cs->w->eos) {
+        for (int i = out.n; i < c->L; i++) tokens[i] = cs->w->eos; /* the window after the stop */
+        memcpy(tokens, out.tokens, (size_t)out.n * sizeof(int));
+        decode_output_free(&out);
+        return 0;
+    }
     if (out.n < c->L) {
         decode_output_free(&out);
         return sp_fail(err, "case \"%s\": the run emitted %d tokens, the check compares %d", c->name, out.n, c->L);

@@ -23,8 +23,8 @@
 #include "verify_dist.h"
 
 /* The micro worlds the cases run on: the "micro" target (with its MTP
- * module) and the "micro-draft" draft, both with no EOS token, the target's
- * width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
+ * module) and the "micro-draft" draft, with no EOS token (but in the EOS
+ * world below), the target's width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
  * The long-window world has vocabulary 3, so that a window of L = k + 2
  * tokens (the k drafts, the bonus after them and the first token of the
  * next round; up to L = 6 for k = 4) reaches at most 3^6 = 729 sequences,
@@ -33,13 +33,21 @@
  * generator (randmodel's presets) with these adjustments. */
 #define VERIFY_WORLD_V 8
 #define VERIFY_SMALL_V 3
-typedef enum { VERIFY_MAIN = 0, VERIFY_SMALL, VERIFY_WORLDS } verify_world_id;
+/* The EOS world: the small world's models (the same weights) with token
+ * VERIFY_EOS_TOKEN as EOS, and runs that stop on it. A window that the run
+ * ends early is padded with EOS, in the samplers and in the law
+ * (enumerate_stop_at_eos, spec_law's EOS stop), so an EOS is a cell like
+ * any other. */
+#define VERIFY_EOS_TOKEN 2
+typedef enum { VERIFY_MAIN = 0, VERIFY_SMALL, VERIFY_EOS, VERIFY_WORLDS } verify_world_id;
 int verify_world_vocab(verify_world_id id);
-const char *verify_world_name(verify_world_id id); /* "main", "small" */
+const char *verify_world_name(verify_world_id id); /* "main", "small", "eos" */
 void verify_world_target_config(model_config *c);  /* applied to randmodel's "micro" preset */
 void verify_world_draft_config(model_config *c);   /* applied to "micro-draft" */
 void verify_small_target_config(model_config *c);  /* the same with vocabulary VERIFY_SMALL_V */
 void verify_small_draft_config(model_config *c);
+void verify_eos_target_config(model_config *c); /* the small world's, with EOS VERIFY_EOS_TOKEN */
+void verify_eos_draft_config(model_config *c);
 /* The adjustment of world id's target (draft = 0) or draft (draft = 1). */
 typedef void (*verify_config_fn)(model_config *c);
 verify_config_fn verify_world_config(verify_world_id id, int draft);
@@ -57,6 +65,7 @@ typedef struct {
     stepper draft_stepper, mtp_stepper;
     method_parts parts;
     engine *engine; /* not NULL: the interfaces run on this engine (its draft on draft_if) */
+    int eos;        /* the target's first EOS id, −1 when it has none */
 } verify_world;
 
 /* The Medusa heads of the world: 3 heads of one ResBlock with their own
@@ -112,12 +121,19 @@ typedef struct {
     int64_t max_samples;       /* > 0: draws capped here (a deterministic law needs few) */
     const char *prompt;        /* NULL: the world's prompt; else the case's own as token ids, e.g. "3 5 1 3 5"
                                 * (prompt lookup needs a context with repeats to propose from) */
-    verify_world_id world;     /* the world it runs in (VERIFY_MAIN unless given) */
+    verify_world_id world;     /* the world it runs in (VERIFY_MAIN unless given); in VERIFY_EOS the run
+                                * stops at EOS */
+    const char *tree;          /* Medusa: NULL: the world's tree; else the case's own, as rank paths */
+    int coverage;              /* 1: tests/stat leaves the row out, to keep make test's time: the rows of
+                                * --all for prompts, shapes, long windows and cut combinations, the EOS
+                                * tree (the EOS chain runs the same stop) and the late bonus (whose law
+                                * test_spec_law computes) */
     /* parsed from flags (and prompt) when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
     int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
     int prompt_ids[VERIFY_CASE_MAX_PROMPT];
-    int n_prompt_ids; /* 0: the world's prompt */
+    int n_prompt_ids;        /* 0: the world's prompt */
+    medusa_tree medusa_tree; /* Medusa: the tree it runs over (the world's or its own) */
 } verify_case;
 
 /* The prompt case c runs after: its own, else the world's. */

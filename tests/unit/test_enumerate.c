@@ -122,6 +122,55 @@ START_TEST(test_cuts_and_greedy) {
 }
 END_TEST
 
+/* A run that stops at EOS, padded with EOS: the mass of each sequence that reaches its first EOS at
+ * position j is the law of its first j + 1 tokens, every token after it is EOS, and sequences without
+ * an EOS keep their mass. */
+START_TEST(test_stop_at_eos) {
+    fixture_model f;
+    fixture_model_open(&f, "micro", 24, verify_small_target_config);
+    const int V = f.m.cfg.vocab_size, L = 4, eos = 1;
+    sp_error err;
+    const sampler_params sp = sampler_defaults();
+    enum_table full, stopped;
+    ck_assert_msg(enumerate_build(&full, &f.m, prompt, 2, &sp, L, &err) == 0, "%s", err.msg);
+    ck_assert_msg(enumerate_build(&stopped, &f.m, prompt, 2, &sp, L, &err) == 0, "%s", err.msg);
+    enumerate_stop_at_eos(&stopped, eos);
+    double total = 0;
+    int tokens[4];
+    for (int64_t i = 0; i < full.cells; i++) {
+        enumerate_tokens(i, L, V, tokens);
+        total += stopped.joint[i];
+        int first = -1;
+        for (int j = 0; j < L && first < 0; j++)
+            if (tokens[j] == eos) first = j;
+        if (first < 0) {
+            ck_assert(fabs(stopped.joint[i] - full.joint[i]) < 1e-12);
+            continue;
+        }
+        int padded = 1;
+        for (int j = first + 1; j < L; j++) padded &= tokens[j] == eos;
+        if (!padded) {
+            ck_assert(stopped.joint[i] == 0);
+            continue;
+        }
+        double prefix = 0; /* the full law's mass of every sequence with these first + 1 tokens */
+        for (int64_t k = 0; k < full.cells; k++) {
+            int other[4], same = 1;
+            enumerate_tokens(k, L, V, other);
+            for (int j = 0; j <= first; j++) same &= other[j] == tokens[j];
+            if (same) prefix += full.joint[k];
+        }
+        /* the full law sums the prefix's extensions over float rows that each sum to 1 within ~1e-7 */
+        ck_assert_msg(fabs(stopped.joint[i] - prefix) < 1e-7, "cell %lld: %.9f, its prefix %.9f", (long long)i,
+                      stopped.joint[i], prefix);
+    }
+    ck_assert(fabs(total - 1) < 1e-6);
+    enumerate_free(&full);
+    enumerate_free(&stopped);
+    fixture_model_close(&f);
+}
+END_TEST
+
 START_TEST(test_prefix_ids) {
     /* V = 3: ids 0 (empty), 1..3 (length 1), 4..12 (length 2) */
     int tokens[2] = {0, 0};
@@ -160,6 +209,7 @@ Suite *enumerate_suite(void) {
     TCase *tc = harness_tcase("enumerate", 60);
     tcase_add_test(tc, test_law_sums_to_one_and_matches_fresh_forwards);
     tcase_add_test(tc, test_cuts_and_greedy);
+    tcase_add_test(tc, test_stop_at_eos);
     tcase_add_test(tc, test_prefix_ids);
     tcase_add_test(tc, test_bad_requests);
     suite_add_tcase(s, tc);

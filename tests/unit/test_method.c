@@ -170,7 +170,10 @@ START_TEST(test_catalogue_is_written_in_flags) {
         snprintf(t, sizeof t, "T=%g", s->sampling.temperature);
         ck_assert_msg(strstr(c->name, t), "%s: temperature %g", c->name, s->sampling.temperature);
         ck_assert_int_eq(s->max_tokens, c->max_tokens);
-        ck_assert_int_eq(s->stop_at_eos, 0);
+        /* the EOS world's rows stop at EOS, and say so */
+        ck_assert_int_eq(s->stop_at_eos, c->world == VERIFY_EOS);
+        ck_assert_msg((c->world == VERIFY_EOS) == (strstr(c->name, " EOS ") != NULL), "%s: EOS stop %d", c->name,
+                      s->stop_at_eos);
     }
     ck_assert_int_eq(n, verify_case_count());
 }
