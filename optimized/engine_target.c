@@ -1,5 +1,6 @@
 /* engine_target.c — the target interface over the engine. A verify pass
- * runs every node of a tree in one engine pass: the root is consumed into
+ * runs every node of a tree in one engine pass — on a backend that takes
+ * several sequences a pass (the CPU's), every job's tree in one pass: the root is consumed into
  * the sequence (it is committed whatever is accepted), every other node
  * writes its keys and values into the sequence's tree arrays and its
  * DeltaNet state into a slot of its own. A commit copies the accepted path's
@@ -42,22 +43,37 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
     return 0;
 }
 
-static int verify_one(engine *e, const target_job *job, const sampler_params *sp, sp_error *err) {
+/* Sequence job's tree held for its verify pass, and its share of the pass: the root consumed, the rest a tree. */
+static int begin_job(engine *e, const target_job *job, epart *part, sp_error *err) {
     eseq *s = engine_seq(e, job->seq, err);
     if (!s) return -1;
     const token_tree *tree = job->tree;
-    const int n = tree->n, V = e->cfg.vocab_size;
-    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
-    if (!sp) return engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err);
-    /* the distributions computed where the logits are: on a GPU only they cross to the host */
-    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, job->hidden, err)) return -1;
-    e->be.probs(&e->be, job->p, e->act.logits, n, V, sp);
+    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, tree->n, err)) return -1;
+    *part = (epart){s, tree->token, s->parent, s->depth, tree->n, 1, job->p, job->hidden};
+    return 0;
+}
+
+/* One pass over the jobs' trees: raw logits into each job's p, or, with sp, the distributions computed where the
+ * logits are (on a GPU only they cross to the host). */
+static int verify_pass(engine *e, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
+    epart parts[ENGINE_MAX_BATCH];
+    for (int j = 0; j < n_jobs; j++)
+        if (begin_job(e, &jobs[j], &parts[j], err)) return -1;
+    if (!sp) return engine_forward_parts(e, parts, n_jobs, 0, err);
+    if (engine_forward_parts(e, parts, n_jobs, 1, err)) return -1;
+    const int V = e->cfg.vocab_size;
+    for (int j = 0, row = 0; j < n_jobs; row += parts[j].m, j++)
+        e->be.probs(&e->be, jobs[j].p, e->act.logits + (size_t)row * V, parts[j].m, V, sp);
     return e->be.status(&e->be, err);
 }
 
+/* Every job's nodes in one pass where the backend takes several sequences (one read of the weights serves them
+ * all), at most ENGINE_MAX_BATCH at a time; else one pass a job. */
 static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
-    for (int j = 0; j < n_jobs; j++)
-        if (verify_one(eng(t), &jobs[j], sp, err)) return -1;
+    engine *e = eng(t);
+    const int batch = e->be.multi_seq ? ENGINE_MAX_BATCH : 1;
+    for (int j = 0; j < n_jobs; j += batch)
+        if (verify_pass(e, jobs + j, n_jobs - j < batch ? n_jobs - j : batch, sp, err)) return -1;
     return 0;
 }
 

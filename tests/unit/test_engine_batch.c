@@ -1,0 +1,194 @@
+/* test_engine_batch.c — a verify pass over several sequences on the CPU
+ * engine (one pass, every job's nodes; engine_target.c) against the same
+ * jobs verified one pass each: raw logits, processed distributions and
+ * hidden states equal bit for bit, for a chain and trees, sequences at
+ * different positions, round after round (a commit leaves each sequence as
+ * if it had run alone). Bit equality is the contract, not a tolerance: the
+ * CPU products give each row the same bits whatever the rows beside it
+ * (cpu/gemm.h), and the cores compute each node alone. The negative
+ * controls plant a cross-sequence slip in the backend — a node attending to
+ * another sequence's keys and values, a node's DeltaNet step starting from
+ * another sequence's state — and the comparison must catch each. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_target.h"
+#include "fixtures.h"
+#include "harness.h"
+
+#define N_JOBS 3
+#define ROUNDS 3
+
+/* The planted slips, wrapped around the backend's own cores (the one pass of one test at a time). */
+enum { PLANT_NONE, PLANT_ATTENTION, PLANT_DELTANET };
+static void (*real_attention)(engine_backend *, const epass *, int, const attention_args *);
+static void (*real_deltanet)(engine_backend *, const epass *, const deltanet_args *);
+static void (*real_begin_pass)(engine_backend *, const epass *);
+static int passes, widest; /* passes begun and the most sequences one held */
+
+static void counting_begin_pass(engine_backend *b, const epass *p) {
+    passes++;
+    if (p->n_seqs > widest) widest = p->n_seqs;
+    real_begin_pass(b, p);
+}
+
+/* The second sequence of a pass attends through the first one's KV table. */
+static void attention_wrong_table(engine_backend *b, const epass *p, int la, const attention_args *a) {
+    epass_seq seqs[N_JOBS];
+    memcpy(seqs, p->seqs, (size_t)p->n_seqs * sizeof *seqs);
+    if (p->n_seqs > 1) seqs[1].table = seqs[0].table;
+    epass q = *p;
+    q.seqs = seqs;
+    real_attention(b, &q, la, a);
+}
+
+/* The second sequence's first node steps from the first sequence's committed DeltaNet state. */
+static void deltanet_wrong_state(engine_backend *b, const epass *p, const deltanet_args *a) {
+    const float **conv_from = malloc((size_t)p->m * sizeof *conv_from);
+    const float **rec_from = malloc((size_t)p->m * sizeof *rec_from);
+    memcpy(conv_from, a->conv_from, (size_t)p->m * sizeof *conv_from);
+    memcpy(rec_from, a->rec_from, (size_t)p->m * sizeof *rec_from);
+    if (p->n_seqs > 1) {
+        conv_from[p->seqs[1].first] = conv_from[0];
+        rec_from[p->seqs[1].first] = rec_from[0];
+    }
+    deltanet_args planted = *a;
+    planted.conv_from = conv_from;
+    planted.rec_from = rec_from;
+    real_deltanet(b, p, &planted);
+    free(conv_from);
+    free(rec_from);
+}
+
+static void plant(engine *e, int which) {
+    real_attention = e->be.attention;
+    real_deltanet = e->be.deltanet;
+    real_begin_pass = e->be.begin_pass;
+    e->be.begin_pass = counting_begin_pass;
+    if (which == PLANT_ATTENTION) e->be.attention = attention_wrong_table;
+    if (which == PLANT_DELTANET) e->be.deltanet = deltanet_wrong_state;
+}
+
+/* Job j's tree in round r: a chain, the tree root → {a → b, c}, a wider tree; its tokens move with j and r. */
+static void job_tree(token_tree *t, int V, int j, int r) {
+    const int k = 3 * j + 5 * r;
+    tree_reset(t, (1 + k) % V, CHILDREN_IID);
+    if (j == 0) {
+        for (int i = 1; i < 4; i++) tree_add(t, i - 1, (k + 2 * i) % V);
+    } else if (j == 1) {
+        tree_add(t, 0, (k + 3) % V);
+        tree_add(t, 1, (k + 7) % V);
+        tree_add(t, 0, (k + 4) % V);
+    } else {
+        for (int i = 0; i < 3; i++) tree_add(t, 0, (k + 2 + i) % V);
+        tree_add(t, 2, (k + 9) % V);
+        tree_add(t, 4, (k + 1) % V);
+    }
+}
+
+/* The node job j commits in round r: a deep one, a different one each round. */
+static int job_commit(const token_tree *t, int j, int r) { return (t->n - 1 - (j + r) % 2 + t->n) % t->n; }
+
+/* Prefills N_JOBS sequences with prompts of different lengths (20, 7, 12 positions: different blocks and bases)
+ * and forks each: seqs[j] runs in the shared passes, seqs[N_JOBS + j] alone. */
+static void open_pairs(decode_target *t, int V, int *seqs) {
+    static const int lengths[N_JOBS] = {20, 7, 12};
+    sp_error err;
+    for (int j = 0; j < N_JOBS; j++) {
+        int prompt[20];
+        for (int i = 0; i < lengths[j]; i++) prompt[i] = (7 * i + 3 * j + 1) % V;
+        seqs[j] = t->seq_open(t, &err);
+        ck_assert_msg(seqs[j] >= 0, "%s", err.msg);
+        ck_assert_msg(t->prefill(t, seqs[j], prompt, lengths[j], NULL, NULL, &err) == 0, "%s", err.msg);
+        seqs[N_JOBS + j] = t->seq_fork(t, seqs[j], &err);
+        ck_assert_msg(seqs[N_JOBS + j] >= 0, "%s", err.msg);
+    }
+}
+
+/* ROUNDS rounds of every job verified in one pass and the same jobs verified one pass each, then the same node
+ * committed on both sides; returns 1 when every row (raw logits in even rounds, processed distributions and
+ * hidden states in odd ones) agrees bit for bit. */
+static int batched_equals_alone(const char *dir, int planted) {
+    engine e;
+    sp_error err;
+    ck_assert_msg(engine_open(&e, dir, NULL, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(e.be.multi_seq, 1);
+    decode_target t;
+    engine_target_build(&t, &e);
+    const int V = e.cfg.vocab_size, D = e.cfg.hidden_size, cap = 6;
+    int seqs[2 * N_JOBS];
+    open_pairs(&t, V, seqs);
+    plant(&e, planted);
+    sampler_params sp = sampler_defaults();
+    sp.temperature = 0.8f;
+    token_tree trees[N_JOBS];
+    float *rows[2][N_JOBS], *hidden[2][N_JOBS];
+    for (int side = 0; side < 2; side++)
+        for (int j = 0; j < N_JOBS; j++) {
+            rows[side][j] = calloc((size_t)cap * V, sizeof(float));
+            hidden[side][j] = calloc((size_t)cap * D, sizeof(float));
+        }
+    for (int j = 0; j < N_JOBS; j++) tree_build(&trees[j], V, cap);
+    int same = 1;
+    for (int r = 0; r < ROUNDS; r++) {
+        const sampler_params *round_sp = r % 2 ? &sp : NULL;
+        target_job jobs[2][N_JOBS];
+        for (int j = 0; j < N_JOBS; j++) {
+            job_tree(&trees[j], V, j, r);
+            for (int side = 0; side < 2; side++)
+                jobs[side][j] =
+                    (target_job){seqs[side * N_JOBS + j], &trees[j], rows[side][j], r % 2 ? hidden[side][j] : NULL};
+        }
+        passes = widest = 0;
+        ck_assert_msg(t.verify(&t, jobs[0], N_JOBS, round_sp, &err) == 0, "%s", err.msg);
+        ck_assert_msg(passes == 1 && widest == N_JOBS, "%d jobs verified in %d passes", N_JOBS, passes);
+        for (int j = 0; j < N_JOBS; j++)
+            ck_assert_msg(t.verify(&t, &jobs[1][j], 1, round_sp, &err) == 0, "%s", err.msg);
+        for (int j = 0; j < N_JOBS; j++) {
+            const int n = trees[j].n;
+            same &= memcmp(rows[0][j], rows[1][j], (size_t)n * V * sizeof(float)) == 0;
+            if (r % 2) same &= memcmp(hidden[0][j], hidden[1][j], (size_t)n * D * sizeof(float)) == 0;
+            const int node = job_commit(&trees[j], j, r);
+            for (int side = 0; side < 2; side++)
+                ck_assert_msg(t.commit(&t, seqs[side * N_JOBS + j], node, &err) == 0, "%s", err.msg);
+            ck_assert_int_eq(t.position(&t, seqs[j]), t.position(&t, seqs[N_JOBS + j]));
+        }
+    }
+    for (int side = 0; side < 2; side++)
+        for (int j = 0; j < N_JOBS; j++) free(rows[side][j]), free(hidden[side][j]);
+    for (int j = 0; j < N_JOBS; j++) tree_free(&trees[j]);
+    for (int i = 0; i < 2 * N_JOBS; i++) t.seq_close(&t, seqs[i]);
+    t.release(&t);
+    engine_close(&e);
+    return same;
+}
+
+START_TEST(test_batched_verify_equals_alone) {
+    fixture_model m;
+    fixture_model_open(&m, "micro", 71, NULL);
+    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE), "a pass over %d sequences differs from one pass each",
+                  N_JOBS);
+    fixture_model_close(&m);
+}
+END_TEST
+
+/* Negative controls: the same comparison catches a node seeing another sequence's keys and values, and a node
+ * stepping from another sequence's DeltaNet state. */
+START_TEST(test_cross_sequence_slips_are_caught) {
+    fixture_model m;
+    fixture_model_open(&m, "micro", 71, NULL);
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION), "a node attending to another sequence's cache");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET), "a node stepping from another sequence's state");
+    fixture_model_close(&m);
+}
+END_TEST
+
+Suite *engine_batch_suite(void) {
+    Suite *s = suite_create("engine-batch");
+    TCase *tc = harness_tcase("batched verify", 60);
+    tcase_add_test(tc, test_batched_verify_equals_alone);
+    tcase_add_test(tc, test_cross_sequence_slips_are_caught);
+    suite_add_tcase(s, tc);
+    return s;
+}
