@@ -109,11 +109,12 @@ static void open_pairs(decode_target *t, int V, int *seqs) {
 /* ROUNDS rounds of every job verified in one pass and the same jobs verified one pass each, then the same node
  * committed on both sides; returns 1 when every row (raw logits in even rounds, processed distributions and
  * hidden states in odd ones) agrees bit for bit. */
-static int batched_equals_alone(const char *dir, int planted) {
+static int batched_equals_alone(const char *dir, int planted, int multi_seq) {
     engine e;
     sp_error err;
     ck_assert_msg(engine_open(&e, dir, NULL, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(e.be.multi_seq, 1);
+    e.be.multi_seq = multi_seq; /* 0: the host's fallback for a backend that runs one sequence a pass */
     decode_target t;
     engine_target_build(&t, &e);
     const int V = e.cfg.vocab_size, D = e.cfg.hidden_size, cap = 6;
@@ -142,7 +143,9 @@ static int batched_equals_alone(const char *dir, int planted) {
         }
         passes = widest = 0;
         ck_assert_msg(t.verify(&t, jobs[0], N_JOBS, round_sp, &err) == 0, "%s", err.msg);
-        ck_assert_msg(passes == 1 && widest == N_JOBS, "%d jobs verified in %d passes", N_JOBS, passes);
+        const int want = multi_seq ? 1 : N_JOBS;
+        ck_assert_msg(passes == want && widest == N_JOBS / want, "%d jobs verified in %d passes of at most %d", N_JOBS,
+                      passes, widest);
         for (int j = 0; j < N_JOBS; j++)
             ck_assert_msg(t.verify(&t, &jobs[1][j], 1, round_sp, &err) == 0, "%s", err.msg);
         for (int j = 0; j < N_JOBS; j++) {
@@ -167,8 +170,17 @@ static int batched_equals_alone(const char *dir, int planted) {
 START_TEST(test_batched_verify_equals_alone) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
-    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE), "a pass over %d sequences differs from one pass each",
+    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE, 1), "a pass over %d sequences differs from one pass each",
                   N_JOBS);
+    fixture_model_close(&m);
+}
+END_TEST
+
+/* A backend without multi_seq gets one pass a job (the CUDA backend's case), with the same rows. */
+START_TEST(test_one_pass_a_job_without_multi_seq) {
+    fixture_model m;
+    fixture_model_open(&m, "micro", 72, NULL);
+    ck_assert(batched_equals_alone(m.dir, PLANT_NONE, 0));
     fixture_model_close(&m);
 }
 END_TEST
@@ -178,8 +190,8 @@ END_TEST
 START_TEST(test_cross_sequence_slips_are_caught) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION), "a node attending to another sequence's cache");
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET), "a node stepping from another sequence's state");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION, 1), "a node attending to another sequence's cache");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET, 1), "a node stepping from another sequence's state");
     fixture_model_close(&m);
 }
 END_TEST
@@ -188,6 +200,7 @@ Suite *engine_batch_suite(void) {
     Suite *s = suite_create("engine-batch");
     TCase *tc = harness_tcase("batched verify", 60);
     tcase_add_test(tc, test_batched_verify_equals_alone);
+    tcase_add_test(tc, test_one_pass_a_job_without_multi_seq);
     tcase_add_test(tc, test_cross_sequence_slips_are_caught);
     suite_add_tcase(s, tc);
     return s;
