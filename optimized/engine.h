@@ -147,7 +147,7 @@ typedef struct {
  * logits are left where the backend computed them, in e->act.logits (the CPU's in host memory, a GPU's on the
  * device), part after part, for a round that processes them where they are; the parts' logits are then unused. */
 int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_place, sp_error *err);
-/* One sequence's pass (engine_forward_parts with one part). */
+/* One sequence's pass: engine_forward_parts with one part, the logits into the caller's rows or left in place. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,

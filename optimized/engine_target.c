@@ -1,11 +1,13 @@
 /* engine_target.c — the target interface over the engine. A verify pass
  * runs every node of a tree in one engine pass — on a backend that takes
- * several sequences a pass (the CPU's), every job's tree in one pass: the root is consumed into
- * the sequence (it is committed whatever is accepted), every other node
- * writes its keys and values into the sequence's tree arrays and its
- * DeltaNet state into a slot of its own. A commit copies the accepted path's
- * keys and values into the KV blocks and takes the last accepted node's
- * slot as the sequence's state: no state is copied. */
+ * several sequences a pass (the CPU's), every job's tree in the same pass,
+ * so one read of the weights serves them all. The root is consumed into the
+ * sequence (it is committed whatever is accepted), every other node writes
+ * its keys and values after the committed positions and logs its DeltaNet
+ * step (CPU) or writes its state into a slot of its own (GPU). A commit
+ * moves the accepted path's keys and values into place and replays its
+ * logged steps on the sequence's state, or takes the last accepted node's
+ * slot as the sequence's state. */
 #include "engine_target.h"
 
 #include <stdlib.h>
@@ -43,7 +45,8 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
     return 0;
 }
 
-/* Sequence job's tree held for its verify pass, and its share of the pass: the root consumed, the rest a tree. */
+/* The job's tree held on its sequence (engine_seq_begin_tree), and the sequence's share of the pass: the root
+ * consumed into the sequence, the other nodes a tree under it. */
 static int begin_job(engine *e, const target_job *job, epart *part, sp_error *err) {
     eseq *s = engine_seq(e, job->seq, err);
     if (!s) return -1;

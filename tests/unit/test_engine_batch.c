@@ -109,10 +109,12 @@ static void open_pairs(decode_target *t, int V, int *seqs) {
 /* ROUNDS rounds of every job verified in one pass and the same jobs verified one pass each, then the same node
  * committed on both sides; returns 1 when every row (raw logits in even rounds, processed distributions and
  * hidden states in odd ones) agrees bit for bit. */
-static int batched_equals_alone(const char *dir, int planted, int multi_seq) {
+static int batched_equals_alone(const char *dir, int planted, int multi_seq, int threads) {
     engine e;
     sp_error err;
-    ck_assert_msg(engine_open(&e, dir, NULL, &err) == 0, "%s", err.msg);
+    engine_options o = engine_defaults();
+    o.threads = threads; /* 2: the DeltaNet core's channel ranges and heads on two threads */
+    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(e.be.multi_seq, 1);
     e.be.multi_seq = multi_seq; /* 0: the host's fallback for a backend that runs one sequence a pass */
     decode_target t;
@@ -170,8 +172,9 @@ static int batched_equals_alone(const char *dir, int planted, int multi_seq) {
 START_TEST(test_batched_verify_equals_alone) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
-    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE, 1), "a pass over %d sequences differs from one pass each",
-                  N_JOBS);
+    const int threads = 1 + _i;
+    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE, 1, threads),
+                  "%d threads: a pass over %d sequences differs from one pass each", threads, N_JOBS);
     fixture_model_close(&m);
 }
 END_TEST
@@ -180,7 +183,7 @@ END_TEST
 START_TEST(test_one_pass_a_job_without_multi_seq) {
     fixture_model m;
     fixture_model_open(&m, "micro", 72, NULL);
-    ck_assert(batched_equals_alone(m.dir, PLANT_NONE, 0));
+    ck_assert(batched_equals_alone(m.dir, PLANT_NONE, 0, 1));
     fixture_model_close(&m);
 }
 END_TEST
@@ -190,8 +193,8 @@ END_TEST
 START_TEST(test_cross_sequence_slips_are_caught) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION, 1), "a node attending to another sequence's cache");
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET, 1), "a node stepping from another sequence's state");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION, 1, 1), "a node attending to another sequence's cache");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET, 1, 1), "a node stepping from another sequence's state");
     fixture_model_close(&m);
 }
 END_TEST
@@ -199,7 +202,7 @@ END_TEST
 Suite *engine_batch_suite(void) {
     Suite *s = suite_create("engine-batch");
     TCase *tc = harness_tcase("batched verify", 60);
-    tcase_add_test(tc, test_batched_verify_equals_alone);
+    tcase_add_loop_test(tc, test_batched_verify_equals_alone, 0, 2); /* 1 and 2 threads */
     tcase_add_test(tc, test_one_pass_a_job_without_multi_seq);
     tcase_add_test(tc, test_cross_sequence_slips_are_caught);
     suite_add_tcase(s, tc);
