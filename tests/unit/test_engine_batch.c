@@ -13,62 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_plants.h"
 #include "engine_target.h"
 #include "fixtures.h"
 #include "harness.h"
 
 #define N_JOBS 3
 #define ROUNDS 3
-
-/* The planted slips, wrapped around the backend's own cores (the one pass of one test at a time). */
-enum { PLANT_NONE, PLANT_ATTENTION, PLANT_DELTANET };
-static void (*real_attention)(engine_backend *, const epass *, int, const attention_args *);
-static void (*real_deltanet)(engine_backend *, const epass *, const deltanet_args *);
-static void (*real_begin_pass)(engine_backend *, const epass *);
-static int passes, widest; /* passes begun and the most sequences one held */
-
-static void counting_begin_pass(engine_backend *b, const epass *p) {
-    passes++;
-    if (p->n_seqs > widest) widest = p->n_seqs;
-    real_begin_pass(b, p);
-}
-
-/* The second sequence of a pass attends through the first one's KV table. */
-static void attention_wrong_table(engine_backend *b, const epass *p, int la, const attention_args *a) {
-    epass_seq seqs[N_JOBS];
-    memcpy(seqs, p->seqs, (size_t)p->n_seqs * sizeof *seqs);
-    if (p->n_seqs > 1) seqs[1].table = seqs[0].table;
-    epass q = *p;
-    q.seqs = seqs;
-    real_attention(b, &q, la, a);
-}
-
-/* The second sequence's first node steps from the first sequence's committed DeltaNet state. */
-static void deltanet_wrong_state(engine_backend *b, const epass *p, const deltanet_args *a) {
-    const float **conv_from = malloc((size_t)p->m * sizeof *conv_from);
-    const float **rec_from = malloc((size_t)p->m * sizeof *rec_from);
-    memcpy(conv_from, a->conv_from, (size_t)p->m * sizeof *conv_from);
-    memcpy(rec_from, a->rec_from, (size_t)p->m * sizeof *rec_from);
-    if (p->n_seqs > 1) {
-        conv_from[p->seqs[1].first] = conv_from[0];
-        rec_from[p->seqs[1].first] = rec_from[0];
-    }
-    deltanet_args planted = *a;
-    planted.conv_from = conv_from;
-    planted.rec_from = rec_from;
-    real_deltanet(b, p, &planted);
-    free(conv_from);
-    free(rec_from);
-}
-
-static void plant(engine *e, int which) {
-    real_attention = e->be.attention;
-    real_deltanet = e->be.deltanet;
-    real_begin_pass = e->be.begin_pass;
-    e->be.begin_pass = counting_begin_pass;
-    if (which == PLANT_ATTENTION) e->be.attention = attention_wrong_table;
-    if (which == PLANT_DELTANET) e->be.deltanet = deltanet_wrong_state;
-}
 
 /* Job j's tree in round r: a chain, the tree root → {a → b, c}, a wider tree; its tokens move with j and r. */
 static void job_tree(token_tree *t, int V, int j, int r) {
@@ -109,7 +60,7 @@ static void open_pairs(decode_target *t, int V, int *seqs) {
 /* ROUNDS rounds of every job verified in one pass and the same jobs verified one pass each, then the same node
  * committed on both sides; returns 1 when every row (raw logits in even rounds, processed distributions and
  * hidden states in odd ones) agrees bit for bit. */
-static int batched_equals_alone(const char *dir, int planted, int multi_seq, int threads) {
+static int batched_equals_alone(const char *dir, plant_cross planted, int multi_seq, int threads) {
     engine e;
     sp_error err;
     engine_options o = engine_defaults();
@@ -122,7 +73,7 @@ static int batched_equals_alone(const char *dir, int planted, int multi_seq, int
     const int V = e.cfg.vocab_size, D = e.cfg.hidden_size, cap = 6;
     int seqs[2 * N_JOBS];
     open_pairs(&t, V, seqs);
-    plant(&e, planted);
+    engine_plant_cross_seq(&e, planted);
     sampler_params sp = sampler_defaults();
     sp.temperature = 0.8f;
     token_tree trees[N_JOBS];
@@ -143,11 +94,11 @@ static int batched_equals_alone(const char *dir, int planted, int multi_seq, int
                 jobs[side][j] =
                     (target_job){seqs[side * N_JOBS + j], &trees[j], rows[side][j], r % 2 ? hidden[side][j] : NULL};
         }
-        passes = widest = 0;
+        engine_plant_passes = engine_plant_widest = 0;
         ck_assert_msg(t.verify(&t, jobs[0], N_JOBS, round_sp, &err) == 0, "%s", err.msg);
         const int want = multi_seq ? 1 : N_JOBS;
-        ck_assert_msg(passes == want && widest == N_JOBS / want, "%d jobs verified in %d passes of at most %d", N_JOBS,
-                      passes, widest);
+        ck_assert_msg(engine_plant_passes == want && engine_plant_widest == N_JOBS / want,
+                      "%d jobs verified in %d passes of at most %d", N_JOBS, engine_plant_passes, engine_plant_widest);
         for (int j = 0; j < N_JOBS; j++)
             ck_assert_msg(t.verify(&t, &jobs[1][j], 1, round_sp, &err) == 0, "%s", err.msg);
         for (int j = 0; j < N_JOBS; j++) {
@@ -173,7 +124,7 @@ START_TEST(test_batched_verify_equals_alone) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
     const int threads = 1 + _i;
-    ck_assert_msg(batched_equals_alone(m.dir, PLANT_NONE, 1, threads),
+    ck_assert_msg(batched_equals_alone(m.dir, PLANT_CROSS_NONE, 1, threads),
                   "%d threads: a pass over %d sequences differs from one pass each", threads, N_JOBS);
     fixture_model_close(&m);
 }
@@ -183,7 +134,7 @@ END_TEST
 START_TEST(test_one_pass_a_job_without_multi_seq) {
     fixture_model m;
     fixture_model_open(&m, "micro", 72, NULL);
-    ck_assert(batched_equals_alone(m.dir, PLANT_NONE, 0, 1));
+    ck_assert(batched_equals_alone(m.dir, PLANT_CROSS_NONE, 0, 1));
     fixture_model_close(&m);
 }
 END_TEST
@@ -193,8 +144,10 @@ END_TEST
 START_TEST(test_cross_sequence_slips_are_caught) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_ATTENTION, 1, 1), "a node attending to another sequence's cache");
-    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_DELTANET, 1, 1), "a node stepping from another sequence's state");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_CROSS_ATTENTION, 1, 1),
+                  "a node attending to another sequence's cache");
+    ck_assert_msg(!batched_equals_alone(m.dir, PLANT_CROSS_DELTANET, 1, 1),
+                  "a node stepping from another sequence's state");
     fixture_model_close(&m);
 }
 END_TEST
