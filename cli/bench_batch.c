@@ -17,9 +17,8 @@
 #include <string.h>
 
 #include "args.h"
-#include "bench.h"
+#include "bench_batch.h"
 #include "commands.h"
-#include "engine_target.h"
 
 #define MAX_BATCHES 8
 #define MAX_RUNS 64
@@ -181,6 +180,53 @@ static int measure(decode_target *t, const batch_args *a, int B, int nodes, doub
     return 0;
 }
 
+/* Medians of the MTP runs, the two ways alternating after a warm-up of each: tps[0] one pass a round, tps[1] B
+ * passes; per_pass: committed tokens per pass of the one-pass way (the run's tokens per round). */
+static int measure_mtp(engine *e, decode_target *t, const method_spec *spec, const batch_args *a, int B, double tps[2],
+                       double *per_pass, sp_error *err) {
+    double x[2][MAX_RUNS], per[MAX_RUNS], warm, warm_per;
+    for (int w = 0; w < 2; w++)
+        if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, w == 0, &warm, &warm_per, err)) return -1;
+    for (int run = 0; run < a->runs; run++)
+        for (int w = 0; w < 2; w++) {
+            const int one_pass = (w + run) % 2 == 0;
+            double rate, per_round;
+            if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, one_pass, &rate, &per_round, err))
+                return -1;
+            x[one_pass ? 0 : 1][run] = rate;
+            if (one_pass) per[run] = per_round;
+        }
+    tps[0] = bench_median(x[0], a->runs);
+    tps[1] = bench_median(x[1], a->runs);
+    *per_pass = bench_median(per, a->runs);
+    return 0;
+}
+
+/* The MTP table: greedy MTP with k drafts, B sequences' trees verified in one pass against one a sequence. */
+static int mtp_table(engine *e, decode_target *t, const batch_args *a) {
+    char flags[96];
+    snprintf(flags, sizeof flags, "--method mtp --k %d --temperature 0", a->k);
+    method_spec spec = method_spec_defaults();
+    sp_error err;
+    if (method_spec_parse(&spec, flags, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        return 1;
+    }
+    printf("\nMTP decoding (%s: each sequence its own MTP proposer, the exact decode loop's accept and commit):\n",
+           flags);
+    printf("%4s | %12s %12s %7s | %s\n", "B", "mtp 1 pass", "B passes", "ratio", "tokens/pass (1 pass)");
+    for (int i = 0; i < a->n_batches; i++) {
+        const int B = a->batches[i];
+        double tps[2], per_pass;
+        if (measure_mtp(e, t, &spec, a, B, tps, &per_pass, &err)) {
+            fprintf(stderr, "specula bench: %s\n", err.msg);
+            return 1;
+        }
+        printf("%4d | %12.1f %12.1f %6.2fx | %.2f\n", B, tps[0], tps[1], tps[0] / tps[1], per_pass);
+    }
+    return 0;
+}
+
 int bench_batch(int argc, char **argv) {
     batch_args a;
     const int prc = parse(argc, argv, &a);
@@ -216,6 +262,7 @@ int bench_batch(int argc, char **argv) {
         printf("%4d | %12.1f %12.1f %6.2fx | %12.1f %12.1f %6.2fx | %d, %d\n", B, plain[0], plain[1],
                plain[0] / plain[1], chain[0], chain[1], chain[0] / chain[1], B, B * (a.k + 1));
     }
+    if (!rc && e.cfg.mtp_num_layers > 0) rc = mtp_table(&e, &t, &a);
     t.release(&t);
     engine_close(&e);
     return rc;
