@@ -2,16 +2,17 @@
  * B sequences buys on the CPU engine. For each B, B sequences decode side
  * by side, round after round, two ways on the same prompts: every round
  * one verify pass over all B sequences' nodes (engine_target.c's batched
- * verify), and every round B passes of one sequence each. Two kinds of
+ * verify), and every round B passes of one sequence each. Three kinds of
  * round: plain greedy decoding (one node per sequence: the argmax of its
- * last row), and a chain of k + 1 nodes per sequence whose last node is
- * committed — a speculative round with every draft accepted (the drafts
- * are the root's successors in the vocabulary, not a proposer's): it times
- * the verify and commit of a spec or MTP round at full acceptance, not a
- * decode with a drafter, whose proposer cost and acceptance this leaves
- * out. Prints tokens/s summed over the sequences (medians of --runs runs,
- * the two ways alternating run by run so both see the same load) and the
- * ratio of one pass to B passes. A benchmark: it asserts nothing. */
+ * last row); a chain of k + 1 nodes per sequence whose last node is
+ * committed — a speculative round at full acceptance whose drafts are
+ * placeholders (the root's successors in the vocabulary), the verify and
+ * commit of a spec or MTP round without a proposer; and, when the
+ * checkpoint has an MTP module, greedy MTP decoding with each sequence's
+ * own proposer (bench_batch_mtp.c). Prints tokens/s summed over the
+ * sequences (medians of --runs runs, the two ways alternating run by run so
+ * both see the same load) and the ratio of one pass to B passes. A
+ * benchmark: it asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +36,12 @@ static void usage(FILE *f) {
             "Times B sequences decoded together on the CPU engine (bf16): per round one verify pass over every\n"
             "sequence's nodes, against one pass per sequence, for plain greedy decoding (one node a sequence) and\n"
             "for a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance, with no\n"
-            "proposer: its verify and commit only). Prints tokens/s summed over the sequences, medians of runs.\n"
+            "proposer: its verify and commit only) and, when MODEL has an MTP module, for greedy MTP decoding with\n"
+            "k drafts (each sequence its own proposer). Prints tokens/s summed over the sequences, medians of runs.\n"
             "  --batch B,...        batch sizes (default 1,2,4,8; each at most %d, at most %d sizes)\n"
             "  --runs N             runs per figure, median reported (default 5)\n"
             "  --rounds N           rounds per run (default 32)\n"
-            "  -k N                 drafts per chain (default 3: chains of 4 nodes)\n"
+            "  -k N                 drafts per chain and per MTP round (default 3: chains of 4 nodes)\n"
             "  --threads N          the products' threads (default 1)\n"
             "  --prompt-tokens N    each sequence's prompt length (default 4)\n",
             ENGINE_MAX_BATCH, MAX_BATCHES);
