@@ -204,25 +204,19 @@ static int measure_mtp(engine *e, decode_target *t, const method_spec *spec, con
     return 0;
 }
 
-/* The MTP table: greedy MTP with k drafts, B sequences' trees verified in one pass against one a sequence. */
-static int mtp_table(engine *e, decode_target *t, const batch_args *a) {
-    char flags[96];
-    snprintf(flags, sizeof flags, "--method mtp --k %d --temperature 0", a->k);
-    method_spec spec = method_spec_defaults();
+/* The MTP table: greedy MTP with k drafts (spec, parsed from flags), B sequences' trees verified in one pass
+ * against one a sequence. */
+static int mtp_table(engine *e, decode_target *t, const batch_args *a, const method_spec *spec, const char *flags) {
     sp_error err;
-    if (method_spec_parse(&spec, flags, &err)) {
-        fprintf(stderr, "specula bench: %s\n", err.msg);
-        return 1;
-    }
     printf("\nMTP decoding (%s: each sequence its own MTP proposer, the exact decode loop's accept and commit):\n",
            flags);
     printf("%4s | %12s %12s %7s | %s\n", "B", "mtp 1 pass", "B passes", "ratio", "tokens/pass (1 pass)");
     for (int i = 0; i < a->n_batches; i++) {
         const int B = a->batches[i];
         double tps[2], per_pass;
-        if (measure_mtp(e, t, &spec, a, B, tps, &per_pass, &err)) {
+        if (measure_mtp(e, t, spec, a, B, tps, &per_pass, &err)) {
             fprintf(stderr, "specula bench: %s\n", err.msg);
-            return 1;
+            return EXIT_RUN_FAILED;
         }
         printf("%4d | %12.1f %12.1f %6.2fx | %.2f\n", B, tps[0], tps[1], tps[0] / tps[1], per_pass);
     }
@@ -240,7 +234,22 @@ int bench_batch(int argc, char **argv) {
     sp_error err;
     if (engine_open(&e, dir, &o, &err)) {
         fprintf(stderr, "specula bench: %s\n", err.msg);
-        return 1;
+        return EXIT_BAD_INPUT;
+    }
+    /* a round commits at most k + 1 positions a sequence */
+    if (context_check(&e.cfg, "--prompt-tokens", a.prompt_tokens, "--rounds × (k + 1):", (long)a.rounds * (a.k + 1),
+                      "bench")) {
+        engine_close(&e);
+        return EXIT_BAD_INPUT;
+    }
+    /* the MTP rows' method, checked before any row runs */
+    char flags[96];
+    snprintf(flags, sizeof flags, "--method mtp --k %d --temperature 0", a.k);
+    method_spec spec = method_spec_defaults();
+    if (e.cfg.mtp_num_layers > 0 && method_spec_parse(&spec, flags, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        engine_close(&e);
+        return EXIT_BAD_INPUT;
     }
     decode_target t;
     engine_target_build(&t, &e);
@@ -258,13 +267,13 @@ int bench_batch(int argc, char **argv) {
         double plain[2], chain[2];
         if (measure(&t, &a, B, 1, plain, &err) || measure(&t, &a, B, a.k + 1, chain, &err)) {
             fprintf(stderr, "specula bench: %s\n", err.msg);
-            rc = 1;
+            rc = EXIT_RUN_FAILED;
             break;
         }
         printf("%4d | %12.1f %12.1f %6.2fx | %12.1f %12.1f %6.2fx | %d, %d\n", B, plain[0], plain[1],
                plain[0] / plain[1], chain[0], chain[1], chain[0] / chain[1], B, B * (a.k + 1));
     }
-    if (!rc && e.cfg.mtp_num_layers > 0) rc = mtp_table(&e, &t, &a);
+    if (!rc && e.cfg.mtp_num_layers > 0) rc = mtp_table(&e, &t, &a, &spec, flags);
     t.release(&t);
     engine_close(&e);
     return rc;
