@@ -47,6 +47,8 @@ typedef struct {
 
 /* `specula bench --synthetic DIR ...` (bench_synthetic.c): its own flags, exit status as a command. */
 int bench_synthetic(int argc, char **argv);
+/* `specula bench [MODEL] --batch B,...` (bench_batch.c): B sequences a pass on the CPU engine; its own flags. */
+int bench_batch(int argc, char **argv);
 
 /* One generation of s as method_generate runs it, with the target and the
  * proposer behind timing wrappers that add their time to *split. */

@@ -59,6 +59,8 @@ static void usage(FILE *f) {
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa | lookup)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
+            "  --batch B,...        B sequences decoded together on the CPU engine, one pass a round against one\n"
+            "                       per sequence (`specula bench --batch 1 --help` for its options)\n"
             "  --synthetic DIR      time the passes on random weights of DIR's shapes instead (--backend cuda;\n"
             "                       `specula bench --synthetic DIR --help` for its options)\n"
             "  --backend NAME       cuda (default where a GPU is) | cpu (default elsewhere) | reference;\n"
@@ -419,6 +421,8 @@ static int bench_prompt(bench_args *a, const char *dir, int V) {
 int cmd_bench(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--synthetic")) return bench_synthetic(argc, argv); /* a bench of its own */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--batch")) return bench_batch(argc, argv); /* so is this one */
     bench_args a;
     int rc = parse(argc, argv, &a);
     if (rc) return rc == 1 ? 0 : rc;

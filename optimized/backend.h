@@ -18,19 +18,34 @@
 #include "kv_cache.h"
 #include "sampler.h"
 
-/* Where a pass reads and writes. Node i takes its token after its parent
- * (parent[i] < i; −1 for node 0, which follows the `base` committed
- * positions) at position base + depth[i], and keeps its keys and values at
- * cache position base + i (a chain's nodes are already where they belong; a
- * commit moves an accepted tree node's to base + depth). The first
- * n_in_place nodes form a chain consumed into the sequence. */
+/* One sequence's share of a pass: its nodes are [first, first + n) of the pass, after its `base` committed
+ * positions, whose keys and values its table lists. */
+typedef struct {
+    const kv_table *table; /* reserved up to base + n */
+    int base, first, n;
+} epass_seq;
+
+/* Where a pass reads and writes. A pass holds the nodes of one or more sequences (several only on a backend with
+ * multi_seq), each sequence's nodes consecutive. Node i takes its token after its parent (parent[i] < i, a node
+ * of the same sequence; −1 for the sequence's first node, which follows the sequence's committed positions) at
+ * position base + depth[i], and keeps its keys and values at cache position base + (i − first) of its own
+ * sequence (a chain's nodes are already where they belong; a commit moves an accepted tree node's to
+ * base + depth). Every node sees its own sequence's committed positions and its own ancestors, nothing else. */
 typedef struct epass {
     const kv_cache *kv;
-    const kv_table *table; /* reserved up to base + m */
-    const int *parent, *depth;
-    int m, n_in_place, base;
-    const int *state_slot; /* [m] host memory: node i's DeltaNet slot (the in-place nodes': the sequence's; −1: logged) */
+    const epass_seq *seqs;     /* [n_seqs] */
+    const int *seq_of;         /* [m] node i's sequence: an index into seqs */
+    const int *parent, *depth; /* [m] */
+    int m, n_seqs;
+    const int *state_slot; /* [m] host memory: node i's DeltaNet slot (the in-place nodes': their sequence's; −1: logged) */
 } epass;
+
+static inline const epass_seq *epass_seq_of(const epass *p, int i) { return &p->seqs[p->seq_of[i]]; }
+/* Node i's cache position in its sequence's table. */
+static inline int epass_slot(const epass *p, int i) {
+    const epass_seq *q = epass_seq_of(p, i);
+    return q->base + i - q->first;
+}
 
 /* The tensors of one attention layer's core, all backend memory. */
 typedef struct {
@@ -80,6 +95,7 @@ struct engine_backend {
     int kv_bf16;        /* the KV cache's element: 1 bf16, 0 float32 */
     int host_memory;    /* 1: backend memory is host memory (results may be written straight into the caller's) */
     int max_tree_nodes;
+    int multi_seq; /* 1: a pass may hold several sequences' nodes (epass); 0: one sequence a pass */
     const model_config *cfg;
     void *impl;
 

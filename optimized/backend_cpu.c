@@ -136,6 +136,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->kv_bf16 = 0;
     b->host_memory = 1;
     b->max_tree_nodes = ENGINE_MAX_TREE_NODES;
+    b->multi_seq = 1; /* the cores look every node's sequence up in the pass (cpu/layers.c) */
     b->cfg = cfg;
     b->impl = sp_xcalloc(1, sizeof(cpu_scratch), "cpu backend");
     b->alloc = cpu_alloc;

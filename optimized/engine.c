@@ -46,6 +46,11 @@ static void act_free(engine *e) {
     free(a->rec_from);
     free(a->log);
     free(a->state_slot);
+    free(a->tokens);
+    free(a->parent);
+    free(a->depth);
+    free(a->seq_of);
+    free(a->seqs);
     memset(a, 0, sizeof *a);
 }
 
@@ -71,6 +76,10 @@ void engine_act_reserve(engine *e, int m) {
     a->rec_from = sp_xrealloc(a->rec_from, (size_t)rows, sizeof *a->rec_from, "DeltaNet state pointers");
     a->log = sp_xrealloc(a->log, (size_t)rows, sizeof *a->log, "DeltaNet log pointers");
     a->state_slot = sp_xrealloc(a->state_slot, (size_t)rows, sizeof *a->state_slot, "DeltaNet node slots");
+    a->tokens = sp_xrealloc(a->tokens, (size_t)rows, sizeof(int), "pass tokens");
+    a->parent = sp_xrealloc(a->parent, (size_t)rows, sizeof(int), "pass parents");
+    a->depth = sp_xrealloc(a->depth, (size_t)rows, sizeof(int), "pass depths");
+    a->seq_of = sp_xrealloc(a->seq_of, (size_t)rows, sizeof(int), "pass node sequences");
     a->rows = rows;
 }
 

@@ -60,6 +60,10 @@ typedef struct {
     const float **conv_from, **rec_from;
     float **log;
     int *state_slot;
+    /* host memory: the pass's nodes, every sequence's in turn (parents as pass indices) */
+    int *tokens, *parent, *depth, *seq_of; /* [rows] */
+    epass_seq *seqs;                       /* [seq_cap] */
+    int seq_cap;
 } eact;
 
 typedef struct engine {
@@ -127,17 +131,29 @@ void engine_seq_end_tree(engine *e, eseq *s);
  * the MTP module's layer); type_index: its index among the layers of its type. */
 void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type, int type_index);
 
-/* One pass over m nodes of sequence s: node i takes tokens[i] after its
- * parent (parent[i] < i; −1 for node 0, which follows the committed
- * positions) at position s->pos + depth[i]. The first n_in_place nodes form a
- * chain consumed into the sequence itself (their DeltaNet state into its
- * slot): a prefill, or the root of a tree. Every node keeps its keys and
- * values at cache position s->pos + i (epass) and every other node its
- * DeltaNet state in a slot of its own (s->node_slot), so that a commit
- * copies no state — or, with a backend that replays (backend.h), only its
- * DeltaNet step in s->delta_log, a few hundredths of a state, so that a pass
- * writes no state and a commit redoes the accepted path's steps. logits [m, V] raw and hidden [m, D] final-normed (host
- * memory), when not NULL. */
+/* One sequence's share of a pass: m nodes of sequence s; node i takes tokens[i] after its parent (parent[i] < i,
+ * an index among these m; −1 for node 0, which follows the committed positions) at position s->pos + depth[i].
+ * The first n_in_place nodes form a chain consumed into the sequence itself (their DeltaNet state into its
+ * slot): a prefill, or the root of a tree. Every node keeps its keys and values at cache position s->pos + i
+ * (epass) and every other node its DeltaNet state in a slot of its own (s->node_slot), so that a commit copies
+ * no state — or, with a backend that replays (backend.h), only its DeltaNet step in s->delta_log, a few
+ * hundredths of a state, so that a pass writes no state and a commit redoes the accepted path's steps. logits
+ * [m, V] raw and hidden [m, D] final-normed (host memory), when not NULL. */
+typedef struct {
+    eseq *s;
+    const int *tokens, *parent, *depth; /* [m] */
+    int m, n_in_place;
+    float *logits, *hidden; /* [m, V], [m, D] host memory, or NULL */
+} epart;
+
+/* One pass over the nodes of n_parts sequences (distinct; several only on a backend with multi_seq): every
+ * product reads its weights once for all of them, and each node sees only its own sequence. in_place: the
+ * logits are left where the backend computed them, in e->act.logits (the CPU's in host memory, a GPU's on the
+ * device), and the final-normed hidden states in e->act.xn, part after part, for a round that processes them where
+ * they are; the parts' logits and hidden are then unused, and the pass is launched, not waited for (the caller
+ * reads what it needs, then calls be.status). */
+int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_place, sp_error *err);
+/* One sequence's pass: engine_forward_parts with one part, the logits into the caller's rows or left in place. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
 /* The same pass with the logits left where the backend computed them, in e->act.logits (the CPU's in host

@@ -30,17 +30,18 @@ static void attention_layer(engine *e, const epass *p, int layer, int la) {
     matmul(e, a->out, layer, ROLE_O_PROJ, a->att, m, D, H * Dh);
 }
 
-/* The slot node i's DeltaNet state lives in, and the one it starts from; −1 for a logged node (a backend that
- * replays keeps the states of a tree's nodes past the in-place ones in its own scratch during the pass). */
-static int node_slot(const engine *e, const eseq *s, const epass *p, int i) {
-    if (i < p->n_in_place) return s->slot;
-    return e->be.deltanet_replay ? -1 : s->node_slot[i];
+/* The slot node i (an index among part q's nodes) keeps its DeltaNet state in, and the one it starts from; −1 for
+ * a logged node (a backend that replays keeps the states of a tree's nodes past the in-place ones in its own
+ * scratch during the pass). Each node's come from its own sequence: no state crosses sequences. */
+static int node_slot(const engine *e, const epart *q, int i) {
+    if (i < q->n_in_place) return q->s->slot;
+    return e->be.deltanet_replay ? -1 : q->s->node_slot[i];
 }
-static int parent_slot(const engine *e, const eseq *s, const epass *p, int i) {
-    return i < p->n_in_place || p->parent[i] < p->n_in_place ? s->slot : node_slot(e, s, p, p->parent[i]);
+static int parent_slot(const engine *e, const epart *q, int i) {
+    return i < q->n_in_place || q->parent[i] < q->n_in_place ? q->s->slot : node_slot(e, q, q->parent[i]);
 }
 
-static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, int li) {
+static void deltanet_layer(engine *e, const epart *parts, const epass *p, int layer, int li) {
     const model_config *c = &e->cfg;
     eact *a = &e->act;
     const int D = c->hidden_size, C = config_conv_dim(c), m = p->m;
@@ -50,12 +51,14 @@ static void deltanet_layer(engine *e, const eseq *s, const epass *p, int layer, 
     matmul(e, a->ab, layer, ROLE_IN_PROJ_A, a->xn, m, Hv, D);
     matmul(e, a->ab + (size_t)m * Hv, layer, ROLE_IN_PROJ_B, a->xn, m, Hv, D);
     for (int i = 0; i < m; i++) {
-        const int own = node_slot(e, s, p, i), from = parent_slot(e, s, p, i);
+        const epart *q = &parts[p->seq_of[i]];
+        const int u = i - epass_seq_of(p, i)->first; /* node i among its sequence's */
+        const int own = node_slot(e, q, u), from = parent_slot(e, q, u);
         a->conv_state[i] = own < 0 ? NULL : engine_slot_conv(e, own, li);
         a->rec_state[i] = own < 0 ? NULL : engine_slot_recurrent(e, own, li);
         a->conv_from[i] = from < 0 ? NULL : engine_slot_conv(e, from, li);
         a->rec_from[i] = from < 0 ? NULL : engine_slot_recurrent(e, from, li);
-        a->log[i] = own < 0 ? engine_seq_log(e, s, i, li) : NULL;
+        a->log[i] = own < 0 ? engine_seq_log(e, q->s, u, li) : NULL;
     }
     const deltanet_args args = {a->q,
                                 a->z,
@@ -88,7 +91,7 @@ static void mlp(engine *e, int layer, int m) {
     matmul(e, a->out, layer, ROLE_DOWN_PROJ, a->g, m, D, F);
 }
 
-static void decoder_layer(engine *e, const eseq *s, const epass *p, int layer, layer_type type, int type_index) {
+static void decoder_layer(engine *e, const epart *parts, const epass *p, int layer, layer_type type, int type_index) {
     eact *a = &e->act;
     const int D = e->cfg.hidden_size, m = p->m;
     const float eps = e->cfg.rms_norm_eps;
@@ -96,7 +99,7 @@ static void decoder_layer(engine *e, const eseq *s, const epass *p, int layer, l
     if (type == LAYER_FULL_ATTENTION)
         attention_layer(e, p, layer, type_index);
     else
-        deltanet_layer(e, s, p, layer, type_index);
+        deltanet_layer(e, parts, p, layer, type_index);
     e->be.add(&e->be, a->x, a->out, (size_t)m * D);
     e->be.rmsnorm(&e->be, a->xn, a->x, small(e, layer, ROLE_POST_NORM), m, D, eps);
     mlp(e, layer, m);
@@ -107,54 +110,104 @@ void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type,
     decoder_layer(e, NULL, p, layer, type, type_index); /* attention layers only: no DeltaNet state */
 }
 
-/* The pass; logits into host rows (or none), waited for, or, in_place, into e->act.logits in backend memory,
- * launched only (the caller waits, engine.h). */
-static int forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
-                   float *logits, float *hidden, int in_place, sp_error *err) {
+/* Part q's nodes as engine_forward_parts takes them: a chain of n_in_place, then a tree hanging from its last. */
+static int check_part(const engine *e, const epart *q, sp_error *err) {
+    const int V = e->cfg.vocab_size;
+    if (q->m < 1) return sp_fail(err, "%s engine: a pass share of %d nodes", e->be.name, q->m);
+    for (int i = 1; i < q->m; i++)
+        if (q->parent[i] < 0 || q->parent[i] >= i || (i >= q->n_in_place && q->parent[i] < q->n_in_place - 1) ||
+            (i < q->n_in_place && q->parent[i] != i - 1))
+            return sp_fail(err, "%s engine: node %d has parent %d, which this pass cannot place", e->be.name, i,
+                           q->parent[i]);
+    for (int i = 0; i < q->m; i++)
+        if (q->tokens[i] < 0 || q->tokens[i] >= V)
+            return sp_fail(err, "%s engine: token %d is outside the vocabulary [0, %d)", e->be.name, q->tokens[i], V);
+    return 0;
+}
+
+/* The pass's node arrays in e->act, the parts' nodes in turn, and its sequences' shares; the KV tables reserved
+ * for every node. Returns the pass's node count. */
+static int gather(engine *e, const epart *parts, int n_parts) {
+    eact *a = &e->act;
+    int m = 0;
+    for (int j = 0; j < n_parts; j++) m += parts[j].m;
+    engine_act_reserve(e, m);
+    if (n_parts > a->seq_cap) {
+        a->seqs = sp_xrealloc(a->seqs, (size_t)n_parts, sizeof *a->seqs, "pass sequences");
+        a->seq_cap = n_parts;
+    }
+    int at = 0;
+    for (int j = 0; j < n_parts; j++) {
+        const epart *q = &parts[j];
+        kv_table_reserve(&e->kv, &q->s->kv, q->s->pos, q->s->pos + q->m); /* node i's keys and values at pos + i */
+        a->seqs[j] = (epass_seq){&q->s->kv, q->s->pos, at, q->m};
+        for (int i = 0; i < q->m; i++, at++) {
+            a->tokens[at] = q->tokens[i];
+            a->parent[at] = q->parent[i] < 0 ? -1 : a->seqs[j].first + q->parent[i];
+            a->depth[at] = q->depth[i];
+            a->seq_of[at] = j;
+            a->state_slot[at] = node_slot(e, q, i);
+        }
+    }
+    return m;
+}
+
+int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_place, sp_error *err) {
     const model_config *c = &e->cfg;
     const int D = c->hidden_size, V = c->vocab_size;
-    for (int i = 1; i < m; i++)
-        if (parent[i] < 0 || parent[i] >= i || (i >= n_in_place && parent[i] < n_in_place - 1) ||
-            (i < n_in_place && parent[i] != i - 1))
-            return sp_fail(err, "%s engine: node %d has parent %d, which this pass cannot place", e->be.name, i,
-                           parent[i]);
-    for (int i = 0; i < m; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return sp_fail(err, "%s engine: token %d is outside the vocabulary [0, %d)", e->be.name, tokens[i], V);
-    engine_act_reserve(e, m);
+    if (n_parts < 1) return sp_fail(err, "%s engine: a pass over no sequence", e->be.name);
+    if (n_parts > 1 && !e->be.multi_seq)
+        return sp_fail(err, "%s engine: this backend runs one sequence a pass (%d given)", e->be.name, n_parts);
+    for (int j = 0; j < n_parts; j++) {
+        if (check_part(e, &parts[j], err)) return -1;
+        for (int k = 0; k < j; k++)
+            if (parts[k].s == parts[j].s) return sp_fail(err, "%s engine: one sequence twice in a pass", e->be.name);
+    }
+    const int m = gather(e, parts, n_parts);
     eact *a = &e->act;
-    const epass p = {&e->kv, &s->kv, parent, depth, m, n_in_place, s->pos, a->state_slot};
-    for (int i = 0; i < m; i++) a->state_slot[i] = node_slot(e, s, &p, i);
-    kv_table_reserve(&e->kv, &s->kv, p.base, p.base + m); /* every node's keys and values at base + i */
+    const epass p = {&e->kv, a->seqs, a->seq_of, a->parent, a->depth, m, n_parts, a->state_slot};
     e->be.begin_pass(&e->be, &p);
-    e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, m, D);
+    e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), a->tokens, m, D);
     int n_full = 0, n_lin = 0;
     for (int l = 0; l < c->num_layers; l++) {
         const layer_type type = c->layer_types[l];
-        decoder_layer(e, s, &p, l, type, type == LAYER_FULL_ATTENTION ? n_full++ : n_lin++);
+        decoder_layer(e, parts, &p, l, type, type == LAYER_FULL_ATTENTION ? n_full++ : n_lin++);
     }
     e->be.rmsnorm(&e->be, a->xn, a->x, small(e, 0, ROLE_FINAL_NORM), m, D, c->rms_norm_eps);
-    s->pos += n_in_place;
-    if (in_place) {
+    if (in_place) { /* launched, not waited for (engine.h): the caller reads what it needs where it is, then waits */
+        engine_act_reserve_logits(e, m);
         matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);
+        for (int j = 0; j < n_parts; j++) parts[j].s->pos += parts[j].n_in_place;
         return 0;
     }
-    if (hidden) engine_download(e, hidden, a->xn, (size_t)m * D);
-    if (logits) engine_logits(e, logits, a->xn, m);
-    if (e->be.status(&e->be, err)) {
-        s->pos -= n_in_place;
-        return -1;
+    int want_logits = 0;
+    for (int j = 0; j < n_parts; j++) {
+        const epart *q = &parts[j];
+        if (q->hidden) engine_download(e, q->hidden, a->xn + (size_t)a->seqs[j].first * D, (size_t)q->m * D);
+        want_logits |= q->logits != NULL;
     }
+    if (n_parts == 1 && want_logits) {
+        engine_logits(e, parts[0].logits, a->xn, m); /* on the CPU straight into the caller's rows */
+    } else if (want_logits) {
+        engine_act_reserve_logits(e, m);
+        matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);
+        for (int j = 0; j < n_parts; j++)
+            if (parts[j].logits)
+                engine_download(e, parts[j].logits, a->logits + (size_t)a->seqs[j].first * V, (size_t)parts[j].m * V);
+    }
+    if (e->be.status(&e->be, err)) return -1;
+    for (int j = 0; j < n_parts; j++) parts[j].s->pos += parts[j].n_in_place;
     return 0;
 }
 
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err) {
-    return forward(e, s, tokens, parent, depth, m, n_in_place, logits, hidden, 0, err);
+    const epart part = {s, tokens, parent, depth, m, n_in_place, logits, hidden};
+    return engine_forward_parts(e, &part, 1, 0, err);
 }
 
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
                             int n_in_place, sp_error *err) {
-    engine_act_reserve_logits(e, m);
-    return forward(e, s, tokens, parent, depth, m, n_in_place, NULL, NULL, 1, err);
+    const epart part = {s, tokens, parent, depth, m, n_in_place, NULL, NULL};
+    return engine_forward_parts(e, &part, 1, 1, err);
 }

@@ -41,7 +41,9 @@ static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n
         be->copy(be, a->mtp_in + (size_t)i * 2 * D + D, a->out + (size_t)i * D, (size_t)D * sizeof(float));
     }
     be->matmul(be, a->x, engine_bweight(e, 0, ROLE_MTP_FC), a->mtp_in, n, D, 2 * D);
-    const epass p = {&s->kv, &s->table, parent, depth, n, n, s->pos, NULL}; /* attention only: no DeltaNet slots */
+    const epass_seq seq = {&s->table, s->pos, 0, n};
+    const int seq_of[ENGINE_PREFILL_CHUNK] = {0}; /* n ≤ ENGINE_PREFILL_CHUNK: every node of the one sequence */
+    const epass p = {&s->kv, &seq, seq_of, parent, depth, n, 1, NULL}; /* attention only: no DeltaNet slots */
     be->begin_pass(be, &p);
     engine_decoder_layer(e, &p, -1, LAYER_FULL_ATTENTION, 0);
     be->rmsnorm(be, a->xn, a->x + (size_t)(n - 1) * D, small(e, ROLE_MTP_NORM), 1, D, eps);

@@ -1,13 +1,16 @@
 /* engine_target.c — the target interface over the engine. A verify pass
- * runs every node of a tree in one engine pass: the root is consumed into
- * the sequence (it is committed whatever is accepted), every other node
- * writes its keys and values into the sequence's tree arrays and its
- * DeltaNet state into a slot of its own. A commit copies the accepted path's
- * keys and values into the KV blocks and takes the last accepted node's
- * slot as the sequence's state: no state is copied. On a backend that
- * accepts where the logits are (accept: the CUDA one), a tree's pass and
- * its exact acceptance are one call (verify_accept), and only the result
- * and the accepted path's hidden states cross to the host. */
+ * runs every node of a tree in one engine pass — on a backend that takes
+ * several sequences a pass (the CPU's), every job's tree in the same pass,
+ * so one read of the weights serves them all. The root is consumed into the
+ * sequence (it is committed whatever is accepted), every other node writes
+ * its keys and values after the committed positions and logs its DeltaNet
+ * step (CPU) or writes its state into a slot of its own (GPU). A commit
+ * moves the accepted path's keys and values into place and replays its
+ * logged steps on the sequence's state, or takes the last accepted node's
+ * slot as the sequence's state. On a backend that accepts where the logits
+ * are (accept: the CUDA one), a tree's pass and its exact acceptance are one
+ * call (verify_accept), and only the result and the accepted path's hidden
+ * states cross to the host. */
 #include "engine_target.h"
 
 #include <stdlib.h>
@@ -47,23 +50,40 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
     return 0;
 }
 
-static int verify_one(engine *e, const target_job *job, const sampler_params *sp, sp_error *err) {
+/* The job's tree held on its sequence (engine_seq_begin_tree), and the sequence's share of the pass: the root
+ * consumed into the sequence, the other nodes a tree under it. */
+static int begin_job(engine *e, const target_job *job, epart *part, sp_error *err) {
     eseq *s = engine_seq(e, job->seq, err);
     if (!s) return -1;
     const token_tree *tree = job->tree;
-    const int n = tree->n, V = e->cfg.vocab_size;
-    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, n, err)) return -1;
-    if (!sp) return engine_forward(e, s, tree->token, s->parent, s->depth, n, 1, job->p, job->hidden, err);
-    /* the distributions computed where the logits are: on a GPU only they cross to the host */
-    if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
-    if (job->hidden) engine_download(e, job->hidden, e->act.xn, (size_t)n * e->cfg.hidden_size);
-    e->be.probs(&e->be, job->p, e->act.logits, n, V, sp);
+    if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, tree->n, err)) return -1;
+    *part = (epart){s, tree->token, s->parent, s->depth, tree->n, 1, job->p, job->hidden};
+    return 0;
+}
+
+/* One pass over the jobs' trees: raw logits into each job's p, or, with sp, the distributions computed where the
+ * logits are (on a GPU only they cross to the host). */
+static int verify_pass(engine *e, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
+    epart parts[ENGINE_MAX_BATCH];
+    for (int j = 0; j < n_jobs; j++)
+        if (begin_job(e, &jobs[j], &parts[j], err)) return -1;
+    if (!sp) return engine_forward_parts(e, parts, n_jobs, 0, err);
+    if (engine_forward_parts(e, parts, n_jobs, 1, err)) return -1;
+    const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
+    for (int j = 0, row = 0; j < n_jobs; row += parts[j].m, j++) {
+        if (jobs[j].hidden) engine_download(e, jobs[j].hidden, e->act.xn + (size_t)row * D, (size_t)parts[j].m * D);
+        e->be.probs(&e->be, jobs[j].p, e->act.logits + (size_t)row * V, parts[j].m, V, sp);
+    }
     return e->be.status(&e->be, err);
 }
 
+/* Every job's nodes in one pass where the backend takes several sequences (one read of the weights serves them
+ * all), at most ENGINE_MAX_BATCH at a time; else one pass a job. */
 static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
-    for (int j = 0; j < n_jobs; j++)
-        if (verify_one(eng(t), &jobs[j], sp, err)) return -1;
+    engine *e = eng(t);
+    const int batch = e->be.multi_seq ? ENGINE_MAX_BATCH : 1;
+    for (int j = 0; j < n_jobs; j += batch)
+        if (verify_pass(e, jobs + j, n_jobs - j < batch ? n_jobs - j : batch, sp, err)) return -1;
     return 0;
 }
 
@@ -71,7 +91,7 @@ static int e_verify(decode_target *t, const target_job *jobs, int n_jobs, const 
  * accept_exact is an error). */
 static int verify_then_accept(engine *e, const target_job *job, const sampler_params *sp, accept_site site,
                               accept_result *r, sp_error *err) {
-    if (verify_one(e, job, sp, err)) return -1;
+    if (verify_pass(e, job, 1, sp, err)) return -1;
     float *scratch = sp_xcalloc((size_t)2 * e->cfg.vocab_size, sizeof(float), "acceptance scratch");
     const int rc = accept_exact(job->tree, job->p, site, scratch, r, err);
     free(scratch);

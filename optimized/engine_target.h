@@ -12,6 +12,8 @@
 
 /* Trees of up to this many nodes per pass: Medusa's largest tree and its root. */
 #define ENGINE_MAX_TREE_NODES 256
+/* Sequences one verify pass takes at once on a backend with multi_seq (more jobs: more passes). */
+#define ENGINE_MAX_BATCH 16
 /* Positions a prefill pass takes at once. */
 #define ENGINE_PREFILL_CHUNK 64
 

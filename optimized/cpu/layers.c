@@ -30,7 +30,8 @@ void cpu_attention_scratch_free(cpu_attention_scratch *s) {
     memset(s, 0, sizeof *s);
 }
 
-/* Node i's ancestors in the pass and itself, root first (positions base + path[j]); returns their count. */
+/* Node i's ancestors in the pass and itself, root first (pass indices, all of node i's sequence); returns their
+ * count. */
 static int ancestors(const epass *p, int i, int *path) {
     int n = 0;
     for (int u = i; u >= 0; u = p->parent[u]) n++;
@@ -46,8 +47,11 @@ void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, cons
     const int H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim, m = p->m;
     const int kv_dim = Hkv * Dh, group = H / Hkv;
     float *keys = kv->keys, *values = kv->values;
+    int reach = 0;                /* the most positions a node sees */
     for (int i = 0; i < m; i++) { /* norms, RoPE, and the node's keys and values into place */
-        const int pos = p->base + p->depth[i];
+        const epass_seq *seq = epass_seq_of(p, i);
+        const int pos = seq->base + p->depth[i];
+        if (seq->base + seq->n > reach) reach = seq->base + seq->n;
         for (int h = 0; h < H; h++) {
             float *q = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
             op_rmsnorm(q, q, a->q_norm, Dh, c->rms_norm_eps);
@@ -57,20 +61,21 @@ void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, cons
             float *k = a->k + (size_t)i * kv_dim + (size_t)h * Dh;
             op_rmsnorm(k, k, a->k_norm, Dh, c->rms_norm_eps);
             op_rope(k, c->rotary_dim, pos, c->rope_theta);
-            const size_t at = kv_offset(kv, p->table, la, p->base + i, h);
+            const size_t at = kv_offset(kv, seq->table, la, epass_slot(p, i), h);
             memcpy(keys + at, k, (size_t)Dh * sizeof(float));
             memcpy(values + at, a->v + (size_t)i * kv_dim + (size_t)h * Dh, (size_t)Dh * sizeof(float));
         }
     }
     const float scale = 1.0f / sqrtf((float)Dh);
-    reserve(s, p->base + m);
+    reserve(s, reach);
     for (int i = 0; i < m; i++) {
-        const int n_path = ancestors(p, i, s->path), n = p->base + n_path;
+        const epass_seq *seq = epass_seq_of(p, i);
+        const int base = seq->base, n_path = ancestors(p, i, s->path), n = base + n_path;
         for (int h = 0; h < H; h++) {
             const int g = h / group;
-            for (int t = 0; t < n; t++) { /* the committed positions, then the node's ancestors and itself */
-                const int pos = t < p->base ? t : p->base + s->path[t - p->base];
-                const size_t at = kv_offset(kv, p->table, la, pos, g);
+            for (int t = 0; t < n; t++) { /* its sequence's committed positions, then its ancestors and itself */
+                const int pos = t < base ? t : epass_slot(p, s->path[t - base]);
+                const size_t at = kv_offset(kv, seq->table, la, pos, g);
                 s->keys[t] = keys + at;
                 s->values[t] = values + at;
             }

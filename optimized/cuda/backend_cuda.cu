@@ -219,7 +219,8 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
  * layer l is b·La + l), uploaded once per pass: [La, n_blocks] after the five node arrays in one buffer. */
 static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
-    const int m = p->m, La = p->kv->n_layers, n = p->table->n;
+    const epass_seq *seq = &p->seqs[0]; /* one sequence a pass (multi_seq = 0): the host runs one pass per job */
+    const int m = p->m, La = p->kv->n_layers, n = seq->table->n;
     const size_t ints = 6 * (size_t)KN_TREE_MAX + (size_t)La * n;
     if (ints > c->table_cap) {
         scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
@@ -228,8 +229,8 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     int *pos = c->host_table, *slot = pos + KN_TREE_MAX, *parent = slot + KN_TREE_MAX;
     uint64_t mask[KN_TREE_MAX];
     for (int t = 0; t < m; t++) {
-        pos[t] = p->base + p->depth[t];
-        slot[t] = p->base + t;
+        pos[t] = seq->base + p->depth[t];
+        slot[t] = seq->base + t;
         parent[t] = p->parent[t];
         mask[t] = ((uint64_t)1 << t) | (p->parent[t] >= 0 ? mask[p->parent[t]] : 0);
     }
@@ -238,7 +239,7 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     if (p->state_slot) memcpy(state_slot, p->state_slot, (size_t)m * sizeof(int)); /* none in the MTP module's */
     int *tables = state_slot + KN_TREE_MAX;
     for (int la = 0; la < La; la++)
-        for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = p->table->blocks[j] * La + la;
+        for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = seq->table->blocks[j] * La + la;
     c_upload(b, c->table, c->host_table, ints * sizeof(int));
     c->pos = c->table;
     c->slot = c->table + KN_TREE_MAX;
@@ -260,11 +261,11 @@ static void c_attention(engine_backend *b, const epass *p, int la, const attenti
           c->rope_kv(q, Kc, Vc, table, a->qg, a->k, a->v, a->q_norm, a->k_norm, c->pos, c->slot, m, H, Hkv, Dh,
                      cfg->rotary_dim, cfg->rope_theta, cfg->rms_norm_eps, c->stream),
           "rope_kv");
-    const size_t work_floats = kn_attention_work_floats(p->base, m, H, Hkv, Dh);
+    const size_t work_floats = kn_attention_work_floats(p->seqs[0].base, m, H, Hkv, Dh);
     float *work = scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
     check(b,
-          c->attention(a->out, q, a->qg, Kc, Vc, table, p->base, m, c->mask, H, Hkv, Dh, 1.0f / sqrtf((float)Dh), work,
-                       c->att_work_cap, c->stream),
+          c->attention(a->out, q, a->qg, Kc, Vc, table, p->seqs[0].base, m, c->mask, H, Hkv, Dh,
+                       1.0f / sqrtf((float)Dh), work, c->att_work_cap, c->stream),
           "attention");
 }
 
@@ -409,6 +410,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->threads = 1;
     b->kv_bf16 = 1;
     b->max_tree_nodes = KN_TREE_MAX;
+    b->multi_seq = 0; /* the kernels take one KV table and one tree mask a pass */
     b->cfg = cfg;
     b->impl = c;
     b->alloc = c_alloc;

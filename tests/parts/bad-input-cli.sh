@@ -200,6 +200,9 @@ row bench "--tokens -5" 2 "--tokens" -- bench "$m" --tokens -5
 row bench "--prompt-tokens + --tokens past the context" 2 "--tokens 1000" -- bench "$m" --plain --prompt-tokens 100 --tokens 1000
 row bench "--prompt with --prompt-tokens" 2 "--prompt" -- bench "$m" --prompt "to be" --prompt-tokens 3
 row bench "--prompt, no tokenizer beside the model" 2 "tokenizer" -- bench "$m" --plain --prompt "to be"
+row bench "--batch 0" 2 "--batch" -- bench "$m" --batch 0
+row bench "--batch with a flag it does not take" 2 "--plain" -- bench "$m" --batch 2 --plain
+row bench "--batch past the context" 2 "max_position_embeddings" -- bench "$m" --batch 2 --rounds 4000
 
 # ---- the other commands ---------------------------------------------------------------
 row logits "--out into a missing folder" 2 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"

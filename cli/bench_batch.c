@@ -1,0 +1,280 @@
+/* bench_batch.c — `specula bench MODEL --batch B,...`: what one pass over
+ * B sequences buys on the CPU engine. For each B, B sequences decode side
+ * by side, round after round, two ways on the same prompts: every round
+ * one verify pass over all B sequences' nodes (engine_target.c's batched
+ * verify), and every round B passes of one sequence each. Three kinds of
+ * round: plain greedy decoding (one node per sequence: the argmax of its
+ * last row); a chain of k + 1 nodes per sequence whose last node is
+ * committed — a speculative round at full acceptance whose drafts are
+ * placeholders (the root's successors in the vocabulary), the verify and
+ * commit of a spec or MTP round without a proposer; and, when the
+ * checkpoint has an MTP module, greedy MTP decoding with each sequence's
+ * own proposer (bench_batch_mtp.c). Prints tokens/s summed over the
+ * sequences (medians of --runs runs, the two ways alternating run by run so
+ * both see the same load) and the ratio of one pass to B passes. A
+ * benchmark: it asserts nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "bench_batch.h"
+#include "commands.h"
+
+#define MAX_BATCHES 8
+#define MAX_RUNS 64
+
+typedef struct {
+    const char *dir;
+    int n_batches, batches[MAX_BATCHES];
+    int runs, rounds, k, threads, prompt_tokens;
+} batch_args;
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: specula bench [MODEL] --batch B,... [options]\n"
+            "Times B sequences decoded together on the CPU engine (bf16): per round one verify pass over every\n"
+            "sequence's nodes, against one pass per sequence, for plain greedy decoding (one node a sequence) and\n"
+            "for a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance, with no\n"
+            "proposer: its verify and commit only) and, when MODEL has an MTP module, for greedy MTP decoding with\n"
+            "k drafts (each sequence its own proposer). Prints tokens/s summed over the sequences, medians of runs.\n"
+            "  --batch B,...        batch sizes (default 1,2,4,8; each at most %d, at most %d sizes)\n"
+            "  --runs N             runs per figure, median reported (default 5)\n"
+            "  --rounds N           rounds per run (default 32)\n"
+            "  -k N                 drafts per chain and per MTP round (default 3: chains of 4 nodes)\n"
+            "  --threads N          the products' threads (default 1)\n"
+            "  --prompt-tokens N    each sequence's prompt length (default 4)\n",
+            ENGINE_MAX_BATCH, MAX_BATCHES);
+}
+
+static int parse_batches(const char *v, batch_args *a) {
+    a->n_batches = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        const long n = strtol(p, &end, 10);
+        if (end == p || n < 1 || n > ENGINE_MAX_BATCH || a->n_batches == MAX_BATCHES || (*end && *end != ',')) {
+            fprintf(stderr, "specula bench: --batch expects up to %d sizes in [1, %d] like 1,2,4,8, got '%s'\n",
+                    MAX_BATCHES, ENGINE_MAX_BATCH, v);
+            return -1;
+        }
+        a->batches[a->n_batches++] = (int)n;
+        p = *end ? end + 1 : end;
+    }
+    return a->n_batches ? 0 : -1;
+}
+
+/* 0, 1 for --help, or 2 on a bad flag. */
+static int parse(int argc, char **argv, batch_args *a) {
+    memset(a, 0, sizeof *a);
+    a->n_batches = 4, a->batches[0] = 1, a->batches[1] = 2, a->batches[2] = 4, a->batches[3] = 8;
+    a->runs = 5, a->rounds = 32, a->k = 3, a->threads = 1, a->prompt_tokens = 4;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i], *v = NULL;
+        int bad = 0;
+        if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+            usage(stdout);
+            return 1;
+        } else if (!strcmp(f, "--batch")) {
+            bad = !(v = arg_value(argc, argv, &i)) || parse_batches(v, a);
+        } else if (!strcmp(f, "--runs")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, MAX_RUNS, &a->runs);
+        } else if (!strcmp(f, "--rounds")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 4096, &a->rounds);
+        } else if (!strcmp(f, "-k")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, ENGINE_MAX_TREE_NODES - 1, &a->k);
+        } else if (!strcmp(f, "--threads")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 1024, &a->threads);
+        } else if (!strcmp(f, "--prompt-tokens")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 4096, &a->prompt_tokens);
+        } else if (f[0] != '-' && !a->dir) {
+            a->dir = f;
+        } else {
+            fprintf(stderr, "specula bench --batch: unexpected argument '%s' (`specula bench --batch 1 --help`)\n", f);
+            bad = 1;
+        }
+        if (bad) return 2;
+    }
+    return 0;
+}
+
+/* One run's sequences, trees and rows. */
+typedef struct {
+    decode_target *t;
+    int B, nodes; /* sequences; nodes a sequence verifies per round (1 or k + 1) */
+    int seqs[ENGINE_MAX_BATCH], next[ENGINE_MAX_BATCH]; /* each sequence's pending token */
+    token_tree trees[ENGINE_MAX_BATCH];
+    target_job jobs[ENGINE_MAX_BATCH];
+    float *rows; /* [B, nodes, V] */
+} batch_run;
+
+/* B sequences, sequence j prefilled with ids j + 1, j + 2, ... (modulo V) but its last, which is pending. */
+static int run_open(batch_run *r, decode_target *t, int B, int nodes, int prompt_tokens, sp_error *err) {
+    const int V = t->cfg->vocab_size;
+    memset(r, 0, sizeof *r);
+    r->t = t, r->B = B, r->nodes = nodes;
+    for (int j = 0; j < B; j++) r->seqs[j] = -1; /* none open yet: run_close closes only what opened */
+    r->rows = calloc((size_t)B * nodes * V, sizeof(float));
+    int *prompt = calloc((size_t)prompt_tokens, sizeof(int));
+    int rc = r->rows && prompt ? 0 : sp_fail(err, "out of memory for %d sequences' rows", B);
+    for (int j = 0; j < B && !rc; j++) {
+        for (int i = 0; i < prompt_tokens; i++) prompt[i] = (j + 1 + i) % V;
+        tree_build(&r->trees[j], V, nodes);
+        if ((r->seqs[j] = t->seq_open(t, err)) < 0 ||
+            (prompt_tokens > 1 && t->prefill(t, r->seqs[j], prompt, prompt_tokens - 1, NULL, NULL, err)))
+            rc = -1;
+        r->next[j] = prompt[prompt_tokens - 1];
+    }
+    free(prompt);
+    return rc;
+}
+
+static void run_close(batch_run *r) {
+    for (int j = 0; j < r->B; j++) {
+        if (r->seqs[j] >= 0) r->t->seq_close(r->t, r->seqs[j]);
+        tree_free(&r->trees[j]);
+    }
+    free(r->rows);
+}
+
+/* One round: every sequence's chain (its pending token, then its successors in the vocabulary) verified — in one
+ * pass, or one pass each — and committed whole; the next pending token is the argmax of the last node's row. */
+static int run_round(batch_run *r, int one_pass, sp_error *err) {
+    decode_target *t = r->t;
+    const int V = t->cfg->vocab_size, n = r->nodes;
+    for (int j = 0; j < r->B; j++) {
+        tree_reset(&r->trees[j], r->next[j], CHILDREN_IID);
+        for (int i = 1; i < n; i++) tree_add(&r->trees[j], i - 1, (r->next[j] + i) % V);
+        r->jobs[j] = (target_job){r->seqs[j], &r->trees[j], r->rows + (size_t)j * n * V, NULL};
+    }
+    if (one_pass && t->verify(t, r->jobs, r->B, NULL, err)) return -1;
+    for (int j = 0; j < r->B; j++) {
+        if (!one_pass && t->verify(t, &r->jobs[j], 1, NULL, err)) return -1;
+        if (t->commit(t, r->seqs[j], n - 1, err)) return -1;
+        r->next[j] = sampler_argmax(r->rows + ((size_t)j * n + n - 1) * V, V);
+    }
+    return 0;
+}
+
+/* Tokens per second summed over B sequences: `rounds` rounds of `nodes` nodes each, one pass or B a round. */
+static int timed_run(decode_target *t, const batch_args *a, int B, int nodes, int one_pass, double *tps,
+                     sp_error *err) {
+    batch_run r;
+    int rc = run_open(&r, t, B, nodes, a->prompt_tokens, err);
+    const double t0 = bench_now_s();
+    for (int i = 0; i < a->rounds && !rc; i++) rc = run_round(&r, one_pass, err);
+    *tps = (double)B * nodes * a->rounds / (bench_now_s() - t0);
+    run_close(&r);
+    return rc;
+}
+
+/* Medians of the runs, the two ways alternating, after one warm-up run of each (not kept: the first touches of
+ * the weights and the first allocations): tps[0] one pass a round, tps[1] B passes. */
+static int measure(decode_target *t, const batch_args *a, int B, int nodes, double tps[2], sp_error *err) {
+    double x[2][MAX_RUNS], warm;
+    if (timed_run(t, a, B, nodes, 1, &warm, err) || timed_run(t, a, B, nodes, 0, &warm, err)) return -1;
+    for (int run = 0; run < a->runs; run++)
+        for (int w = 0; w < 2; w++) {
+            const int one_pass = (w + run) % 2 == 0; /* which way goes first alternates too */
+            if (timed_run(t, a, B, nodes, one_pass, &x[one_pass ? 0 : 1][run], err)) return -1;
+        }
+    tps[0] = bench_median(x[0], a->runs);
+    tps[1] = bench_median(x[1], a->runs);
+    return 0;
+}
+
+/* Medians of the MTP runs, the two ways alternating after a warm-up of each: tps[0] one pass a round, tps[1] B
+ * passes; per_pass: committed tokens per pass of the one-pass way (the run's tokens per round). */
+static int measure_mtp(engine *e, decode_target *t, const method_spec *spec, const batch_args *a, int B, double tps[2],
+                       double *per_pass, sp_error *err) {
+    double x[2][MAX_RUNS], per[MAX_RUNS], warm, warm_per;
+    for (int w = 0; w < 2; w++)
+        if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, w == 0, &warm, &warm_per, err)) return -1;
+    for (int run = 0; run < a->runs; run++)
+        for (int w = 0; w < 2; w++) {
+            const int one_pass = (w + run) % 2 == 0;
+            double rate, per_round;
+            if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, one_pass, &rate, &per_round, err))
+                return -1;
+            x[one_pass ? 0 : 1][run] = rate;
+            if (one_pass) per[run] = per_round;
+        }
+    tps[0] = bench_median(x[0], a->runs);
+    tps[1] = bench_median(x[1], a->runs);
+    *per_pass = bench_median(per, a->runs);
+    return 0;
+}
+
+/* The MTP table: greedy MTP with k drafts (spec, parsed from flags), B sequences' trees verified in one pass
+ * against one a sequence. */
+static int mtp_table(engine *e, decode_target *t, const batch_args *a, const method_spec *spec, const char *flags) {
+    sp_error err;
+    printf("\nMTP decoding (%s: each sequence its own MTP proposer, the exact decode loop's accept and commit):\n",
+           flags);
+    printf("%4s | %12s %12s %7s | %s\n", "B", "mtp 1 pass", "B passes", "ratio", "tokens/pass (1 pass)");
+    for (int i = 0; i < a->n_batches; i++) {
+        const int B = a->batches[i];
+        double tps[2], per_pass;
+        if (measure_mtp(e, t, spec, a, B, tps, &per_pass, &err)) {
+            fprintf(stderr, "specula bench: %s\n", err.msg);
+            return EXIT_RUN_FAILED;
+        }
+        printf("%4d | %12.1f %12.1f %6.2fx | %.2f\n", B, tps[0], tps[1], tps[0] / tps[1], per_pass);
+    }
+    return 0;
+}
+
+int bench_batch(int argc, char **argv) {
+    batch_args a;
+    const int prc = parse(argc, argv, &a);
+    if (prc) return prc == 1 ? 0 : prc;
+    const char *dir = a.dir ? a.dir : default_model_dir();
+    engine_options o = engine_defaults();
+    o.threads = a.threads;
+    engine e;
+    sp_error err;
+    if (engine_open(&e, dir, &o, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
+    /* a round commits at most k + 1 positions a sequence */
+    if (context_check(&e.cfg, "--prompt-tokens", a.prompt_tokens, "--rounds × (k + 1):", (long)a.rounds * (a.k + 1),
+                      "bench")) {
+        engine_close(&e);
+        return EXIT_BAD_INPUT;
+    }
+    /* the MTP rows' method, checked before any row runs */
+    char flags[96];
+    snprintf(flags, sizeof flags, "--method mtp --k %d --temperature 0", a.k);
+    method_spec spec = method_spec_defaults();
+    if (e.cfg.mtp_num_layers > 0 && method_spec_parse(&spec, flags, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        engine_close(&e);
+        return EXIT_BAD_INPUT;
+    }
+    decode_target t;
+    engine_target_build(&t, &e);
+    printf("specula bench --batch: the CPU engine (bf16, %d thread%s) on %s; %d rounds a run, median of %d runs\n",
+           a.threads, a.threads > 1 ? "s" : "", dir, a.rounds, a.runs);
+    printf("tokens/s summed over the B sequences; 'one pass': every round one verify pass over all B sequences,\n"
+           "'B passes': one pass per sequence. Chain rounds: k + 1 = %d nodes a sequence, committed whole (full\n"
+           "acceptance, no proposer).\n\n",
+           a.k + 1);
+    printf("%4s | %12s %12s %7s | %12s %12s %7s | %s\n", "B", "plain 1 pass", "B passes", "ratio", "chain 1 pass",
+           "B passes", "ratio", "tokens/pass (plain, chain)");
+    int rc = 0;
+    for (int i = 0; i < a.n_batches && !rc; i++) {
+        const int B = a.batches[i];
+        double plain[2], chain[2];
+        if (measure(&t, &a, B, 1, plain, &err) || measure(&t, &a, B, a.k + 1, chain, &err)) {
+            fprintf(stderr, "specula bench: %s\n", err.msg);
+            rc = EXIT_RUN_FAILED;
+            break;
+        }
+        printf("%4d | %12.1f %12.1f %6.2fx | %12.1f %12.1f %6.2fx | %d, %d\n", B, plain[0], plain[1],
+               plain[0] / plain[1], chain[0], chain[1], chain[0] / chain[1], B, B * (a.k + 1));
+    }
+    if (!rc && e.cfg.mtp_num_layers > 0) rc = mtp_table(&e, &t, &a, &spec, flags);
+    t.release(&t);
+    engine_close(&e);
+    return rc;
+}
