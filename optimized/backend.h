@@ -37,8 +37,8 @@ typedef struct epass {
     const int *seq_of;         /* [m] node i's sequence: an index into seqs */
     const int *parent, *depth; /* [m] */
     int m, n_seqs;
-    const int
-        *state_slot; /* [m] host memory: node i's DeltaNet slot (the in-place nodes': their sequence's; −1: logged) */
+    /* [m] host memory: node i's DeltaNet slot (the in-place nodes': their sequence's; −1: a logged node) */
+    const int *state_slot;
 } epass;
 
 static inline const epass_seq *epass_seq_of(const epass *p, int i) { return &p->seqs[p->seq_of[i]]; }
