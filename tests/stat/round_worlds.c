@@ -53,10 +53,12 @@ int round_method_run(const round_method *m, uint64_t seed, commit_callback on_co
     s.seed = seed;
     method_built b;
     if (method_build(&b, &s, &m->w->parts, err)) return -1;
-    planted_bug bug = m->bug;
-    if (bug != PLANT_NONE) {
+    /* planted_accept_fn takes a planted_rule: the run's first generated token
+     * sits at n_prompt (decode_run's first root is at n_prompt − 1) */
+    planted_rule rule = {.bug = m->bug, .first_position = m->n_prompt, .eos = m->w->eos};
+    if (rule.bug != PLANT_NONE) {
         b.options.custom_accept = planted_accept_fn;
-        b.options.accept_user = &bug;
+        b.options.accept_user = &rule;
     }
     if (m->accept) {
         b.options.custom_accept = m->accept;
