@@ -220,6 +220,7 @@ static int record(explorer *e, explore_law *law) {
     law->tokens[enumerate_index(e->outcome, w->L, w->V)] += weight;
     law->accepted[explore_accepted_index(e->outcome_accepted, w->rounds, w->max_depth)] += weight;
     law->leaves++;
+    if (w->on_outcome) w->on_outcome(w->outcome_user, weight);
     return 0;
 }
 
@@ -246,8 +247,17 @@ int explore_law_compute(explore_run_fn run, void *user, const explore_window *w,
         memcpy(e->outcome, e->emitted, sizeof e->outcome);
         memcpy(e->outcome_accepted, e->accepted, sizeof e->outcome_accepted);
         const int grew = e->grew;
-        for (int i = grew; i < e->depth && !rc; i++)
-            if (e->stack[i].kind == DRAW_UNIFORM) rc = resolve_uniform(e, i, &law->runs);
+        for (int i = grew; i < e->depth && !rc; i++) {
+            if (e->stack[i].kind != DRAW_UNIFORM) continue;
+            if (w->on_outcome) {
+                rc = sp_fail(err,
+                             "explore: a run with an outcome observer drew a uniform (purpose %u) before the "
+                             "window was observed",
+                             e->stack[i].site.purpose);
+                break;
+            }
+            rc = resolve_uniform(e, i, &law->runs);
+        }
         if (rc || (rc = record(e, law))) break;
         while (e->depth > 0 && e->stack[e->depth - 1].branch + 1 >= e->stack[e->depth - 1].n) e->depth--;
         if (e->depth == 0) break;

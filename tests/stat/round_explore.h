@@ -46,6 +46,15 @@ typedef struct {
     int V, L;      /* tokens: the first L emitted, over V^L cells (enumerate.h numbering) */
     int rounds;    /* accepted counts of the first `rounds` rounds (0 … EXPLORE_MAX_ROUNDS) */
     int max_depth; /* accepted counts lie in 0 … max_depth (≤ EXPLORE_MAX_DEPTH) */
+    /* Optional (NULL: none): called once per complete outcome with its
+     * weight, right after the run that reached it, for a caller whose run
+     * computes part of the law itself (an accept_fn that takes a
+     * verification at its computed law instead of drawing it) and weighs it
+     * here. Such runs may draw no uniform before the window is observed: a
+     * uniform's pieces are found by probe runs, which would run the caller's
+     * code again in between; the explorer fails if one does. */
+    void (*on_outcome)(void *user, double weight);
+    void *outcome_user;
 } explore_window;
 
 typedef struct {
