@@ -1,0 +1,55 @@
+/* graph_cache.h — the CUDA backend's passes as CUDA graphs: a pass's launches
+ * are captured on the backend's stream (not run), and the graph runs where
+ * the host next needs the device for anything else. One executable graph
+ * per pass shape — m nodes, sequences, and the number of nodes captured,
+ * which tells the MTP module's one-layer pass from the trunk's — is kept
+ * and updated to each new capture's arguments (cudaGraphExecUpdate), so a
+ * step pays a capture and an update, not an instantiation.
+ *
+ * Why capture every pass rather than replay one graph per shape as it is:
+ * the kernels take the context length as a launch argument, and it sets
+ * their grids (the attention splits the context over blocks) and scratch
+ * sizes, so a graph replayed unchanged would attend over the context of
+ * the step it was captured at. Moving such values into device memory would
+ * give one graph for every step but change every kernel family's contract;
+ * re-capturing keeps the kernels as they are, and a capture costs the host
+ * about what the launches did, while the device runs the graph's kernels
+ * back to back (as llama.cpp's CUDA backend does). What the graph reads
+ * from the host — the pass's tables and tokens — comes from pinned buffers
+ * the backend owns, copied by the graph's own nodes when it runs. */
+#ifndef SPECULA_GRAPH_CACHE_H
+#define SPECULA_GRAPH_CACHE_H
+
+extern "C" {
+#include "backend.h"
+}
+
+#include "kn_api.h"
+
+#define GRAPH_CACHE_SLOTS 16 /* shapes kept: the decode step, the verify sizes of a run, the MTP module's */
+
+typedef struct {
+    int m, n_seqs;
+    size_t n_nodes;
+    cudaGraphExec_t exec; /* NULL: a free slot */
+    unsigned long long last_use;
+} graph_slot;
+
+typedef struct {
+    int mode;      /* CUDA_GRAPHS_* (backend.h) */
+    int capturing; /* a pass's capture is open on the stream */
+    int m, n_seqs; /* its shape */
+    graph_slot slots[GRAPH_CACHE_SLOTS];
+    unsigned long long clock;
+    cuda_graph_stats stats;
+} graph_cache;
+
+/* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off. */
+cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs);
+/* Closes the open capture, if any: the graph of its shape updated to it (or instantiated), then launched on s.
+ * In CUDA_GRAPHS_STALE mode a shape's graph is never updated after its first capture (the planted bug the
+ * tests must catch). */
+cudaError_t graph_end(graph_cache *g, cudaStream_t s);
+void graph_cache_free(graph_cache *g);
+
+#endif
