@@ -1,7 +1,8 @@
 /* bench_synthetic.c — `specula bench --synthetic DIR`: the engine's passes
  * on random weights of the shapes DIR/config.json gives, made on the
  * device, so a model whose weights are not here (models/qwen3.8-27b) can be
- * timed: the decode step at each context, verify passes of chains and of a
+ * timed: the decode step at each context (captured into a CUDA graph, as
+ * the engine runs it, and launched op by op), verify passes of chains and of a
  * 64-node tree, the MTP module's step, against the device's copy bandwidth
  * measured in the same run; and what MTP-3 would give at the per-position
  * acceptance of the course's case, labelled as a prediction. The context
@@ -39,7 +40,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: specula bench --synthetic DIR [options]\n"
                "Times the engine's passes on random bf16 weights of the shapes DIR/config.json gives, made on the\n"
                "device (nothing is read but the config): the decode step at each context (a synthetic one: cached\n"
-               "positions without a prefill), verify passes of chains of 2, 4, 8, 16 nodes and of a 64-node tree\n"
+               "positions without a prefill), as a CUDA graph and launched op by op, verify passes of chains of 2, 4, "
+               "8, 16 nodes and of a 64-node tree\n"
                "(1 + 7 + 28 + 28 by level) at the first context, the MTP module's step, and the device's copy\n"
                "bandwidth in the same run. Prints medians, the decode step's share of the copy bandwidth and\n"
                "MTP-3's predicted speed at the course's acceptance (0.90 / 0.72 / 0.48).\n"
@@ -242,6 +244,12 @@ int bench_synthetic(int argc, char **argv) {
         snprintf(label, sizeof label, "decode step, ctx %d", ctx);
         printf("%-28s %10.3f %10s %10.4g %11.1f%%\n", label, decode * 1e3, "1.00x", pass_bytes(&e, ctx) / decode / 1e9,
                100.0 * pass_bytes(&e, ctx) / decode / copy_bw);
+        /* the same step launched op by op: what capturing it into a CUDA graph gains or costs */
+        backend_cuda_graphs(&e.be, CUDA_GRAPHS_OFF);
+        const double eager = time_pass(&e, s, ctx, a.runs, tree_pass, &one, &err);
+        backend_cuda_graphs(&e.be, CUDA_GRAPHS_ON);
+        printf("%-28s %10.3f %9.2fx %10.4g %11.1f%%\n", "  the same, no CUDA graph", eager * 1e3, eager / decode,
+               pass_bytes(&e, ctx) / eager / 1e9, 100.0 * pass_bytes(&e, ctx) / eager / copy_bw);
         if (ci > 0) continue;
         for (int k = 0; k < N_CHAINS; k++) { /* verify passes at the first context */
             chain(chain_sizes[k], parent, depth);

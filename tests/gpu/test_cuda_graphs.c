@@ -45,9 +45,10 @@ static float *run_script(const char *dir, int mode, cuda_graph_stats *stats, int
     engine e;
     engine_options o = engine_defaults();
     o.cuda = 1;
+    o.cuda_eager = mode == CUDA_GRAPHS_OFF; /* the engine's switch; the planted bug is the backend's own */
     if (engine_open(&e, dir, &o, err)) return NULL;
-    if (backend_cuda_graphs(&e.be, mode) != CUDA_GRAPHS_ON) { /* on from the start */
-        sp_fail(err, "the CUDA backend did not start with graphs on");
+    if (backend_cuda_graphs(&e.be, mode) != (o.cuda_eager ? CUDA_GRAPHS_OFF : CUDA_GRAPHS_ON)) {
+        sp_fail(err, "the CUDA backend did not start with graphs %s", o.cuda_eager ? "off" : "on");
         engine_close(&e);
         return NULL;
     }
