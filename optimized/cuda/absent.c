@@ -18,8 +18,14 @@ int backend_cuda_graphs(engine_backend *b, int mode) {
     return -1;
 }
 
+int backend_cuda_graph_segments(engine_backend *b, int norms) {
+    (void)b;
+    (void)norms;
+    return -1;
+}
+
 cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b) {
     (void)b;
-    const cuda_graph_stats none = {0, 0, 0, 0};
+    const cuda_graph_stats none = {0, 0, 0, 0, 0};
     return none;
 }

@@ -256,6 +256,7 @@ static void c_embed(engine_backend *b, float *x, const eweight *E, const int *to
 }
 
 static void c_rmsnorm(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps) {
+    check(b, graph_mark(&impl(b)->graphs, impl(b)->stream), "a pass's CUDA graph"); /* a layer's start: a cut */
     check(b, impl(b)->rmsnorm(y, x, w, rows, n, eps, impl(b)->stream), "rmsnorm");
 }
 
@@ -487,7 +488,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
         free(c);
         return sp_fail(err, "--backend cuda: cannot create a stream (%s)", cudaGetErrorString(e));
     }
-    c->graphs.mode = CUDA_GRAPHS_ON;
+    graph_cache_init(&c->graphs);
     c->rmsnorm = newest(kn_rmsnorm_versions)->fn;
     c->gatednorm = newest(kn_gatednorm_versions)->fn;
     c->swiglu = newest(kn_swiglu_versions)->fn;
@@ -536,8 +537,17 @@ int backend_cuda_graphs(engine_backend *b, int mode) {
     return old;
 }
 
+int backend_cuda_graph_segments(engine_backend *b, int norms) {
+    if (!b->impl || b->begin_pass != c_begin_pass || norms < 1) return -1;
+    flush(b);
+    cuda_impl *c = impl(b);
+    const int old = c->graphs.marks_per_segment;
+    c->graphs.marks_per_segment = norms;
+    return old;
+}
+
 cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b) {
-    if (!b->impl || b->begin_pass != c_begin_pass) return cuda_graph_stats{0, 0, 0, 0};
+    if (!b->impl || b->begin_pass != c_begin_pass) return cuda_graph_stats{0, 0, 0, 0, 0};
     return ((const cuda_impl *)b->impl)->graphs.stats;
 }
 

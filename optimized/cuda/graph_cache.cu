@@ -6,23 +6,47 @@
 
 #include <string.h>
 
-cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs) {
-    if (g->mode == CUDA_GRAPHS_OFF || g->capturing) return cudaSuccess;
+void graph_cache_init(graph_cache *g) {
+    memset(g, 0, sizeof *g);
+    g->mode = CUDA_GRAPHS_ON;
+    g->marks_per_segment = GRAPH_MARKS_PER_SEGMENT;
+}
+
+/* Opens the capture of the current segment. */
+static cudaError_t open_segment(graph_cache *g, cudaStream_t s) {
     /* thread-local: this thread's calls that would wait on the device (a copy to or from pageable memory, an
      * allocation) fail during the capture, as they must: a graph cannot contain them */
     cudaError_t e = cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) return e;
     g->capturing = 1;
-    g->m = m, g->n_seqs = n_seqs;
-    g->stats.captured++;
+    g->marks = 0;
+    g->stats.segments++;
     return cudaSuccess;
+}
+
+cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs) {
+    if (g->mode == CUDA_GRAPHS_OFF || g->capturing) return cudaSuccess;
+    g->m = m, g->n_seqs = n_seqs, g->segment = 0;
+    g->stats.passes++;
+    return open_segment(g, s);
+}
+
+cudaError_t graph_mark(graph_cache *g, cudaStream_t s) {
+    if (!g->capturing || ++g->marks <= g->marks_per_segment) return cudaSuccess;
+    cudaError_t e = graph_end(g, s);
+    if (e != cudaSuccess) return e;
+    g->segment++;
+    e = open_segment(g, s);
+    g->marks = 1; /* this mark's op opens the new segment */
+    return e;
 }
 
 /* The slot of this shape, or NULL. */
 static graph_slot *find(graph_cache *g, size_t n_nodes) {
     for (int i = 0; i < GRAPH_CACHE_SLOTS; i++) {
         graph_slot *t = &g->slots[i];
-        if (t->exec && t->m == g->m && t->n_seqs == g->n_seqs && t->n_nodes == n_nodes) return t;
+        if (t->exec && t->m == g->m && t->n_seqs == g->n_seqs && t->segment == g->segment && t->n_nodes == n_nodes)
+            return t;
     }
     return NULL;
 }
@@ -65,7 +89,7 @@ cudaError_t graph_end(graph_cache *g, cudaStream_t s) {
         t = take(g);
         e = cudaGraphInstantiate(&t->exec, graph, 0);
         if (e == cudaSuccess) {
-            t->m = g->m, t->n_seqs = g->n_seqs, t->n_nodes = n_nodes;
+            t->m = g->m, t->n_seqs = g->n_seqs, t->segment = g->segment, t->n_nodes = n_nodes;
             g->stats.instantiated++;
         } else {
             t->exec = NULL;

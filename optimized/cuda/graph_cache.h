@@ -16,7 +16,13 @@
  * about what the launches did, while the device runs the graph's kernels
  * back to back (as llama.cpp's CUDA backend does). What the graph reads
  * from the host — the pass's tables and tokens — comes from pinned buffers
- * the backend owns, copied by the graph's own nodes when it runs. */
+ * the backend owns, copied by the graph's own nodes when it runs.
+ *
+ * A long pass is captured in segments (every `marks_per_segment` marks: the
+ * backend marks each RMSNorm, two a layer), each launched as soon as it is
+ * captured, so the device runs one segment while the host captures and
+ * updates the next: only the first segment's capture is not hidden behind
+ * the device's work. A segment's graph is kept per shape and segment. */
 #ifndef SPECULA_GRAPH_CACHE_H
 #define SPECULA_GRAPH_CACHE_H
 
@@ -26,10 +32,11 @@ extern "C" {
 
 #include "kn_api.h"
 
-#define GRAPH_CACHE_SLOTS 16 /* shapes kept: the decode step, the verify sizes of a run, the MTP module's */
+#define GRAPH_CACHE_SLOTS 128      /* segments kept: the decode step's, each verify size's, the MTP module's */
+#define GRAPH_MARKS_PER_SEGMENT 16 /* 8 layers: a 64-layer pass in 8 segments of about 150 launches */
 
 typedef struct {
-    int m, n_seqs;
+    int m, n_seqs, segment;
     size_t n_nodes;
     cudaGraphExec_t exec; /* NULL: a free slot */
     unsigned long long last_use;
@@ -39,13 +46,20 @@ typedef struct {
     int mode;      /* CUDA_GRAPHS_* (backend.h) */
     int capturing; /* a pass's capture is open on the stream */
     int m, n_seqs; /* its shape */
+    int segment;   /* the segment being captured (0: the pass's first) */
+    int marks;     /* marks in it so far */
+    int marks_per_segment;
     graph_slot slots[GRAPH_CACHE_SLOTS];
     unsigned long long clock;
     cuda_graph_stats stats;
 } graph_cache;
 
+void graph_cache_init(graph_cache *g); /* graphs on, GRAPH_MARKS_PER_SEGMENT */
 /* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off. */
 cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs);
+/* A point where the pass may be cut: every marks_per_segment-th mark (after the first) closes the segment being
+ * captured (graph_end) and opens the next. */
+cudaError_t graph_mark(graph_cache *g, cudaStream_t s);
 /* Closes the open capture, if any: the graph of its shape updated to it (or instantiated), then launched on s.
  * In CUDA_GRAPHS_STALE mode a shape's graph is never updated after its first capture (the planted bug the
  * tests must catch). */
