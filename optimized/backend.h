@@ -177,8 +177,8 @@ typedef struct {
     long updated;      /* ... updated to a new capture's arguments instead */
     long launched;     /* graph launches */
 } cuda_graph_stats;
-/* Sets the mode of a CUDA backend (graphs are on from backend_cuda_build); returns the previous mode, or −1 when
- * b is not a CUDA backend. */
+/* Sets the mode of a CUDA backend (graphs are on from backend_cuda_build); returns the previous mode, or −1 (b
+ * is not a CUDA backend, or mode is none of the three). */
 int backend_cuda_graphs(engine_backend *b, int mode);
 /* A pass's graph is cut after every `norms` RMSNorms (16 from backend_cuda_build: 8 layers), each segment
  * launched while the host captures the next; returns the previous count, or −1 (not a CUDA backend, norms < 1). */

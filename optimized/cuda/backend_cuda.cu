@@ -50,8 +50,8 @@ typedef struct {
     float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
     size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
-    int *host_table;  /* [table_cap] pinned: the pass arrays as c_begin_pass writes them */
-    int *host_tokens; /* [tokens_cap] pinned: the token ids c_embed copies to the device */
+    int *host_table;  /* [host_table_cap] pinned: the pass arrays as c_begin_pass writes them */
+    int *host_tokens; /* [host_tokens_cap] pinned: the token ids c_embed copies to the device */
     size_t host_tokens_cap;
     int tokens_staged; /* host_tokens already holds the open capture's tokens */
     graph_cache graphs;
@@ -528,8 +528,11 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     return 0;
 }
 
+/* b is a CUDA backend (a test may have wrapped some of its ops, never its release). */
+static int is_cuda(const engine_backend *b) { return b->impl && b->release == c_release; }
+
 int backend_cuda_graphs(engine_backend *b, int mode) {
-    if (!b->impl || b->begin_pass != c_begin_pass) return -1;
+    if (!is_cuda(b) || (mode != CUDA_GRAPHS_OFF && mode != CUDA_GRAPHS_ON && mode != CUDA_GRAPHS_STALE)) return -1;
     flush(b);
     cuda_impl *c = impl(b);
     const int old = c->graphs.mode;
@@ -538,7 +541,7 @@ int backend_cuda_graphs(engine_backend *b, int mode) {
 }
 
 int backend_cuda_graph_segments(engine_backend *b, int norms) {
-    if (!b->impl || b->begin_pass != c_begin_pass || norms < 1) return -1;
+    if (!is_cuda(b) || norms < 1) return -1;
     flush(b);
     cuda_impl *c = impl(b);
     const int old = c->graphs.marks_per_segment;
@@ -547,7 +550,7 @@ int backend_cuda_graph_segments(engine_backend *b, int norms) {
 }
 
 cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b) {
-    if (!b->impl || b->begin_pass != c_begin_pass) return cuda_graph_stats{0, 0, 0, 0, 0};
+    if (!is_cuda(b)) return cuda_graph_stats{0, 0, 0, 0, 0};
     return ((const cuda_impl *)b->impl)->graphs.stats;
 }
 

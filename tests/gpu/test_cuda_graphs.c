@@ -121,6 +121,20 @@ START_TEST(test_graphs_give_the_same_logits) {
                   "logits without graphs at row %d, not at the first reuse of a shape, row %d",
                   stale.updated, stale_row, reuse);
     free(eager), free(graphs), free(old);
+    /* the switch refuses what it cannot set: another backend, a mode that is none of the three */
+    engine e;
+    const engine_options cpu = engine_defaults();
+    ck_assert_msg(engine_open(&e, dir, &cpu, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(backend_cuda_graphs(&e.be, CUDA_GRAPHS_ON), -1);
+    ck_assert_int_eq(backend_cuda_graph_segments(&e.be, 4), -1);
+    engine_close(&e);
+    engine_options o = engine_defaults();
+    o.cuda = 1;
+    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(backend_cuda_graphs(&e.be, 3), -1);
+    ck_assert_int_eq(backend_cuda_graph_segments(&e.be, 0), -1);
+    ck_assert_int_eq(backend_cuda_graphs(&e.be, CUDA_GRAPHS_OFF), CUDA_GRAPHS_ON);
+    engine_close(&e);
     harness_rmtree(dir);
 }
 END_TEST
