@@ -64,6 +64,8 @@ cudaError_t cudaMallocHost(void **p, size_t bytes); /* "pinned": the host memory
 cudaError_t cudaFreeHost(void *p);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void *p, int value, size_t bytes);
+/* During a capture a copy that reads or writes host memory needs it pinned (cudaMallocHost), and its kind given
+ * (cudaMemcpyDefault is refused: the emulator cannot tell device memory from host memory). */
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s);
 cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s);
 cudaError_t cudaDeviceSynchronize(void);
