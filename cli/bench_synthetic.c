@@ -46,6 +46,7 @@ static void usage(FILE *f) {
                "bandwidth in the same run. Prints medians, the decode step's share of the copy bandwidth and\n"
                "MTP-3's predicted speed at the course's acceptance (0.90 / 0.72 / 0.48).\n"
                "  --backend cuda       the CUDA engine (the only one that makes synthetic weights)\n"
+               "  --cuda-graphs on|off the passes captured into CUDA graphs (on, default) or launched op by op\n"
                "  --contexts A,B,...   cached positions (default 1024,32768; at most 4)\n"
                "  --runs N             passes per figure, median reported (default 10)\n"
                "  --copy-mib N         size of the copy that measures the bandwidth (default 1024)\n"
@@ -155,6 +156,14 @@ static int mtp_pass(engine *e, eseq *s, int ctx, const void *arg, sp_error *err)
     return in->mtp->step(in->mtp, &token, in->hidden, 1, NULL, NULL, err);
 }
 
+/* time_pass with the passes launched op by op, then the graphs back on. */
+static double time_eager(engine *e, eseq *s, int ctx, int runs, const pass_tree *t, sp_error *err) {
+    const int mode = backend_cuda_graphs(&e->be, CUDA_GRAPHS_OFF);
+    const double eager = time_pass(e, s, ctx, runs, tree_pass, t, err);
+    backend_cuda_graphs(&e->be, mode);
+    return eager;
+}
+
 /* A chain of n nodes, and the 64-node tree: 1 root, 7 children, 4 under each of those, 4 under the first 7 of
  * the third level. */
 static void chain(int n, int *parent, int *depth) {
@@ -208,6 +217,7 @@ int bench_synthetic(int argc, char **argv) {
     sp_error err;
     engine_options o = engine_defaults();
     o.cuda = 1;
+    o.cuda_eager = a.models.cuda_eager;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
     if (engine_open_synthetic(&e, a.dir, &o, a.seed, &err)) {
         fprintf(stderr, "specula bench --synthetic: %s\n", err.msg); /* the config, or no device to run it on */
@@ -245,11 +255,10 @@ int bench_synthetic(int argc, char **argv) {
         printf("%-28s %10.3f %10s %10.4g %11.1f%%\n", label, decode * 1e3, "1.00x", pass_bytes(&e, ctx) / decode / 1e9,
                100.0 * pass_bytes(&e, ctx) / decode / copy_bw);
         /* the same step launched op by op: what capturing it into a CUDA graph gains or costs */
-        backend_cuda_graphs(&e.be, CUDA_GRAPHS_OFF);
-        const double eager = time_pass(&e, s, ctx, a.runs, tree_pass, &one, &err);
-        backend_cuda_graphs(&e.be, CUDA_GRAPHS_ON);
-        printf("%-28s %10.3f %9.2fx %10.4g %11.1f%%\n", "  the same, no CUDA graph", eager * 1e3, eager / decode,
-               pass_bytes(&e, ctx) / eager / 1e9, 100.0 * pass_bytes(&e, ctx) / eager / copy_bw);
+        const double eager = a.models.cuda_eager ? NAN : time_eager(&e, s, ctx, a.runs, &one, &err);
+        if (!a.models.cuda_eager)
+            printf("%-28s %10.3f %9.2fx %10.4g %11.1f%%\n", "  the same, no CUDA graph", eager * 1e3, eager / decode,
+                   pass_bytes(&e, ctx) / eager / 1e9, 100.0 * pass_bytes(&e, ctx) / eager / copy_bw);
         if (ci > 0) continue;
         for (int k = 0; k < N_CHAINS; k++) { /* verify passes at the first context */
             chain(chain_sizes[k], parent, depth);
