@@ -6,7 +6,8 @@
  * What lives on the device: the weights (bf16 matrices, float32 small
  * tensors, uploaded once; the projections that read one input — q/k/v,
  * DeltaNet's four in_proj, gate/up — back to back in one allocation per
- * layer, so that one kn_matvec_group launch computes them all), the activations, the KV cache (bf16, the layout
+ * layer, so that one kn_matvec_group launch computes them all), the
+ * activations, the KV cache (bf16, the layout
  * of kv_cache.h: block b of layer l is the kernels' paged block b·La + l),
  * the DeltaNet state slots. The host code of the engine decides which slot
  * and cache position each node reads and writes; this file turns that into
@@ -140,16 +141,14 @@ static entry_map entries(const engine_weights *w) {
 }
 static void entries_free(entry_map *e) { free(e->spec), free(e->bytes); }
 
-/* The group entry `index` is part `*part` of when that group is placed as one allocation (its first part's entry
- * in *first), else −1. */
-static int placed_group(const entry_map *e, size_t index, int *part, size_t *first) {
+/* The group entry `index` is part `*part` of when that group is placed as one allocation, else −1. */
+static int placed_group(const entry_map *e, size_t index, int *part) {
     const size_t row = index / ROLE_COUNT;
     const int g = engine_weight_group_of((tensor_role)(index % ROLE_COUNT), part);
     if (g < 0) return -1;
     const engine_weight_group *group = &engine_weight_groups[g];
     for (int j = 0; j < group->n_parts; j++)
         if (e->spec[row * ROLE_COUNT + group->role[j]] < 0) return -1;
-    *first = row * ROLE_COUNT + group->role[0];
     return g;
 }
 
@@ -158,10 +157,10 @@ static int placed_group(const entry_map *e, size_t index, int *part, size_t *fir
 template <class F> static void place_all(engine_backend *b, const engine_weights *w, eweight *placed, F fill) {
     entry_map e = entries(w);
     for (int i = 0; i < w->ck.n_specs; i++) {
-        size_t index, bytes, first;
+        size_t index, bytes;
         const eweight *host = engine_weight_entry(w, i, &index, &bytes);
         int part;
-        const int g = placed_group(&e, index, &part, &first);
+        const int g = placed_group(&e, index, &part);
         if (g < 0) {
             void *dev = c_alloc(b, bytes, w->ck.specs[i].name);
             fill(i, dev);
@@ -174,7 +173,9 @@ template <class F> static void place_all(engine_backend *b, const engine_weights
         const size_t row = index / ROLE_COUNT;
         size_t total = 0;
         for (int j = 0; j < group->n_parts; j++) total += e.bytes[row * ROLE_COUNT + group->role[j]];
-        char *dev = (char *)c_alloc(b, total, w->ck.specs[i].name);
+        char what[300];
+        snprintf(what, sizeof what, "%s and the projections placed with it", w->ck.specs[i].name);
+        char *dev = (char *)c_alloc(b, total, what);
         size_t off = 0;
         for (int j = 0; j < group->n_parts; j++) {
             const size_t at = row * ROLE_COUNT + group->role[j];
@@ -205,10 +206,10 @@ static void c_free_weights(engine_backend *b, eweight *placed, const engine_weig
     if (!placed) return;
     entry_map e = entries(w);
     for (int i = 0; i < w->ck.n_specs; i++) { /* one device allocation per group, one per other tensor */
-        size_t index, bytes, first;
+        size_t index, bytes;
         engine_weight_entry(w, i, &index, &bytes);
         int part;
-        if (placed_group(&e, index, &part, &first) >= 0 && part) continue;
+        if (placed_group(&e, index, &part) >= 0 && part) continue;
         if (placed[index].data) c_free(b, (void *)placed[index].data);
     }
     entries_free(&e);
