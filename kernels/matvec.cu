@@ -18,11 +18,12 @@
  * (kn_matvec_out), at the same place Y[p · n_out + row] would be for one part. Where a value goes is all it
  * changes: the sums are the same whatever the parts. */
 __device__ __forceinline__ void kn_mv_store(const kn_matvec_out &o, int p, int row, float v) {
-    int j = 0, start = 0;
+    float *y = o.Y[0];
+    int start = 0, n = o.end[0];
 #pragma unroll
-    for (int i = 0; i + 1 < KN_MATVEC_MAX_PARTS; i++)
-        if (i + 1 < o.n_parts && row >= o.end[i]) j = i + 1, start = o.end[i];
-    o.Y[j][(size_t)p * (o.end[j] - start) + (row - start)] = v;
+    for (int i = 1; i < KN_MATVEC_MAX_PARTS; i++) /* constant indices only: the parts stay in the parameter bank */
+        if (i < o.n_parts && row >= o.end[i - 1]) y = o.Y[i], start = o.end[i - 1], n = o.end[i] - o.end[i - 1];
+    y[(size_t)p * n + (row - start)] = v;
 }
 
 static kn_matvec_out whole(float *Y, int n_out) {
