@@ -1,10 +1,11 @@
 /* test_matmul_group.c — the backends' grouped product (backend.h's matmul_group): the projections of one input
  * as one product must give each part's outputs bit for bit as the part's own matmul, on the CPU backend (every
- * thread count, both kernels' modes) and on the CUDA backend on the kernels' emulator (its weights back to back,
- * as place_weights lays a group out: one kn_matvec_group launch, past the 16 rows of one launch too; that it is one
- * launch over the stacked rows shows where the stacked shape's version differs from the parts'). The control
- * compares the same outputs with two equal-sized parts exchanged — what a product that wrote a part at another's
- * offset would give — and must see them differ; NaN guards around every output catch a write past a part. */
+ * thread count, both kernels' modes) and on the CUDA backend on the kernels' emulator — its weights back to back,
+ * as place_weights lays a group out (one kn_matvec_group launch, past the 16 rows of one launch too; that it is one
+ * launch over the stacked rows shows where the stacked shape's version differs from the parts'), or apart (one
+ * product a part). The control compares the same outputs with two equal-sized parts exchanged — what a product
+ * that wrote a part at another's offset would give — and must see them differ; NaN guards around every output
+ * catch a write past a part. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -27,15 +28,17 @@ void kn_matvec_select_reset(void);
 static const int N[PARTS] = {40, 24, 40, 8}; /* parts 0 and 2 of one size: the control exchanges them */
 static const int IN_ORDER[PARTS] = {0, 1, 2, 3}, SWAPPED[PARTS] = {2, 1, 0, 3};
 
-/* The group's weights back to back (bf16) and x [m, K] in backend memory. */
+/* The group's weights (bf16) and x [m, K] in backend memory: back to back in one allocation, as place_weights
+ * lays a group out, or `apart`, one allocation a part (the CUDA backend then runs one product a part). */
 typedef struct {
-    void *W;
+    void *W[PARTS];
     float *x;
     eweight w[PARTS];
 } group_inputs;
 
-static group_inputs inputs_make(engine_backend *b, int m, uint64_t seed) {
+static group_inputs inputs_make(engine_backend *b, int m, uint64_t seed, int apart) {
     group_inputs g;
+    memset(&g, 0, sizeof g);
     int rows = 0;
     for (int j = 0; j < PARTS; j++) rows += N[j];
     uint16_t *W = malloc((size_t)rows * K * sizeof *W);
@@ -43,17 +46,29 @@ static group_inputs inputs_make(engine_backend *b, int m, uint64_t seed) {
     ck_assert(W && x);
     for (size_t e = 0; e < (size_t)rows * K; e++) W[e] = f32_to_bf16(2 * philox_uniform(seed, 1, e, 0) - 1);
     for (size_t e = 0; e < (size_t)m * K; e++) x[e] = 2 * philox_uniform(seed, 2, e, 0) - 1;
-    g.W = b->alloc(b, (size_t)rows * K * sizeof *W, "group weights");
     g.x = b->alloc(b, (size_t)m * K * sizeof *x, "group x");
-    b->upload(b, g.W, W, (size_t)rows * K * sizeof *W);
     b->upload(b, g.x, x, (size_t)m * K * sizeof *x);
-    for (int j = 0, at = 0; j < PARTS; at += N[j], j++)
-        g.w[j] = (eweight){(const char *)g.W + (size_t)at * K * sizeof *W, DTYPE_BF16};
+    if (!apart) {
+        g.W[0] = b->alloc(b, (size_t)rows * K * sizeof *W, "group weights");
+        b->upload(b, g.W[0], W, (size_t)rows * K * sizeof *W);
+    }
+    for (int j = 0, at = 0; j < PARTS; at += N[j], j++) {
+        const size_t bytes = (size_t)N[j] * K * sizeof *W;
+        if (apart) {
+            g.W[j] = b->alloc(b, bytes, "part weights");
+            b->upload(b, g.W[j], W + (size_t)at * K, bytes);
+        }
+        g.w[j] = (eweight){apart ? g.W[j] : (const char *)g.W[0] + (size_t)at * K * sizeof *W, DTYPE_BF16};
+    }
     free(W), free(x);
     return g;
 }
 
-static void inputs_free(engine_backend *b, group_inputs *g) { b->free(b, g->W), b->free(b, g->x); }
+static void inputs_free(engine_backend *b, group_inputs *g) {
+    for (int j = 0; j < PARTS; j++)
+        if (g->W[j]) b->free(b, g->W[j]);
+    b->free(b, g->x);
+}
 
 /* Each part's outputs as the group writes them (between NaN guards, in y[j] + 1) and as its own matmul does (z). */
 typedef struct {
@@ -103,20 +118,25 @@ static void outputs_free(group_outputs *o) {
     for (int j = 0; j < PARTS; j++) free(o->y[j]), free(o->z[j]);
 }
 
-/* The comparison and its control on one backend, for m from a decode step to past one launch's 16 rows. */
+/* The comparison and its control on one backend, for m from a decode step to past one launch's 16 rows, the
+ * weights back to back or apart. */
 static void check_backend(engine_backend *b, const char *what) {
     static const int m_values[] = {1, 3, 16, 19};
-    for (int a = 0; a < (int)(sizeof m_values / sizeof m_values[0]); a++) {
-        const int m = m_values[a];
-        group_inputs g = inputs_make(b, m, 50u + (uint64_t)m);
-        group_outputs o = run_both(b, &g, m);
-        const int same = mismatches(&o, m, IN_ORDER, what), control = mismatches(&o, m, SWAPPED, what);
-        ck_assert_msg(same == 0, "%s m=%d: %d outputs of the group differ from the separate products", what, m, same);
-        ck_assert_msg(control >= 2 * m * N[0] * 9 / 10,
-                      "%s m=%d: control: parts 0 and 2 exchanged differ in only %d outputs", what, m, control);
-        outputs_free(&o);
-        inputs_free(b, &g);
-    }
+    for (int apart = 0; apart < 2; apart++)
+        for (int a = 0; a < (int)(sizeof m_values / sizeof m_values[0]); a++) {
+            const int m = m_values[a];
+            const char *where = apart ? ", weights apart" : "";
+            group_inputs g = inputs_make(b, m, 50u + (uint64_t)m, apart);
+            group_outputs o = run_both(b, &g, m);
+            const int same = mismatches(&o, m, IN_ORDER, what), control = mismatches(&o, m, SWAPPED, what);
+            ck_assert_msg(same == 0, "%s m=%d%s: %d outputs of the group differ from the separate products", what, m,
+                          where, same);
+            ck_assert_msg(control >= 2 * m * N[0] * 9 / 10,
+                          "%s m=%d%s: control: parts 0 and 2 exchanged differ in only %d outputs", what, m, where,
+                          control);
+            outputs_free(&o);
+            inputs_free(b, &g);
+        }
 }
 
 START_TEST(test_cpu_group_is_the_separate_products) {
@@ -161,7 +181,7 @@ START_TEST(test_cuda_group_is_the_separate_products) {
     ck_assert(kn_matvec_select(total, K, "v4", "b3") == 0);
     for (int j = 0; j < PARTS; j++) ck_assert(kn_matvec_select(N[j], K, "v5", "b5") == 0);
     for (int m = 1; m <= 3; m += 2) {
-        group_inputs g = inputs_make(&b, m, 70u + (uint64_t)m);
+        group_inputs g = inputs_make(&b, m, 70u + (uint64_t)m, 0);
         group_outputs o = run_both(&b, &g, m);
         ck_assert_msg(mismatches(&o, m, IN_ORDER, "cuda (emulator), stacked v4/b3, parts v5/b5") > 0,
                       "m=%d: the group computed as the parts' own products: not one launch over the stacked rows", m);
