@@ -300,6 +300,11 @@ int bench_synthetic(int argc, char **argv) {
                    "(predicted from the passes above, not measured)\n",
                    e_tokens, e_tokens / round, e_tokens / round * decode_1st);
         }
+        /* what the graphs did: an update refused every pass would show as instantiations close to the launches */
+        const cuda_graph_stats g = backend_cuda_graph_stats(&e.be);
+        if (g.passes)
+            printf("CUDA graphs: %ld passes captured in %ld segments; %ld graphs instantiated, %ld updated\n", g.passes,
+                   g.segments, g.instantiated, g.updated);
     }
     engine_seq_close(&e, seq);
     engine_close(&e);
