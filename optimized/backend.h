@@ -185,7 +185,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
  * after its first capture, so it replays the first step's context length. */
 enum { CUDA_GRAPHS_OFF = 0, CUDA_GRAPHS_ON = 1, CUDA_GRAPHS_STALE = 2 };
 typedef struct {
-    long passes;       /* passes captured */
+    long passes;       /* passes captured (a shape's first pass is launched op by op: not counted) */
     long segments;     /* ... in so many graphs (a long pass is captured and launched in segments) */
     long instantiated; /* executable graphs made (a new shape, or an update refused) */
     long updated;      /* ... updated to a new capture's arguments instead */

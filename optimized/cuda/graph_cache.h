@@ -22,7 +22,11 @@
  * backend marks each RMSNorm, two a layer), each launched as soon as it is
  * captured, so the device runs one segment while the host captures and
  * updates the next: only the first segment's capture is not hidden behind
- * the device's work. A segment's graph is kept per shape and segment. */
+ * the device's work. A segment's graph is kept per shape and segment.
+ *
+ * A shape's first pass is not captured but launched op by op: it loads the
+ * kernels it uses (CUDA loads a module's kernels lazily, at their first
+ * launch, which is not a capture's to record) and sizes the scratch. */
 #ifndef SPECULA_GRAPH_CACHE_H
 #define SPECULA_GRAPH_CACHE_H
 
@@ -34,6 +38,7 @@ extern "C" {
 
 #define GRAPH_CACHE_SLOTS 128      /* segments kept: the decode step's, each verify size's, the MTP module's */
 #define GRAPH_MARKS_PER_SEGMENT 16 /* 8 layers: a 64-layer pass in 8 segments of about 150 launches */
+#define GRAPH_SHAPES_SEEN 64       /* shapes whose first pass has run */
 
 typedef struct {
     int m, n_seqs, segment;
@@ -49,13 +54,16 @@ typedef struct {
     int segment;   /* the segment being captured (0: the pass's first) */
     int marks;     /* marks in it so far */
     int marks_per_segment;
+    int seen[GRAPH_SHAPES_SEEN][2]; /* (m, n_seqs) of the shapes whose first pass ran op by op */
+    int n_seen;
     graph_slot slots[GRAPH_CACHE_SLOTS];
     unsigned long long clock;
     cuda_graph_stats stats;
 } graph_cache;
 
 void graph_cache_init(graph_cache *g); /* graphs on, GRAPH_MARKS_PER_SEGMENT */
-/* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off. */
+/* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off or for a shape's
+ * first pass. */
 cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs);
 /* A point where the pass may be cut: every marks_per_segment-th mark (after the first) closes the segment being
  * captured (graph_end) and opens the next. */
