@@ -410,7 +410,7 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     int *tables = state_slot + KN_TREE_MAX;
     for (int la = 0; la < La; la++)
         for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = seq->table->blocks[j] * La + la;
-    check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs), "a pass's capture");
+    check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs, p->kv), "a pass's capture");
     c->tokens_staged = 0;
     check(b, cudaMemcpyAsync(c->table, c->host_table, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
           "a copy of the pass arrays to the device");

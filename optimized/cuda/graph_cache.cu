@@ -25,17 +25,17 @@ static cudaError_t open_segment(graph_cache *g, cudaStream_t s) {
 }
 
 /* 1 the first time a shape is asked about (then remembered), else 0. */
-static int first_of_shape(graph_cache *g, int m, int n_seqs) {
+static int first_of_shape(graph_cache *g, int m, int n_seqs, const void *kv) {
     for (int i = 0; i < g->n_seen; i++)
-        if (g->seen[i][0] == m && g->seen[i][1] == n_seqs) return 0;
+        if (g->seen[i].m == m && g->seen[i].n_seqs == n_seqs && g->seen[i].kv == kv) return 0;
     if (g->n_seen == GRAPH_SHAPES_SEEN) return 0; /* every kernel long loaded by then */
-    g->seen[g->n_seen][0] = m, g->seen[g->n_seen][1] = n_seqs;
+    g->seen[g->n_seen].m = m, g->seen[g->n_seen].n_seqs = n_seqs, g->seen[g->n_seen].kv = kv;
     g->n_seen++;
     return 1;
 }
 
-cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs) {
-    if (g->mode == CUDA_GRAPHS_OFF || g->capturing || first_of_shape(g, m, n_seqs)) return cudaSuccess;
+cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs, const void *kv) {
+    if (g->mode == CUDA_GRAPHS_OFF || g->capturing || first_of_shape(g, m, n_seqs, kv)) return cudaSuccess;
     g->m = m, g->n_seqs = n_seqs, g->segment = 0;
     g->stats.passes++;
     return open_segment(g, s);

@@ -54,7 +54,10 @@ typedef struct {
     int segment;   /* the segment being captured (0: the pass's first) */
     int marks;     /* marks in it so far */
     int marks_per_segment;
-    int seen[GRAPH_SHAPES_SEEN][2]; /* (m, n_seqs) of the shapes whose first pass ran op by op */
+    struct {
+        int m, n_seqs;
+        const void *kv;
+    } seen[GRAPH_SHAPES_SEEN]; /* the shapes whose first pass ran op by op */
     int n_seen;
     graph_slot slots[GRAPH_CACHE_SLOTS];
     unsigned long long clock;
@@ -63,8 +66,8 @@ typedef struct {
 
 void graph_cache_init(graph_cache *g); /* graphs on, GRAPH_MARKS_PER_SEGMENT */
 /* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off or for a shape's
- * first pass. */
-cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs);
+ * first pass (kv, the pass's KV cache, tells the MTP module's passes from the trunk's: their kernels differ). */
+cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs, const void *kv);
 /* A point where the pass may be cut: every marks_per_segment-th mark (after the first) closes the segment being
  * captured (graph_end) and opens the next. */
 cudaError_t graph_mark(graph_cache *g, cudaStream_t s);
