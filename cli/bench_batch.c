@@ -224,7 +224,7 @@ static int method_table(engine *e, decode_target *t, decode_target *draft, const
         fprintf(stderr, "specula bench: %s\n", err.msg);
         return EXIT_BAD_INPUT;
     }
-    const batch_bench bb = {e, t, draft, a->tokens, a->prompt_tokens, a->runs};
+    const batch_bench bb = {e, t, draft, a->tokens, a->prompt_tokens, a->runs, 0};
     printf("\nMethods through the batched round loop (decode_batch.h; each sequence its own proposer, %d tokens a\n"
            "sequence, T = %g, k = %d%s%s):\n",
            a->tokens, a->temperature, a->k, have[1] ? "" : "; no MTP module", have[2] ? "" : "; no draft model");

@@ -5,6 +5,7 @@
  * the method factory, and the loop verifies all B trees in one pass a round
  * (or, for the baseline, one pass a sequence). Only the clock is added to
  * the loop: what is timed is exactly what `generate` would run. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,18 +82,19 @@ static int run_once(const batch_bench *bb, const method_spec *spec, int B, int o
 int bench_batch_measure(const batch_bench *bb, const method_spec *spec, int B, batch_figure *out, sp_error *err) {
     if (bb->runs < 1 || bb->runs > MAX_BATCH_RUNS) return sp_fail(err, "runs must be in [1, %d]", MAX_BATCH_RUNS);
     double x[2][MAX_BATCH_RUNS], per[MAX_BATCH_RUNS], warm, warm_per;
-    for (int w = 0; w < 2; w++)
+    const int ways = bb->one_pass_only ? 1 : 2;
+    for (int w = 0; w < ways; w++)
         if (run_once(bb, spec, B, w == 0, &warm, &warm_per, err)) return -1;
     for (int run = 0; run < bb->runs; run++)
-        for (int w = 0; w < 2; w++) {
-            const int one_pass = (w + run) % 2 == 0; /* which way goes first alternates too */
+        for (int w = 0; w < ways; w++) {
+            const int one_pass = ways == 1 || (w + run) % 2 == 0; /* which way goes first alternates too */
             double rate, pp;
             if (run_once(bb, spec, B, one_pass, &rate, &pp, err)) return -1;
             x[one_pass ? 0 : 1][run] = rate;
             if (one_pass) per[run] = pp;
         }
     out->tps_one_pass = bench_median(x[0], bb->runs);
-    out->tps_each_pass = bench_median(x[1], bb->runs);
+    out->tps_each_pass = ways == 2 ? bench_median(x[1], bb->runs) : NAN;
     out->per_pass = bench_median(per, bb->runs);
     return 0;
 }
