@@ -68,6 +68,71 @@ static void gp_measured_panel(FILE *f, const plot_batch_points *p) {
                 5 + 3 * i, k_colour(p->k[i]), p->k[i], i + 1 < p->n_k ? ", \\" : "");
 }
 
+/* The script: the model's panel, and the measured one beside it when there are points. fit_k[N_BATCH_KS]: where
+ * memory is full for each depth (and plain decoding), fit_plain: for plain decoding. */
+static int write_script(const char *dir, const plot_theory *t, const int *fit_k, int fit_plain,
+                        const plot_batch_points *measured, sp_error *err) {
+    const roofline_device *d = &t->device;
+    const roofline_workload *w = &t->big_workload;
+    atomic_file af;
+    FILE *f = plot_open(&af, dir, "speedup_batch.gp", err);
+    if (!f) return -1;
+    plot_gp_head(f, "speedup_batch",
+                 measured ? "(e) left: a roofline MODEL (not a measurement) of the MTP speed-up against batch size;\n"
+                            "# the device figures and α are assumptions, written in the data file's header. Right:\n"
+                            "# the speed-up MEASURED on this machine's CPU engine with the embedded model."
+                          : "(e) a roofline MODEL (not a measurement) of the MTP speed-up against batch size;\n"
+                            "# the device figures and α are assumptions, written in the data file's header.",
+                 measured ? "speedup_batch.dat, speedup_batch_measured.dat" : "speedup_batch.dat",
+                 measured ? 1900 : 1000, 680);
+    if (measured) fprintf(f, "set multiplot layout 1,2\n");
+    fprintf(f,
+            "set title \"MODEL, not a measurement: MTP speed-up against batch size, %s\\n"
+            "{/*0.85 roofline: pass time = max(bytes / bandwidth, FLOPs / peak); assumed %.1f TB/s, %.0f TFLOP/s, "
+            "%.0f GB (H200 datasheet); α = %g, context %d}\"\n"
+            "set xlabel \"batch size b (sequences decoded together)\"\n"
+            "set ylabel \"speed-up over plain decoding at the same batch (×)\"\n"
+            "set logscale x 2\n"
+            "set xrange [1:%d]\n"
+            "set yrange [0:*]\n"
+            "set key bottom left box opaque font ',10'\n"
+            "set offsets 0, 0, graph 0.5, 0\n"
+            "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
+            t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9, t->batch_alpha,
+            w->context, BATCH_MAX, BATCH_MAX);
+    if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
+        fprintf(f,
+                "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
+                "set label 'plain: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
+                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
+                fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
+    for (int j = 0; j < N_BATCH_KS; j++) /* one line per depth, in its curves' colour */
+        if (fit_k[j] >= 1 && fit_k[j] <= BATCH_MAX && fit_k[j] < fit_plain)
+            fprintf(f,
+                    "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc %d\n"
+                    "set label 'k = %d, %d slots: full at b = %d' at %d, graph 0.98 right rotate by 90 "
+                    "offset char -1.2,0 font ',9' tc lt %d\n",
+                    fit_k[j], fit_k[j], j + 1, batch_ks[j], batch_ks[j] + 1, fit_k[j], fit_k[j], j + 1);
+    fprintf(f, "# every curve stops where memory is full for it (beyond, the model assumes memory the device lacks)\n"
+               "plot \\\n");
+    for (int j = 0; j < N_BATCH_KS; j++)
+        fprintf(f,
+                "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with linespoints lw 2 pt 7 ps 0.5 lc %d "
+                "title 'k = %d, a state slot written per verified position', \\\n",
+                fit_k[j], 4 + j, j + 1, batch_ks[j]);
+    for (int j = 0; j < N_BATCH_KS; j++)
+        fprintf(
+            f,
+            "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with lines lw 2 dt 2 lc %d title 'k = %d, final "
+            "state written once'%s\n",
+            fit_k[j], 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
+    if (measured) {
+        gp_measured_panel(f, measured);
+        fprintf(f, "unset multiplot\n");
+    }
+    return plot_close(&af, err);
+}
+
 int plot_write_batch(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err) {
     const plot_batch_points *measured = m && m->batch.n_b > 0 && m->batch.n_k > 0 ? &m->batch : NULL;
     if (measured && write_measured(dir, measured, err)) return -1;
@@ -134,60 +199,5 @@ int plot_write_batch(const char *dir, const plot_theory *t, const plot_measureme
         fputc('\n', f);
     }
     if (plot_close(&af, err)) return -1;
-
-    if (!(f = plot_open(&af, dir, "speedup_batch.gp", err))) return -1;
-    plot_gp_head(f, "speedup_batch",
-                 measured ? "(e) left: a roofline MODEL (not a measurement) of the MTP speed-up against batch size;\n"
-                            "# the device figures and α are assumptions, written in the data file's header. Right:\n"
-                            "# the speed-up MEASURED on this machine's CPU engine with the embedded model."
-                          : "(e) a roofline MODEL (not a measurement) of the MTP speed-up against batch size;\n"
-                            "# the device figures and α are assumptions, written in the data file's header.",
-                 measured ? "speedup_batch.dat, speedup_batch_measured.dat" : "speedup_batch.dat",
-                 measured ? 1900 : 1000, 680);
-    if (measured) fprintf(f, "set multiplot layout 1,2\n");
-    fprintf(f,
-            "set title \"MODEL, not a measurement: MTP speed-up against batch size, %s\\n"
-            "{/*0.85 roofline: pass time = max(bytes / bandwidth, FLOPs / peak); assumed %.1f TB/s, %.0f TFLOP/s, "
-            "%.0f GB (H200 datasheet); α = %g, context %d}\"\n"
-            "set xlabel \"batch size b (sequences decoded together)\"\n"
-            "set ylabel \"speed-up over plain decoding at the same batch (×)\"\n"
-            "set logscale x 2\n"
-            "set xrange [1:%d]\n"
-            "set yrange [0:*]\n"
-            "set key bottom left box opaque font ',10'\n"
-            "set offsets 0, 0, graph 0.5, 0\n"
-            "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
-            t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9, t->batch_alpha,
-            w->context, BATCH_MAX, BATCH_MAX);
-    if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
-        fprintf(f,
-                "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'plain: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
-                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
-                fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
-    for (int j = 0; j < N_BATCH_KS; j++) /* one line per depth, in its curves' colour */
-        if (fit_k[j] >= 1 && fit_k[j] <= BATCH_MAX && fit_k[j] < fit_plain)
-            fprintf(f,
-                    "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc %d\n"
-                    "set label 'k = %d, %d slots: full at b = %d' at %d, graph 0.98 right rotate by 90 "
-                    "offset char -1.2,0 font ',9' tc lt %d\n",
-                    fit_k[j], fit_k[j], j + 1, batch_ks[j], batch_ks[j] + 1, fit_k[j], fit_k[j], j + 1);
-    fprintf(f, "# every curve stops where memory is full for it (beyond, the model assumes memory the device lacks)\n"
-               "plot \\\n");
-    for (int j = 0; j < N_BATCH_KS; j++)
-        fprintf(f,
-                "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with linespoints lw 2 pt 7 ps 0.5 lc %d "
-                "title 'k = %d, a state slot written per verified position', \\\n",
-                fit_k[j], 4 + j, j + 1, batch_ks[j]);
-    for (int j = 0; j < N_BATCH_KS; j++)
-        fprintf(
-            f,
-            "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with lines lw 2 dt 2 lc %d title 'k = %d, final "
-            "state written once'%s\n",
-            fit_k[j], 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
-    if (measured) {
-        gp_measured_panel(f, measured);
-        fprintf(f, "unset multiplot\n");
-    }
-    return plot_close(&af, err);
+    return write_script(dir, t, fit_k, fit_plain, measured, err);
 }
