@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include <unistd.h>
 
 #include "args.h"
@@ -40,14 +39,20 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] --batch B,... [options]\n"
             "Times B sequences decoded together on the CPU engine (bf16): per round one verify pass over every\n"
-            "sequence's nodes, against one pass per sequence, for plain greedy decoding (one node a sequence) and\n"
-            "for a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance, with no\n"
-            "proposer: its verify and commit only) and, when MODEL has an MTP module, for greedy MTP decoding with\n"
-            "k drafts (each sequence its own proposer). Prints tokens/s summed over the sequences, medians of runs.\n"
-            "  --batch B,...        batch sizes (default 1,2,4,8; each at most %d, at most %d sizes)\n"
+            "sequence's nodes, against one pass per sequence. First bare rounds: plain greedy decoding (one node a\n"
+            "sequence) and a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance,\n"
+            "with no proposer: its verify and commit only). Then the methods through the decoding layer's batched\n"
+            "round loop, each sequence its own proposer: plain decoding, MTP with k drafts when MODEL has the\n"
+            "module, and a draft model with k drafts when one is given or lies beside MODEL (MODEL-draft), with\n"
+            "their speed-up over plain decoding at the same B. Prints tokens/s summed over the sequences, medians.\n"
+            "  --batch B,...        batch sizes, e.g. 1,2,4,8,16 (each at most %d, at most %d sizes)\n"
             "  --runs N             runs per figure, median reported (default 5)\n"
-            "  --rounds N           rounds per run (default 32)\n"
-            "  -k N                 drafts per chain and per MTP round (default 3: chains of 4 nodes)\n"
+            "  --rounds N           bare rounds per run (default 32)\n"
+            "  --tokens N           tokens each sequence decodes in the method rows (default 32)\n"
+            "  --temperature T      the method rows' temperature (default 0: greedy; above: sampled, MTP's\n"
+            "                       drafts sampled, the exact rule)\n"
+            "  --draft DIR          the draft model of the spec rows (default: MODEL-draft when it exists)\n"
+            "  -k N                 drafts per chain and per spec/MTP round (default 3: chains of 4 nodes)\n"
             "  --threads N          the products' threads (default 1)\n"
             "  --prompt-tokens N    each sequence's prompt length (default 4)\n",
             ENGINE_MAX_BATCH, MAX_BATCHES);

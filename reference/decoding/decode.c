@@ -31,6 +31,5 @@ void decode_output_free(decode_output *out) {
 int decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt, const decode_options *opt,
                decode_output *out, sp_error *err) {
     decode_job job = {prop, prompt, n_prompt, *opt};
-    decode_batch_options bo = {0, 0, 0};
-    return decode_batch_run(t, &job, 1, &bo, out, err);
+    return decode_batch_run(t, &job, 1, NULL, out, err);
 }

@@ -243,10 +243,8 @@ static int run_rounds(decode_target *t, seq_run *s, int B, decode_batch_options 
         if (rc || !n) break;
         bo->rounds++;
         if (n == 1 || bo->pass_per_job) {
-            for (int i = 0; i < n && !rc; i++) {
+            for (int i = 0; i < n && !rc; i++, bo->passes++)
                 if ((rc = verify_and_accept(t, live[i], err))) *failed = (int)(live[i] - s);
-                bo->passes++;
-            }
         } else if ((rc = verify_together(t, live, n, tj, grouped, &bo->passes, err))) {
             *failed = -1; /* a pass over several sequences: the message says which part failed */
         }
@@ -261,6 +259,8 @@ static int run_rounds(decode_target *t, seq_run *s, int B, decode_batch_options 
 
 int decode_batch_run(decode_target *t, decode_job *jobs, int B, decode_batch_options *bo, decode_output *out,
                      sp_error *err) {
+    decode_batch_options defaults = {0, 0, 0};
+    if (!bo) bo = &defaults;
     if (B > 0) memset(out, 0, (size_t)B * sizeof *out);
     bo->passes = bo->rounds = 0;
     if (check_batch(t, jobs, B, err)) return -1;

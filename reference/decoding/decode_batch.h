@@ -32,7 +32,7 @@ typedef struct {
 } decode_batch_options;
 
 /* Runs jobs[0..B) to their budgets (or EOS) on new sequences of t; out[j] is job j's output and accounting.
- * On failure every out[j] is freed and err names the job. */
+ * bo may be NULL (one verify call a round, no counts). On failure every out[j] is freed and err names the job. */
 int decode_batch_run(decode_target *t, decode_job *jobs, int B, decode_batch_options *bo, decode_output *out,
                      sp_error *err);
 
