@@ -103,3 +103,10 @@ int engine_batch_equals_alone(const char *dir, const engine_options *o, plant_cr
     engine_close(&e);
     return same;
 }
+
+void engine_batch_assert_slips_caught(const char *dir, const engine_options *o, const char *who) {
+    ck_assert_msg(!engine_batch_equals_alone(dir, o, PLANT_CROSS_ATTENTION, 1),
+                  "%s: a node attending to another sequence's cache", who);
+    ck_assert_msg(!engine_batch_equals_alone(dir, o, PLANT_CROSS_DELTANET, 1),
+                  "%s: a node stepping from another sequence's state", who);
+}

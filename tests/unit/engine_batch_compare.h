@@ -17,4 +17,9 @@
  * processed distributions and hidden states in odd ones — agrees bit for bit between the two sides. */
 int engine_batch_equals_alone(const char *dir, const engine_options *o, plant_cross planted, int multi_seq);
 
+/* The negative controls, one assertion each (who names the backend in the message): the same comparison must
+ * tell apart a node attending through another sequence's KV table and a node stepping from another sequence's
+ * DeltaNet state. */
+void engine_batch_assert_slips_caught(const char *dir, const engine_options *o, const char *who);
+
 #endif
