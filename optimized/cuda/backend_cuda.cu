@@ -16,9 +16,9 @@
  * kn_accept_tree) on the device, so only the result of the round comes
  * back (accept). */
 extern "C" {
-#include "backend.h"
 #include "dtype.h"
 }
+#include "cuda_backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +54,8 @@ typedef struct {
     kn_attention_fn attention;
     kn_conv_fn conv;
     kn_delta_fn delta;
+    int queued;    /* work launched since the last wait */
+    cuda_mtp *mtp; /* the MTP chain's scratch (mtp_device.cu) */
 } cuda_impl;
 
 static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
@@ -61,6 +63,7 @@ static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
 /* Records the first failure; the pass goes on (its results are discarded when status reports it). */
 static void check(engine_backend *b, cudaError_t e, const char *what) {
     cuda_impl *c = impl(b);
+    c->queued = 1;
     if (e == cudaSuccess || c->failure[0]) return;
     snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device, cudaGetErrorString(e));
 }
@@ -81,6 +84,8 @@ static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes
 }
 static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
     check(b, kn_dev_download(dst, src, bytes), "a copy from the device");
+    b->waits++; /* the copy waits for the work queued before it */
+    impl(b)->queued = 0;
 }
 static void c_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
     check(b, kn_dev_copy(dst, src, bytes, impl(b)->stream), "a copy on the device");
@@ -343,7 +348,10 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
 
 static int c_status(engine_backend *b, sp_error *err) {
     cuda_impl *c = impl(b);
+    const int queued = c->queued;
     check(b, kn_dev_sync(), "a kernel");
+    b->waits += queued; /* a sync with nothing queued returns at once */
+    c->queued = 0;
     if (!c->failure[0]) return 0;
     sp_fail(err, "%s", c->failure);
     c->failure[0] = 0;
@@ -356,6 +364,7 @@ static void c_release(engine_backend *b) {
                     c->dv,     c->probs, c->probs_work, c->result,   c->accept_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
+    cuda_mtp_release(b);
     free(c->host_table);
     free(c);
     b->impl = NULL;
@@ -434,8 +443,18 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->accept = c_accept;
     b->status = c_status;
     b->release = c_release;
+    cuda_mtp_install(b);
     return 0;
 }
+
+/* ---- for the other files of the backend (cuda_backend.h) ----------------------------- */
+
+cudaStream_t cuda_stream(engine_backend *b) { return impl(b)->stream; }
+void cuda_check(engine_backend *b, cudaError_t e, const char *what) { check(b, e, what); }
+void *cuda_scratch(engine_backend *b, void **p, size_t *cap, size_t bytes, const char *what) {
+    return scratch(b, (unsigned char **)p, cap, bytes, what);
+}
+cuda_mtp **cuda_mtp_of(engine_backend *b) { return &impl(b)->mtp; }
 
 int backend_cuda_on_device(void) {
 #ifdef KN_EMU

@@ -157,14 +157,24 @@ int decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt
     rc = prefill(&c, prop, prompt, n_prompt, &out->acc, err);
 
     int pending = prompt[n_prompt - 1], position = n_prompt - 1, done = 0;
+    /* the proposer hands each round to the target (propose_verify) under the exact rule, until it says it cannot */
+    int on_target = prop && prop->propose_verify && !opt->custom_accept && opt->rule == RULE_EXACT;
     for (uint64_t round = 0; !rc && !done && out->n < opt->max_tokens; round++) {
         const int remaining = opt->max_tokens - out->n;
         tree_reset(&c.tree, pending, prop ? prop->kind : CHILDREN_IID);
         const propose_call call = {&opt->sampling, opt->seed, round, position, remaining - 1};
-        if (prop && remaining > 1 && (rc = prop->propose(prop, &c.tree, &call, err))) break;
         accept_result r;
         const accept_site site = {opt->seed, round, position};
-        if ((rc = verify_and_accept(opt, &c, site, &r, err))) break;
+        const int handed = on_target ? prop->propose_verify(prop, t, c.seq, &c.tree, &call, site, &r, err) : 1;
+        if (handed < 0) {
+            rc = -1;
+            break;
+        }
+        if (handed == 1) { /* the proposal here, then the pass and the rule */
+            on_target = 0;
+            if (prop && remaining > 1 && (rc = prop->propose(prop, &c.tree, &call, err))) break;
+            if ((rc = verify_and_accept(opt, &c, site, &r, err))) break;
+        }
         out->acc.target_positions += c.tree.n;
 
         /* the burst: the accepted tokens, then the correction or bonus */
