@@ -1,0 +1,190 @@
+/* test_mtp_device.c — the MTP round on the CUDA backend drafted on the
+ * device (target.h: mtp_verify_accept; optimized/engine_mtp_round.c), on
+ * the kernels' CPU emulator, held to the host-drafted path on the same
+ * engine: the proposer drawing each draft from the downloaded MTP logits
+ * (mtp.c), then verify_accept.
+ *
+ * Both paths compute every distribution with the same kernels on the same
+ * inputs (the MTP module's hidden inputs are the same floats, copied on the
+ * device instead of through the host; kn_probs is sampler_probs' twin, and
+ * the race of kn_sample sampler_sample's), and draw at the same Philox
+ * sites, so for a fixed seed they give the same tokens, bit for bit — not
+ * merely the same law. The test asks for exactly that over many rounds,
+ * with sampled drafts and with argmax drafts, and its controls must break
+ * it: the device drawing its drafts at the next round's sites (sampled
+ * drafts), and, for argmax drafts, which draw nothing, its acceptance at
+ * the next round's sites. (Sampling where the argmax belongs is no control
+ * on micro-tied: its MTP module's distributions are so peaked that the
+ * sampled draft is the argmax, and the coupling hides the slip.)
+ * The controls are the real op with one field of its call changed by a
+ * wrapper target, so the code they exercise is the code under test.
+ *
+ * And the round's waits on the device: the backend counts every download
+ * and every sync with work queued (backend.h, waits); a device-drafted
+ * round makes exactly one, the host-drafted one (k + 1 or more) several. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "engine_target.h"
+#include "fixtures.h"
+#include "harness.h"
+#include "method.h"
+
+#define MAX_TOKENS 10
+#define N_SEEDS 6
+
+/* An engine on the CUDA backend (the emulator), its target and MTP module, and the same target with the device
+ * round taken away (the host-drafted path) or planted with a slip. */
+typedef struct {
+    fixture_model tf;
+    engine e;
+    decode_target t, host, control;
+    stepper mtp;
+    int slip; /* the control's: 1 drafts at the next round's sites, 2 accepts at the next round's sites */
+} mtp_rig;
+
+static mtp_rig *rig_of_control; /* the control target's rig (impl is the engine, which the wrapper calls) */
+
+static int slipped_round(decode_target *t, const target_job *job, const mtp_chain_call *call,
+                         const sampler_params *sp, accept_site site, accept_result *r, sp_error *err) {
+    mtp_chain_call c = *call;
+    if (rig_of_control->slip == 1) c.round++; /* acceptance stays at its own sites */
+    if (rig_of_control->slip == 2) site.round++; /* the drafts stay at theirs */
+    return rig_of_control->t.mtp_verify_accept(t, job, &c, sp, site, r, err);
+}
+
+static void rig_open(mtp_rig *g) {
+    fixture_model_open(&g->tf, "micro-tied", 93, NULL);
+    engine_options o = engine_defaults();
+    o.cuda = 1;
+    sp_error err;
+    ck_assert_msg(engine_open(&g->e, g->tf.dir, &o, &err) == 0, "%s", err.msg);
+    engine_target_build(&g->t, &g->e);
+    ck_assert_msg(engine_mtp_stepper_build(&g->mtp, &g->e, &err) == 0, "%s", err.msg);
+    ck_assert_msg(g->t.mtp_verify_accept, "the CUDA engine drafts an MTP chain where its logits are");
+    g->host = g->t;
+    g->host.mtp_verify_accept = NULL;
+    g->control = g->t;
+    g->control.mtp_verify_accept = slipped_round;
+    rig_of_control = g;
+}
+
+static void rig_close(mtp_rig *g) {
+    g->mtp.release(&g->mtp);
+    g->t.release(&g->t);
+    engine_close(&g->e);
+    fixture_model_close(&g->tf);
+}
+
+/* The tokens of one run (MAX_TOKENS, no stop at EOS), and the waits on the device of each round but the first
+ * (whose count holds the prompt's) in waits[] when not NULL: *n_rounds of them. */
+typedef struct {
+    engine *e;
+    long last;
+    long *waits;
+    int n;
+} wait_log;
+
+static void on_commit(const int *tokens, int n, void *user) {
+    (void)tokens, (void)n;
+    wait_log *w = user;
+    if (w->last >= 0 && w->n < MAX_TOKENS) w->waits[w->n++] = w->e->be.waits - w->last;
+    w->last = w->e->be.waits;
+}
+
+static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, int *tokens, long *waits,
+                int *n_rounds) {
+    method_spec s = fixture_spec(flags);
+    s.max_tokens = MAX_TOKENS;
+    s.stop_at_eos = 0;
+    s.seed = seed;
+    const method_parts parts = {t, NULL, &g->mtp, NULL};
+    method_built b;
+    sp_error err;
+    ck_assert_msg(method_build(&b, &s, &parts, &err) == 0, "%s: %s", flags, err.msg);
+    long w[MAX_TOKENS];
+    wait_log log = {&g->e, -1, waits ? waits : w, 0};
+    b.options.on_commit = on_commit;
+    b.options.user = &log;
+    const int prompt[3] = {1, 5, 2};
+    decode_output out;
+    ck_assert_msg(decode_run(t, b.proposer, prompt, 3, &b.options, &out, &err) == 0, "%s, seed %llu: %s", flags,
+                  (unsigned long long)seed, err.msg);
+    ck_assert_int_eq(out.n, MAX_TOKENS);
+    memcpy(tokens, out.tokens, sizeof(int) * MAX_TOKENS);
+    if (n_rounds) *n_rounds = log.n;
+    decode_output_free(&out);
+    method_release(&b);
+}
+
+typedef struct {
+    const char *flags;
+    int slip; /* the control's slip for this kind of draft */
+} drafting;
+
+static const drafting draftings[] = {
+    {"--method mtp --k 3 --mtp-sample --temperature 1", 1},
+    {"--method mtp --k 2 --mtp-sample --temperature 0.8 --top-k 5", 1},
+    {"--method mtp --k 3 --temperature 1", 2}, /* argmax drafts, sampled target */
+};
+#define N_DRAFTINGS (int)(sizeof draftings / sizeof draftings[0])
+
+START_TEST(test_device_drafts_are_the_host_drafts) {
+    static mtp_rig g;
+    rig_open(&g);
+    for (int m = 0; m < N_DRAFTINGS; m++) {
+        int differ = 0, control_differ = 0;
+        g.slip = draftings[m].slip;
+        for (int i = 0; i < N_SEEDS; i++) {
+            const uint64_t seed = 3000 + 29 * (uint64_t)i;
+            int dev[MAX_TOKENS], host[MAX_TOKENS], control[MAX_TOKENS];
+            run(&g, &g.t, draftings[m].flags, seed, dev, NULL, NULL);
+            run(&g, &g.host, draftings[m].flags, seed, host, NULL, NULL);
+            run(&g, &g.control, draftings[m].flags, seed, control, NULL, NULL);
+            differ += memcmp(dev, host, sizeof dev) != 0;
+            control_differ += memcmp(control, host, sizeof dev) != 0;
+        }
+        printf("mtp device drafting, %s: %d of %d runs differ from the host-drafted path; control (%s) %d\n",
+               draftings[m].flags, differ, N_SEEDS, g.slip == 1 ? "drafts at the next round's sites" : "acceptance at the next round's sites",
+               control_differ);
+        fflush(stdout);
+        ck_assert_msg(differ == 0, "%s: %d of %d runs drafted on the device differ from the host-drafted path",
+                      draftings[m].flags, differ, N_SEEDS);
+        /* a slip that changes a draft shows in the tokens only where the changed draft changes a verdict: on
+         * micro-tied in 2 to 6 runs of the 6 */
+        ck_assert_msg(3 * control_differ >= N_SEEDS, "%s: control: only %d of %d runs differ", draftings[m].flags,
+                      control_differ, N_SEEDS);
+    }
+    rig_close(&g);
+}
+END_TEST
+
+START_TEST(test_one_wait_per_mtp_round) {
+    static mtp_rig g;
+    rig_open(&g);
+    for (int m = 0; m < N_DRAFTINGS; m++) {
+        int tokens[MAX_TOKENS], n_dev, n_host;
+        long dev[MAX_TOKENS], host[MAX_TOKENS];
+        run(&g, &g.t, draftings[m].flags, 77, tokens, dev, &n_dev);
+        run(&g, &g.host, draftings[m].flags, 77, tokens, host, &n_host);
+        ck_assert_msg(n_dev >= 2 && n_host >= 2, "%s: %d and %d rounds after the first", draftings[m].flags, n_dev,
+                      n_host);
+        for (int r = 0; r < n_dev; r++)
+            ck_assert_msg(dev[r] == 1, "%s: a device-drafted round waited %ld times on the device",
+                          draftings[m].flags, dev[r]);
+        for (int r = 0; r < n_host; r++) /* the control: the counter sees the host-drafted round's waits */
+            ck_assert_msg(host[r] > 1, "%s: a host-drafted round waited %ld times", draftings[m].flags, host[r]);
+    }
+    rig_close(&g);
+}
+END_TEST
+
+Suite *mtp_device_suite(void) {
+    Suite *s = suite_create("mtp_device");
+    TCase *tc = harness_tcase("MTP chains drafted on the device", 600);
+    tcase_add_test(tc, test_device_drafts_are_the_host_drafts);
+    tcase_add_test(tc, test_one_wait_per_mtp_round);
+    suite_add_tcase(s, tc);
+    return s;
+}
