@@ -265,7 +265,8 @@ int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, 
     p->needs_hidden = 1;
     p->propose = mtp_propose;
     p->commit = mtp_commit;
-    if (!shape->budget && kind == CHILDREN_IID && tree_shape_nodes(shape) == shape->depth) /* a chain */
+    /* a chain (one child a node: drawn alike i.i.d. or without replacement) of drafts drawn from q */
+    if (!shape->budget && kind != CHILDREN_TOP_RANKS && tree_shape_nodes(shape) == shape->depth)
         p->propose_verify = mtp_propose_verify;
     p->release = mtp_release;
     p->bytes_per_step = mtp->bytes_per_step;

@@ -46,10 +46,10 @@ typedef struct {
 
 static mtp_rig *rig_of_control; /* the control target's rig (impl is the engine, which the wrapper calls) */
 
-static int slipped_round(decode_target *t, const target_job *job, const mtp_chain_call *call,
-                         const sampler_params *sp, accept_site site, accept_result *r, sp_error *err) {
+static int slipped_round(decode_target *t, const target_job *job, const mtp_chain_call *call, const sampler_params *sp,
+                         accept_site site, accept_result *r, sp_error *err) {
     mtp_chain_call c = *call;
-    if (rig_of_control->slip == 1) c.round++; /* acceptance stays at its own sites */
+    if (rig_of_control->slip == 1) c.round++;    /* acceptance stays at its own sites */
     if (rig_of_control->slip == 2) site.round++; /* the drafts stay at theirs */
     return rig_of_control->t.mtp_verify_accept(t, job, &c, sp, site, r, err);
 }
@@ -125,8 +125,8 @@ typedef struct {
 
 static const drafting draftings[] = {
     {"--method mtp --k 3 --mtp-sample --temperature 1", 1},
-    {"--method mtp --k 2 --mtp-sample --temperature 0.8 --top-k 5", 1},
-    {"--method mtp --k 3 --temperature 1", 2}, /* argmax drafts, sampled target */
+    {"--method mtp --tree-shape 1,1 --mtp-sample --temperature 0.8 --top-k 5", 1}, /* a chain as a tree's shape */
+    {"--method mtp --k 3 --temperature 1", 2},                                     /* argmax drafts, sampled target */
 };
 #define N_DRAFTINGS (int)(sizeof draftings / sizeof draftings[0])
 
@@ -146,7 +146,8 @@ START_TEST(test_device_drafts_are_the_host_drafts) {
             control_differ += memcmp(control, host, sizeof dev) != 0;
         }
         printf("mtp device drafting, %s: %d of %d runs differ from the host-drafted path; control (%s) %d\n",
-               draftings[m].flags, differ, N_SEEDS, g.slip == 1 ? "drafts at the next round's sites" : "acceptance at the next round's sites",
+               draftings[m].flags, differ, N_SEEDS,
+               g.slip == 1 ? "drafts at the next round's sites" : "acceptance at the next round's sites",
                control_differ);
         fflush(stdout);
         ck_assert_msg(differ == 0, "%s: %d of %d runs drafted on the device differ from the host-drafted path",
@@ -171,8 +172,8 @@ START_TEST(test_one_wait_per_mtp_round) {
         ck_assert_msg(n_dev >= 2 && n_host >= 2, "%s: %d and %d rounds after the first", draftings[m].flags, n_dev,
                       n_host);
         for (int r = 0; r < n_dev; r++)
-            ck_assert_msg(dev[r] == 1, "%s: a device-drafted round waited %ld times on the device",
-                          draftings[m].flags, dev[r]);
+            ck_assert_msg(dev[r] == 1, "%s: a device-drafted round waited %ld times on the device", draftings[m].flags,
+                          dev[r]);
         for (int r = 0; r < n_host; r++) /* the control: the counter sees the host-drafted round's waits */
             ck_assert_msg(host[r] > 1, "%s: a host-drafted round waited %ld times", draftings[m].flags, host[r]);
     }
