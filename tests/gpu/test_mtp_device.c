@@ -8,12 +8,15 @@
  * inputs (the MTP module's hidden inputs are the same floats, copied on the
  * device instead of through the host; kn_probs is sampler_probs' twin, and
  * the race of kn_sample sampler_sample's), and draw at the same Philox
- * sites, so for a fixed seed they give the same tokens, bit for bit — not
- * merely the same law. The test asks for exactly that over many rounds,
- * with sampled drafts and with argmax drafts, and its controls must break
- * it: the device drawing its drafts at the next round's sites (sampled
- * drafts), and, for argmax drafts, which draw nothing, its acceptance at
- * the next round's sites. (Sampling where the argmax belongs is no control
+ * sites, so for a fixed seed they give the same tokens and the same
+ * drafts, bit for bit — not merely the same law. The test asks for exactly
+ * that over many rounds, every draft of every round compared (on
+ * micro-tied the first draft is nearly always rejected, so the tokens alone
+ * would hardly see the later drafts, which the chain steps on the device
+ * compute), with sampled drafts and with argmax drafts, and its controls
+ * must break it in (nearly) every run: the device drawing its drafts at
+ * the next round's sites (sampled drafts), and, for argmax drafts, which
+ * draw nothing, its acceptance at the next round's sites. (Sampling where the argmax belongs is no control
  * on micro-tied: its MTP module's distributions are so peaked that the
  * sampled draft is the argmax, and the coupling hides the slip.)
  * The controls are the real op with one field of its call changed by a
@@ -32,26 +35,47 @@
 #include "method.h"
 
 #define MAX_TOKENS 10
+#define MAX_DRAFTS (3 * MAX_TOKENS) /* at most k = 3 drafts a round, a round per token at worst */
 #define N_SEEDS 6
 
-/* An engine on the CUDA backend (the emulator), its target and MTP module, and the same target with the device
- * round taken away (the host-drafted path) or planted with a slip. */
+/* An engine on the CUDA backend (the emulator), its target and MTP module; the target as the device path
+ * (mtp_verify_accept), as the host-drafted path (no mtp_verify_accept: the proposer drafts, verify_accept
+ * accepts) and as the control (the device path with a slip), each recording the drafts it verifies. */
 typedef struct {
     fixture_model tf;
     engine e;
-    decode_target t, host, control;
+    decode_target t, device, host, control;
     stepper mtp;
-    int slip; /* the control's: 1 drafts at the next round's sites, 2 accepts at the next round's sites */
+    int slip;               /* the control's: 1 drafts at the next round's sites, 2 accepts at the next round's */
+    int drafts[MAX_DRAFTS]; /* the run's drafts, round after round */
+    int n_drafts;
 } mtp_rig;
 
-static mtp_rig *rig_of_control; /* the control target's rig (impl is the engine, which the wrapper calls) */
+static mtp_rig *rig; /* the wrappers' (their impl is the engine, which they pass on to its own ops) */
 
-static int slipped_round(decode_target *t, const target_job *job, const mtp_chain_call *call, const sampler_params *sp,
-                         accept_site site, accept_result *r, sp_error *err) {
+static void record(const int *drafts, int k) {
+    for (int i = 0; i < k; i++) {
+        ck_assert_msg(rig->n_drafts < MAX_DRAFTS, "more than %d drafts in a run", MAX_DRAFTS);
+        rig->drafts[rig->n_drafts++] = drafts[i];
+    }
+}
+
+/* The device path, its drafts as they came back; the control's slip applied to its call or site. */
+static int device_round(decode_target *t, const target_job *job, const mtp_chain_call *call, const sampler_params *sp,
+                        accept_site site, accept_result *r, sp_error *err) {
     mtp_chain_call c = *call;
-    if (rig_of_control->slip == 1) c.round++;    /* acceptance stays at its own sites */
-    if (rig_of_control->slip == 2) site.round++; /* the drafts stay at theirs */
-    return rig_of_control->t.mtp_verify_accept(t, job, &c, sp, site, r, err);
+    if (t == &rig->control && rig->slip == 1) c.round++;    /* acceptance stays at its own sites */
+    if (t == &rig->control && rig->slip == 2) site.round++; /* the drafts stay at theirs */
+    const int rc = rig->t.mtp_verify_accept(t, job, &c, sp, site, r, err);
+    if (rc == 0) record(c.drafts, c.k);
+    return rc;
+}
+
+/* The host-drafted path: the proposer's drafts, in the tree verify_accept takes. */
+static int host_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
+                              accept_result *r, sp_error *err) {
+    record(job->tree->token + 1, job->tree->n - 1);
+    return rig->t.verify_accept(t, job, sp, site, r, err);
 }
 
 static void rig_open(mtp_rig *g) {
@@ -63,11 +87,11 @@ static void rig_open(mtp_rig *g) {
     engine_target_build(&g->t, &g->e);
     ck_assert_msg(engine_mtp_stepper_build(&g->mtp, &g->e, &err) == 0, "%s", err.msg);
     ck_assert_msg(g->t.mtp_verify_accept, "the CUDA engine drafts an MTP chain where its logits are");
-    g->host = g->t;
+    g->device = g->control = g->host = g->t;
+    g->device.mtp_verify_accept = g->control.mtp_verify_accept = device_round;
     g->host.mtp_verify_accept = NULL;
-    g->control = g->t;
-    g->control.mtp_verify_accept = slipped_round;
-    rig_of_control = g;
+    g->host.verify_accept = host_verify_accept;
+    rig = g;
 }
 
 static void rig_close(mtp_rig *g) {
@@ -93,7 +117,18 @@ static void on_commit(const int *tokens, int n, void *user) {
     w->last = w->e->be.waits;
 }
 
-static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, int *tokens, long *waits,
+/* One run's output: its tokens and every draft of it. */
+typedef struct {
+    int tokens[MAX_TOKENS];
+    int drafts[MAX_DRAFTS], n_drafts;
+} run_output;
+
+static int same_run(const run_output *a, const run_output *b) {
+    return !memcmp(a->tokens, b->tokens, sizeof a->tokens) && a->n_drafts == b->n_drafts &&
+           !memcmp(a->drafts, b->drafts, sizeof(int) * (size_t)a->n_drafts);
+}
+
+static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, run_output *o, long *waits,
                 int *n_rounds) {
     method_spec s = fixture_spec(flags);
     s.max_tokens = MAX_TOKENS;
@@ -108,11 +143,14 @@ static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, 
     b.options.on_commit = on_commit;
     b.options.user = &log;
     const int prompt[3] = {1, 5, 2};
+    g->n_drafts = 0;
     decode_output out;
     ck_assert_msg(decode_run(t, b.proposer, prompt, 3, &b.options, &out, &err) == 0, "%s, seed %llu: %s", flags,
                   (unsigned long long)seed, err.msg);
     ck_assert_int_eq(out.n, MAX_TOKENS);
-    memcpy(tokens, out.tokens, sizeof(int) * MAX_TOKENS);
+    memcpy(o->tokens, out.tokens, sizeof o->tokens);
+    memcpy(o->drafts, g->drafts, sizeof(int) * (size_t)g->n_drafts);
+    o->n_drafts = g->n_drafts;
     if (n_rounds) *n_rounds = log.n;
     decode_output_free(&out);
     method_release(&b);
@@ -138,23 +176,23 @@ START_TEST(test_device_drafts_are_the_host_drafts) {
         g.slip = draftings[m].slip;
         for (int i = 0; i < N_SEEDS; i++) {
             const uint64_t seed = 3000 + 29 * (uint64_t)i;
-            int dev[MAX_TOKENS], host[MAX_TOKENS], control[MAX_TOKENS];
-            run(&g, &g.t, draftings[m].flags, seed, dev, NULL, NULL);
-            run(&g, &g.host, draftings[m].flags, seed, host, NULL, NULL);
-            run(&g, &g.control, draftings[m].flags, seed, control, NULL, NULL);
-            differ += memcmp(dev, host, sizeof dev) != 0;
-            control_differ += memcmp(control, host, sizeof dev) != 0;
+            run_output dev, host, control;
+            run(&g, &g.device, draftings[m].flags, seed, &dev, NULL, NULL);
+            run(&g, &g.host, draftings[m].flags, seed, &host, NULL, NULL);
+            run(&g, &g.control, draftings[m].flags, seed, &control, NULL, NULL);
+            ck_assert_msg(host.n_drafts >= MAX_TOKENS / 2, "%s: %d drafts in a run", draftings[m].flags, host.n_drafts);
+            differ += !same_run(&dev, &host);
+            control_differ += !same_run(&control, &host);
         }
-        printf("mtp device drafting, %s: %d of %d runs differ from the host-drafted path; control (%s) %d\n",
+        printf("mtp device drafting, %s: %d of %d runs (tokens and drafts) differ from the host-drafted path; "
+               "control (%s) %d\n",
                draftings[m].flags, differ, N_SEEDS,
                g.slip == 1 ? "drafts at the next round's sites" : "acceptance at the next round's sites",
                control_differ);
         fflush(stdout);
         ck_assert_msg(differ == 0, "%s: %d of %d runs drafted on the device differ from the host-drafted path",
                       draftings[m].flags, differ, N_SEEDS);
-        /* a slip that changes a draft shows in the tokens only where the changed draft changes a verdict: on
-         * micro-tied in 2 to 6 runs of the 6 */
-        ck_assert_msg(3 * control_differ >= N_SEEDS, "%s: control: only %d of %d runs differ", draftings[m].flags,
+        ck_assert_msg(control_differ >= N_SEEDS - 1, "%s: control: only %d of %d runs differ", draftings[m].flags,
                       control_differ, N_SEEDS);
     }
     rig_close(&g);
@@ -165,10 +203,11 @@ START_TEST(test_one_wait_per_mtp_round) {
     static mtp_rig g;
     rig_open(&g);
     for (int m = 0; m < N_DRAFTINGS; m++) {
-        int tokens[MAX_TOKENS], n_dev, n_host;
+        run_output o;
+        int n_dev, n_host;
         long dev[MAX_TOKENS], host[MAX_TOKENS];
-        run(&g, &g.t, draftings[m].flags, 77, tokens, dev, &n_dev);
-        run(&g, &g.host, draftings[m].flags, 77, tokens, host, &n_host);
+        run(&g, &g.device, draftings[m].flags, 77, &o, dev, &n_dev);
+        run(&g, &g.host, draftings[m].flags, 77, &o, host, &n_host);
         ck_assert_msg(n_dev >= 2 && n_host >= 2, "%s: %d and %d rounds after the first", draftings[m].flags, n_dev,
                       n_host);
         for (int r = 0; r < n_dev; r++)
