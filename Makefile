@@ -181,14 +181,17 @@ $(BUILD)/obj/tests/%.o $(BUILD)/asan/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -I
 # the runner, whose tests Check forks).
 $(BUILD)/obj/tests/gpu/%.o: ALL_CFLAGS += -DGPUCHECK_BIN='"$(BUILD)/cuda/gpucheck"'
 
-# Mutants of the round loop (tests/mutants/decode.mutants): decode.c with one
-# planted change each, its functions renamed mutant_NAME_*, linked beside the
+# Mutants of the round loop (tests/mutants/decode.mutants): decode.c and
+# decode_batch.c (the loop's body) as one file with one planted change each,
+# its functions renamed mutant_NAME_*, linked beside the
 # real loop so the canaries of tests/unit/test_decode.c can show they reject them.
 MUTANTS := $(shell awk -F '\t' '!/^\#/ && NF == 3 {print $$1}' tests/mutants/decode.mutants)
-mutant_rename = $(foreach f,decode_run decode_defaults decode_output_free,-D$(f)=mutant_$(1)_$(f))
-$(BUILD)/mutants/decode_%.c: reference/decoding/decode.c tests/mutants/decode.mutants tests/mutants/mutate.sh
+mutant_rename = $(foreach f,decode_run decode_batch_run decode_defaults decode_output_free,-D$(f)=mutant_$(1)_$(f))
+MUTANT_SRC := reference/decoding/decode.c reference/decoding/decode_batch.c
+$(BUILD)/mutants/decode_%.c: $(MUTANT_SRC) tests/mutants/decode.mutants tests/mutants/mutate.sh
 	@mkdir -p $(dir $@)
-	tests/mutants/mutate.sh $* $< tests/mutants/decode.mutants > $@.tmp && mv $@.tmp $@
+	cat $(MUTANT_SRC) > $@.src
+	tests/mutants/mutate.sh $* $@.src tests/mutants/decode.mutants > $@.tmp && mv $@.tmp $@ && rm $@.src
 $(BUILD)/obj/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(call mutant_rename,$*) -c $< -o $@

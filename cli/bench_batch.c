@@ -2,20 +2,24 @@
  * B sequences buys on the CPU engine. For each B, B sequences decode side
  * by side, round after round, two ways on the same prompts: every round
  * one verify pass over all B sequences' nodes (engine_target.c's batched
- * verify), and every round B passes of one sequence each. Three kinds of
- * round: plain greedy decoding (one node per sequence: the argmax of its
- * last row); a chain of k + 1 nodes per sequence whose last node is
- * committed — a speculative round at full acceptance whose drafts are
- * placeholders (the root's successors in the vocabulary), the verify and
- * commit of a spec or MTP round without a proposer; and, when the
- * checkpoint has an MTP module, greedy MTP decoding with each sequence's
- * own proposer (bench_batch_mtp.c). Prints tokens/s summed over the
- * sequences (medians of --runs runs, the two ways alternating run by run so
- * both see the same load) and the ratio of one pass to B passes. A
- * benchmark: it asserts nothing. */
+ * verify), and every round B passes of one sequence each. Two tables. The
+ * first times bare rounds: plain greedy decoding (one node per sequence:
+ * the argmax of its last row), and a chain of k + 1 nodes per sequence
+ * whose last node is committed — a speculative round at full acceptance
+ * whose drafts are placeholders (the root's successors in the vocabulary),
+ * the verify and commit of a spec or MTP round without a proposer. The
+ * second runs the methods themselves through the decoding layer's batched
+ * round loop (decode_batch.h, bench_batch_decode.c): plain decoding, MTP
+ * when the checkpoint has the module and a draft model when one is given
+ * or lies beside MODEL, each sequence its own proposer, at the temperature
+ * asked for; its last column is the speed-up over plain decoding at the
+ * same B. Prints tokens/s summed over the sequences (medians of --runs
+ * runs, the two ways alternating run by run so both see the same load) and
+ * the ratio of one pass to B passes. A benchmark: it asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "bench_batch.h"
@@ -25,23 +29,30 @@
 #define MAX_RUNS 64
 
 typedef struct {
-    const char *dir;
+    const char *dir, *draft_dir;
     int n_batches, batches[MAX_BATCHES];
-    int runs, rounds, k, threads, prompt_tokens;
+    int runs, rounds, k, threads, prompt_tokens, tokens;
+    float temperature;
 } batch_args;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] --batch B,... [options]\n"
             "Times B sequences decoded together on the CPU engine (bf16): per round one verify pass over every\n"
-            "sequence's nodes, against one pass per sequence, for plain greedy decoding (one node a sequence) and\n"
-            "for a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance, with no\n"
-            "proposer: its verify and commit only) and, when MODEL has an MTP module, for greedy MTP decoding with\n"
-            "k drafts (each sequence its own proposer). Prints tokens/s summed over the sequences, medians of runs.\n"
-            "  --batch B,...        batch sizes (default 1,2,4,8; each at most %d, at most %d sizes)\n"
+            "sequence's nodes, against one pass per sequence. First bare rounds: plain greedy decoding (one node a\n"
+            "sequence) and a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance,\n"
+            "with no proposer: its verify and commit only). Then the methods through the decoding layer's batched\n"
+            "round loop, each sequence its own proposer: plain decoding, MTP with k drafts when MODEL has the\n"
+            "module, and a draft model with k drafts when one is given or lies beside MODEL (MODEL-draft), with\n"
+            "their speed-up over plain decoding at the same B. Prints tokens/s summed over the sequences, medians.\n"
+            "  --batch B,...        batch sizes, e.g. 1,2,4,8,16 (each at most %d, at most %d sizes)\n"
             "  --runs N             runs per figure, median reported (default 5)\n"
-            "  --rounds N           rounds per run (default 32)\n"
-            "  -k N                 drafts per chain and per MTP round (default 3: chains of 4 nodes)\n"
+            "  --rounds N           bare rounds per run (default 32)\n"
+            "  --tokens N           tokens each sequence decodes in the method rows (default 32)\n"
+            "  --temperature T      the method rows' temperature (default 0: greedy; above: sampled, MTP's\n"
+            "                       drafts sampled, the exact rule)\n"
+            "  --draft DIR          the draft model of the spec rows (default: MODEL-draft when it exists)\n"
+            "  -k N                 drafts per chain and per spec/MTP round (default 3: chains of 4 nodes)\n"
             "  --threads N          the products' threads (default 1)\n"
             "  --prompt-tokens N    each sequence's prompt length (default 4)\n",
             ENGINE_MAX_BATCH, MAX_BATCHES);
@@ -67,7 +78,7 @@ static int parse_batches(const char *v, batch_args *a) {
 static int parse(int argc, char **argv, batch_args *a) {
     memset(a, 0, sizeof *a);
     a->n_batches = 4, a->batches[0] = 1, a->batches[1] = 2, a->batches[2] = 4, a->batches[3] = 8;
-    a->runs = 5, a->rounds = 32, a->k = 3, a->threads = 1, a->prompt_tokens = 4;
+    a->runs = 5, a->rounds = 32, a->k = 3, a->threads = 1, a->prompt_tokens = 4, a->tokens = 32;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
         int bad = 0;
@@ -80,6 +91,12 @@ static int parse(int argc, char **argv, batch_args *a) {
             bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, MAX_RUNS, &a->runs);
         } else if (!strcmp(f, "--rounds")) {
             bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 4096, &a->rounds);
+        } else if (!strcmp(f, "--tokens")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 4096, &a->tokens);
+        } else if (!strcmp(f, "--temperature")) {
+            bad = !(v = arg_value(argc, argv, &i)) || arg_float(f, v, 0, 100, &a->temperature);
+        } else if (!strcmp(f, "--draft")) {
+            bad = !(a->draft_dir = arg_value(argc, argv, &i));
         } else if (!strcmp(f, "-k")) {
             bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, ENGINE_MAX_TREE_NODES - 1, &a->k);
         } else if (!strcmp(f, "--threads")) {
@@ -182,45 +199,73 @@ static int measure(decode_target *t, const batch_args *a, int B, int nodes, doub
     return 0;
 }
 
-/* Medians of the MTP runs, the two ways alternating after a warm-up of each: tps[0] one pass a round, tps[1] B
- * passes; per_pass: committed tokens per pass of the one-pass way (the run's tokens per round). */
-static int measure_mtp(engine *e, decode_target *t, const method_spec *spec, const batch_args *a, int B, double tps[2],
-                       double *per_pass, sp_error *err) {
-    double x[2][MAX_RUNS], per[MAX_RUNS], warm, warm_per;
-    for (int w = 0; w < 2; w++)
-        if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, w == 0, &warm, &warm_per, err)) return -1;
-    for (int run = 0; run < a->runs; run++)
-        for (int w = 0; w < 2; w++) {
-            const int one_pass = (w + run) % 2 == 0;
-            double rate, per_round;
-            if (bench_batch_mtp_run(e, t, spec, B, a->rounds, a->prompt_tokens, one_pass, &rate, &per_round, err))
-                return -1;
-            x[one_pass ? 0 : 1][run] = rate;
-            if (one_pass) per[run] = per_round;
-        }
-    tps[0] = bench_median(x[0], a->runs);
-    tps[1] = bench_median(x[1], a->runs);
-    *per_pass = bench_median(per, a->runs);
+#define N_ROW_METHODS 3 /* plain, MTP, draft model */
+
+/* The method rows' specs at the run's temperature; have[m]: 0 where the model is missing. */
+static int row_specs(const batch_args *a, const engine *e, const decode_target *draft, method_spec specs[N_ROW_METHODS],
+                     int have[N_ROW_METHODS], sp_error *err) {
+    static const char *const methods[N_ROW_METHODS] = {NULL, "mtp", "spec"};
+    for (int m = 0; m < N_ROW_METHODS; m++) {
+        char flags[128];
+        if (m == 0)
+            snprintf(flags, sizeof flags, "--method %s --temperature %g", a->temperature == 0 ? "greedy" : "sample",
+                     a->temperature);
+        else
+            snprintf(flags, sizeof flags, "--method %s --k %d --temperature %g", methods[m], a->k, a->temperature);
+        have[m] = m == 0 || (m == 1 && e->cfg.mtp_num_layers > 0) || (m == 2 && draft);
+        specs[m] = method_spec_defaults();
+        if (have[m] && method_spec_parse(&specs[m], flags, err)) return -1;
+    }
     return 0;
 }
 
-/* The MTP table: greedy MTP with k drafts (spec, parsed from flags), B sequences' trees verified in one pass
- * against one a sequence. */
-static int mtp_table(engine *e, decode_target *t, const batch_args *a, const method_spec *spec, const char *flags) {
+/* The method table: each method through decode_batch_run at each B, one pass against B, and its speed-up over
+ * plain decoding's one-pass rate at the same B. */
+static int method_table(engine *e, decode_target *t, decode_target *draft, const batch_args *a) {
     sp_error err;
-    printf("\nMTP decoding (%s: each sequence its own MTP proposer, the exact decode loop's accept and commit):\n",
-           flags);
-    printf("%4s | %12s %12s %7s | %s\n", "B", "mtp 1 pass", "B passes", "ratio", "tokens/pass (1 pass)");
+    method_spec specs[N_ROW_METHODS];
+    int have[N_ROW_METHODS];
+    if (row_specs(a, e, draft, specs, have, &err)) {
+        fprintf(stderr, "specula bench: %s\n", err.msg);
+        return EXIT_BAD_INPUT;
+    }
+    const batch_bench bb = {e, t, draft, a->tokens, a->prompt_tokens, a->runs, 0};
+    printf("\nMethods through the batched round loop (decode_batch.h; each sequence its own proposer, %d tokens a\n"
+           "sequence, T = %g, k = %d%s%s):\n",
+           a->tokens, a->temperature, a->k, have[1] ? "" : "; no MTP module", have[2] ? "" : "; no draft model");
+    printf("%4s %-7s | %12s %12s %7s | %11s | %s\n", "B", "method", "1 pass", "B passes", "ratio", "tokens/pass",
+           "speed-up over plain (1 pass)");
     for (int i = 0; i < a->n_batches; i++) {
         const int B = a->batches[i];
-        double tps[2], per_pass;
-        if (measure_mtp(e, t, spec, a, B, tps, &per_pass, &err)) {
-            fprintf(stderr, "specula bench: %s\n", err.msg);
-            return EXIT_RUN_FAILED;
+        double plain = 0;
+        for (int m = 0; m < N_ROW_METHODS; m++) {
+            if (!have[m]) continue;
+            batch_figure f;
+            if (bench_batch_measure(&bb, &specs[m], B, &f, &err)) {
+                fprintf(stderr, "specula bench: %s\n", err.msg);
+                return EXIT_RUN_FAILED;
+            }
+            if (m == 0) plain = f.tps_one_pass;
+            printf("%4d %-7s | %12.1f %12.1f %6.2fx | %11.2f | %.2fx\n", B, method_kind_name(specs[m].kind),
+                   f.tps_one_pass, f.tps_each_pass, f.tps_one_pass / f.tps_each_pass, f.per_pass,
+                   f.tps_one_pass / plain);
         }
-        printf("%4d | %12.1f %12.1f %6.2fx | %.2f\n", B, tps[0], tps[1], tps[0] / tps[1], per_pass);
     }
     return 0;
+}
+
+/* The draft model of the spec rows: --draft, or MODEL-draft when it exists. 1 opened, 0 none, -1 error. */
+static int open_draft(const batch_args *a, const char *dir, const engine_options *o, engine *ed) {
+    char beside[4096], config[4200];
+    model_beside(dir, "-draft", beside, sizeof beside);
+    snprintf(config, sizeof config, "%s/config.json", beside);
+    if (!a->draft_dir && access(config, F_OK)) return 0;
+    sp_error err;
+    if (engine_open(ed, a->draft_dir ? a->draft_dir : beside, o, &err)) {
+        fprintf(stderr, "specula bench: the draft model: %s\n", err.msg);
+        return -1;
+    }
+    return 1;
 }
 
 int bench_batch(int argc, char **argv) {
@@ -230,29 +275,25 @@ int bench_batch(int argc, char **argv) {
     const char *dir = a.dir ? a.dir : default_model_dir();
     engine_options o = engine_defaults();
     o.threads = a.threads;
-    engine e;
+    engine e, ed;
     sp_error err;
     if (engine_open(&e, dir, &o, &err)) {
         fprintf(stderr, "specula bench: %s\n", err.msg);
         return EXIT_BAD_INPUT;
     }
-    /* a round commits at most k + 1 positions a sequence */
-    if (context_check(&e.cfg, "--prompt-tokens", a.prompt_tokens, "--rounds × (k + 1):", (long)a.rounds * (a.k + 1),
-                      "bench")) {
+    /* a bare round commits at most k + 1 positions a sequence, a method row at most --tokens */
+    const long longest = (long)a.rounds * (a.k + 1) > a.tokens ? (long)a.rounds * (a.k + 1) : a.tokens;
+    const int have_draft =
+        context_check(&e.cfg, "--prompt-tokens", a.prompt_tokens, "--rounds × (k + 1) or --tokens:", longest, "bench")
+            ? -1
+            : open_draft(&a, dir, &o, &ed);
+    if (have_draft < 0) {
         engine_close(&e);
         return EXIT_BAD_INPUT;
     }
-    /* the MTP rows' method, checked before any row runs */
-    char flags[96];
-    snprintf(flags, sizeof flags, "--method mtp --k %d --temperature 0", a.k);
-    method_spec spec = method_spec_defaults();
-    if (e.cfg.mtp_num_layers > 0 && method_spec_parse(&spec, flags, &err)) {
-        fprintf(stderr, "specula bench: %s\n", err.msg);
-        engine_close(&e);
-        return EXIT_BAD_INPUT;
-    }
-    decode_target t;
+    decode_target t, dt;
     engine_target_build(&t, &e);
+    if (have_draft) engine_target_build(&dt, &ed);
     printf("specula bench --batch: the CPU engine (bf16, %d thread%s) on %s; %d rounds a run, median of %d runs\n",
            a.threads, a.threads > 1 ? "s" : "", dir, a.rounds, a.runs);
     printf("tokens/s summed over the B sequences; 'one pass': every round one verify pass over all B sequences,\n"
@@ -273,7 +314,8 @@ int bench_batch(int argc, char **argv) {
         printf("%4d | %12.1f %12.1f %6.2fx | %12.1f %12.1f %6.2fx | %d, %d\n", B, plain[0], plain[1],
                plain[0] / plain[1], chain[0], chain[1], chain[0] / chain[1], B, B * (a.k + 1));
     }
-    if (!rc && e.cfg.mtp_num_layers > 0) rc = mtp_table(&e, &t, &a, &spec, flags);
+    if (!rc) rc = method_table(&e, &t, have_draft ? &dt : NULL, &a);
+    if (have_draft) dt.release(&dt), engine_close(&ed);
     t.release(&t);
     engine_close(&e);
     return rc;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "bench_batch.h"
 #include "commands.h"
 #include "footprint.h"
 #include "method_cli.h"
@@ -57,7 +58,8 @@ static void usage(FILE *f) {
             "  (b) acceptance       measured acceptance per draft position, per method and temperature\n"
             "  (c) speedup_k        expected speed-up against k for a few (α, c), best k marked\n"
             "  (d) bytes_per_token  weight bytes per committed token against k (embedded pair, large model)\n"
-            "  (e) speedup_batch    a roofline model of the speed-up against batch size\n"
+            "  (e) speedup_batch    a roofline model of the speed-up against batch size, and the MTP speed-up\n"
+            "                       measured on the CPU engine at B = 1, 2, 4, 8 (when MODEL has an MTP module)\n"
             "options:\n"
             "  --out DIR            output folder (default build/plots)\n"
             "  --term T             png | svg | both (default) | dumb (draws (a) in this terminal) |\n"
@@ -306,6 +308,17 @@ static int draw(const plot_args *a, const int *written) {
     return 0;
 }
 
+/* (e)'s measured points, on the CPU engine whatever --backend says (the passes over several sequences are the
+ * engine's); none, with a line saying why, when the model has no MTP module. 0, or the exit status. */
+static int measure_batch(const char *dir, const plot_args *a, plot_batch_points *out) {
+    sp_error err;
+    const int threads = a->models.backend == BACKEND_CPU ? a->models.threads : 1;
+    const int rc = plot_batch_measure(dir, threads, out, &err);
+    if (rc < 0) fprintf(stderr, "specula plot: %s\n", err.msg);
+    if (rc > 0) fprintf(stderr, "specula plot: no measured points on plot (e): %s has no MTP module\n", dir);
+    return rc < 0 ? 1 : 0;
+}
+
 int cmd_plot(int argc, char **argv) {
     plot_args a;
     int rc = parse(argc, argv, &a);
@@ -376,6 +389,8 @@ int cmd_plot(int argc, char **argv) {
         } else if (plots_measure(&lm.parts, &a.base, &prompts, &a.mo, &m, &err)) {
             fprintf(stderr, "specula plot: %s\n", err.msg);
             status = 1;
+        } else if ((status = measure_batch(dir, &a, &m.batch)) != 0) {
+            plots_measurements_free(&m);
         }
         free_prompts(&prompts);
     }

@@ -18,6 +18,18 @@
 typedef cudaError_t (*kn_matvec_fn)(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
                                     cudaStream_t stream);
 
+/* Where a product's rows go, for a group of weights stacked in one array (kn_matvec_group): rows
+ * [end[j − 1], end[j]) of W (end[−1] = 0) are part j, written to Y[j][m, end[j] − end[j − 1]]; one part is a
+ * plain product. Passed to the kernels by value. */
+#define KN_MATVEC_MAX_PARTS 4
+typedef struct {
+    int n_parts;                   /* 1 … KN_MATVEC_MAX_PARTS */
+    int end[KN_MATVEC_MAX_PARTS];  /* increasing; end[n_parts − 1] = n_out */
+    float *Y[KN_MATVEC_MAX_PARTS]; /* device memory, none aliasing X or another */
+} kn_matvec_out;
+typedef cudaError_t (*kn_matvec_group_fn)(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out,
+                                          int n_in, cudaStream_t stream);
+
 /* Numerics classes. The versions of one class compute every output with the
  * same sequence of fp32 operations whatever m (same products, same order of
  * the additions, same reduction tree), so row p of a batch product is bit
@@ -36,9 +48,10 @@ typedef struct {
     const char *name; /* "v1" … ; "-xbf16" suffix: activations rounded to bf16 */
     const char *what; /* one line: what changed from the previous version */
     kn_matvec_fn fn;
-    int max_m;    /* largest m the version accepts (1 for the decode kernels) */
-    int x_bf16;   /* rounds X to bf16 */
-    int numerics; /* KN_MV_* class */
+    int max_m;                /* largest m the version accepts (1 for the decode kernels) */
+    int x_bf16;               /* rounds X to bf16 */
+    int numerics;             /* KN_MV_* class */
+    kn_matvec_group_fn group; /* the same kernel writing a group's parts (NULL: cuBLAS, which cannot) */
 } kn_matvec_version;
 
 /* Decode (m = 1) versions, then batch versions; the last batch entry is the
@@ -48,6 +61,14 @@ KN_API const kn_matvec_version *kn_matvec_versions(int *count);
 /* The engine's product: runs kn_matvec_dispatch(m, n_out, n_in). m ≤ 16. */
 KN_API cudaError_t kn_matvec(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
                              cudaStream_t stream);
+
+/* The products of X with a group of weights stored back to back in W (the engine places the projections that
+ * read one input so): Y_j[m, n_j] = X[m, n_in] · W_jᵀ for every part of `out`, in ONE launch of the version
+ * kn_matvec_dispatch(m, n_out, n_in) names for the stacked shape, n_out = out->end[n_parts − 1]. Row r of part
+ * j is bit for bit row end[j − 1] + r of kn_matvec over the whole of W, and of that version run on W_j alone (a
+ * row's sum does not depend on the other rows). m ≤ 16. cudaErrorInvalidValue for a malformed `out`. */
+KN_API cudaError_t kn_matvec_group(const kn_matvec_out *out, const uint16_t *W, const float *X, int m, int n_in,
+                                   cudaStream_t stream);
 
 /* The dispatch table. Per shape [n_out, n_in], the version for m = 1 and the
  * one for 1 < m ≤ 16, named as in kn_matvec_versions; both of one numerics

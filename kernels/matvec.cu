@@ -14,22 +14,41 @@
 #include <cublas_v2.h>
 #endif
 
+/* Every kernel writes output (position p, row) through kn_mv_store: into the part of a group the row falls in
+ * (kn_matvec_out), at the same place Y[p · n_out + row] would be for one part. Where a value goes is all it
+ * changes: the sums are the same whatever the parts. */
+__device__ __forceinline__ void kn_mv_store(const kn_matvec_out &o, int p, int row, float v) {
+    float *y = o.Y[0];
+    int start = 0, n = o.end[0];
+#pragma unroll
+    for (int i = 1; i < KN_MATVEC_MAX_PARTS; i++) /* constant indices only: the parts stay in the parameter bank */
+        if (i < o.n_parts && row >= o.end[i - 1]) y = o.Y[i], start = o.end[i - 1], n = o.end[i] - o.end[i - 1];
+    y[(size_t)p * n + (row - start)] = v;
+}
+
+static kn_matvec_out whole(float *Y, int n_out) {
+    kn_matvec_out o;
+    memset(&o, 0, sizeof o);
+    o.n_parts = 1, o.end[0] = n_out, o.Y[0] = Y;
+    return o;
+}
+
 /* ---- decode, m = 1 -------------------------------------------------------- */
 
 /* v1: one thread per output row, element loads (uncoalesced: neighbouring
  * threads read rows n_in apart). The correctness baseline. */
-__global__ void matvec_v1(float *y, const uint16_t *W, const float *x, int n_out, int n_in) {
+__global__ void matvec_v1(kn_matvec_out y, const uint16_t *W, const float *x, int n_out, int n_in) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= n_out) return;
     const uint16_t *w = W + (size_t)row * n_in;
     float acc = 0.0f;
     for (int j = 0; j < n_in; j++) acc += kn_bf16(w[j]) * x[j];
-    y[row] = acc;
+    kn_mv_store(y, 0, row, acc);
 }
 
 /* v2: one warp per row: lanes read consecutive elements (coalesced 64-byte
  * warp loads) and a shuffle tree adds the 32 partial sums. */
-__global__ void matvec_v2(float *y, const uint16_t *W, const float *x, int n_out, int n_in) {
+__global__ void matvec_v2(kn_matvec_out y, const uint16_t *W, const float *x, int n_out, int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row = blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP;
     if (row >= n_out) return;
@@ -37,12 +56,12 @@ __global__ void matvec_v2(float *y, const uint16_t *W, const float *x, int n_out
     float acc = 0.0f;
     for (int j = lane; j < n_in; j += KN_WARP) acc += kn_bf16(w[j]) * x[j];
     acc = kn_warp_sum(acc);
-    if (lane == 0) y[row] = acc;
+    if (lane == 0) kn_mv_store(y, 0, row, acc);
 }
 
 /* v3: warp per row with 16-byte loads (8 weights per lane, 512 bytes per
  * warp load) and x read as float4 through the read-only cache. */
-template <bool VEC> __global__ void matvec_v3(float *y, const uint16_t *W, const float *x, int n_out, int n_in) {
+template <bool VEC> __global__ void matvec_v3(kn_matvec_out y, const uint16_t *W, const float *x, int n_out, int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row = blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP;
     if (row >= n_out) return;
@@ -57,7 +76,7 @@ template <bool VEC> __global__ void matvec_v3(float *y, const uint16_t *W, const
         for (int j = lane; j < n_in; j += KN_WARP) acc += kn_bf16(w[j]) * x[j];
     }
     acc = kn_warp_sum(acc);
-    if (lane == 0) y[row] = acc;
+    if (lane == 0) kn_mv_store(y, 0, row, acc);
 }
 
 /* v4: v3 with eight 16-byte loads in flight per lane (4 KB per warp), the
@@ -69,7 +88,8 @@ template <bool VEC> __global__ void matvec_v3(float *y, const uint16_t *W, const
  * bit for bit v3's, b1's and b3's (numerics class KN_MV_WARP_LANES). */
 #define V4_UNROLL 8
 template <bool VEC>
-__global__ __launch_bounds__(256) void matvec_v4(float *y, const uint16_t *W, const float *x, int n_out, int n_in) {
+__global__ __launch_bounds__(256) void matvec_v4(kn_matvec_out y, const uint16_t *W, const float *x, int n_out,
+                                                 int n_in) {
     KN_DYN_SMEM(float, xs); /* [n_in] */
     if (VEC) {
         const float4 *x4 = (const float4 *)x;
@@ -105,7 +125,7 @@ __global__ __launch_bounds__(256) void matvec_v4(float *y, const uint16_t *W, co
             for (int j = lane; j < n_in; j += KN_WARP) acc += kn_bf16(w[j]) * xs[j];
         }
         acc = kn_warp_sum(acc);
-        if (lane == 0) y[row] = acc;
+        if (lane == 0) kn_mv_store(y, 0, row, acc);
     }
 }
 
@@ -119,8 +139,8 @@ __global__ __launch_bounds__(256) void matvec_v4(float *y, const uint16_t *W, co
  * bit the m = 1 product (numerics class KN_MV_BLOCK_LANES). */
 #define V5_THREADS 256
 template <int M, bool VEC>
-__global__ __launch_bounds__(V5_THREADS) void matvec_rows_block(float *Y, const uint16_t *W, const float *X, int m,
-                                                                int n_out, int n_in) {
+__global__ __launch_bounds__(V5_THREADS) void matvec_rows_block(kn_matvec_out Y, const uint16_t *W, const float *X,
+                                                                int m, int n_out, int n_in) {
     __shared__ float part[M][V5_THREADS];
     int row = blockIdx.x, tid = threadIdx.x;
     const uint16_t *w = W + (size_t)row * n_in;
@@ -155,7 +175,7 @@ __global__ __launch_bounds__(V5_THREADS) void matvec_rows_block(float *Y, const 
         float t = part[p][lane];
         for (int i = 1; i < V5_THREADS / KN_WARP; i++) t += part[p][lane + i * KN_WARP];
         t = kn_warp_sum(t);
-        if (lane == 0) Y[(size_t)p * n_out + row] = t;
+        if (lane == 0) kn_mv_store(Y, p, row, t);
     }
 }
 
@@ -163,24 +183,27 @@ static int vec_ok(const uint16_t *W, const float *x, int n_in) {
     return n_in % 8 == 0 && ((uintptr_t)W % 16) == 0 && ((uintptr_t)x % 16) == 0;
 }
 
-static cudaError_t launch_v1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_v1(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(matvec_v1, kn_ceil_div(n_out, 128), 128, 0, s, Y, W, X, n_out, n_in);
 }
 
-static cudaError_t launch_v2(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_v2(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
     return KN_LAUNCH(matvec_v2, kn_ceil_div(n_out, 8), 256, 0, s, Y, W, X, n_out, n_in);
 }
 
-static cudaError_t launch_v3(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_v3(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
-    void (*k)(float *, const uint16_t *, const float *, int, int) =
+    void (*k)(kn_matvec_out, const uint16_t *, const float *, int, int) =
         vec_ok(W, X, n_in) ? matvec_v3<true> : matvec_v3<false>;
     return KN_LAUNCH(k, kn_ceil_div(n_out, 8), 256, 0, s, Y, W, X, n_out, n_in);
 }
 
-typedef void (*matvec1_kernel)(float *, const uint16_t *, const float *, int, int);
+typedef void (*matvec1_kernel)(kn_matvec_out, const uint16_t *, const float *, int, int);
 
 /* v4's blocks per SM for (device, VEC, dynamic shared bytes): the occupancy
  * calculator's answer, asked once and cached. The first call for a kernel on
@@ -219,7 +242,8 @@ static int v4_blocks_per_sm(int vec, size_t smem) {
     return blocks;
 }
 
-static cudaError_t launch_v4(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_v4(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
     const kn_device_info *d = kn_device();
     size_t smem = (size_t)n_in * sizeof(float);
@@ -233,9 +257,10 @@ static cudaError_t launch_v4(float *Y, const uint16_t *W, const float *X, int m,
     return KN_LAUNCH(k, blocks, 256, smem, s, Y, W, X, n_out, n_in);
 }
 
-static cudaError_t launch_v5(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_v5(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (m != 1 || n_out < 1 || n_in < 1) return cudaErrorInvalidValue;
-    void (*k)(float *, const uint16_t *, const float *, int, int, int) =
+    void (*k)(kn_matvec_out, const uint16_t *, const float *, int, int, int) =
         vec_ok(W, X, n_in) ? matvec_rows_block<1, true> : matvec_rows_block<1, false>;
     return KN_LAUNCH(k, n_out, V5_THREADS, 0, s, Y, W, X, 1, n_out, n_in);
 }
@@ -246,7 +271,8 @@ static cudaError_t launch_v5(float *Y, const uint16_t *W, const float *X, int m,
  * is used for all m positions (fp32 FMAs on the CUDA cores, X fp32 through
  * the read-only cache). Simple, but X traffic grows with m. A row is v3's
  * bits (class KN_MV_WARP_LANES). */
-template <bool VEC> __global__ void matvec_b1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in) {
+template <bool VEC>
+__global__ void matvec_b1(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row = blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP;
     if (row >= n_out) return;
@@ -277,7 +303,7 @@ template <bool VEC> __global__ void matvec_b1(float *Y, const uint16_t *W, const
     for (int p = 0; p < KN_MATVEC_MAX_M; p++)
         if (p < m) {
             float s = kn_warp_sum(acc[p]);
-            if (lane == 0) Y[(size_t)p * n_out + row] = s;
+            if (lane == 0) kn_mv_store(Y, p, row, s);
         }
 }
 
@@ -331,7 +357,7 @@ __device__ __forceinline__ void load_x8(uint32_t b[4], const float *X, int p, in
  * every load stays 16 bytes wide. Four steps in flight per warp; the warps'
  * partial tiles are summed through shared memory. */
 template <int NT, bool VEC>
-__global__ __launch_bounds__(256) void matvec_b2(float *Y, const uint16_t *W, const float *X, int m, int n_out,
+__global__ __launch_bounds__(256) void matvec_b2(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out,
                                                  int n_in) {
     __shared__ float part[B2_WARPS][NT * 4][KN_WARP];
     int lane = threadIdx.x % KN_WARP, warp = threadIdx.x / KN_WARP;
@@ -390,7 +416,7 @@ __global__ __launch_bounds__(256) void matvec_b2(float *Y, const uint16_t *W, co
                 float sum = 0.0f;
                 for (int w = 0; w < B2_WARPS; w++) sum += part[w][nt * 4 + i][lane];
                 int row = i < 2 ? ra : rb, p = nt * 8 + 2 * t + (i & 1);
-                if (row < n_out && p < m) Y[(size_t)p * n_out + row] = sum;
+                if (row < n_out && p < m) kn_mv_store(Y, p, row, sum);
             }
     }
 }
@@ -399,17 +425,19 @@ static int batch_args_ok(int m, int n_out, int n_in) {
     return m >= 1 && m <= KN_MATVEC_MAX_M && n_out >= 1 && n_in >= 1;
 }
 
-static cudaError_t launch_b1(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_b1(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
-    void (*k)(float *, const uint16_t *, const float *, int, int, int) =
+    void (*k)(kn_matvec_out, const uint16_t *, const float *, int, int, int) =
         vec_ok(W, X, n_in) ? matvec_b1<true> : matvec_b1<false>;
     return KN_LAUNCH(k, kn_ceil_div(n_out, 8), 256, 0, s, Y, W, X, m, n_out, n_in);
 }
 
-static cudaError_t launch_b2(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_b2(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     int vec = vec_ok(W, X, n_in);
-    void (*k)(float *, const uint16_t *, const float *, int, int, int) =
+    void (*k)(kn_matvec_out, const uint16_t *, const float *, int, int, int) =
         m <= 8 ? (vec ? matvec_b2<1, true> : matvec_b2<1, false>) : (vec ? matvec_b2<2, true> : matvec_b2<2, false>);
     return KN_LAUNCH(k, kn_ceil_div(n_out, 16), B2_WARPS * KN_WARP, 0, s, Y, W, X, m, n_out, n_in);
 }
@@ -423,7 +451,7 @@ static cudaError_t launch_b2(float *Y, const uint16_t *W, const float *X, int m,
  * the accumulator count (m ≤ M), R rows per warp chosen so the grid still
  * covers the SMs. */
 template <int M, int R, bool VEC>
-__global__ __launch_bounds__(256) void matvec_b3(float *Y, const uint16_t *W, const float *X, int m, int n_out,
+__global__ __launch_bounds__(256) void matvec_b3(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out,
                                                  int n_in) {
     int lane = threadIdx.x % KN_WARP;
     int row0 = (blockIdx.x * (blockDim.x / KN_WARP) + threadIdx.x / KN_WARP) * R;
@@ -482,11 +510,11 @@ __global__ __launch_bounds__(256) void matvec_b3(float *Y, const uint16_t *W, co
         for (int p = 0; p < M; p++)
             if (p < m && row0 + r < n_out) { /* warp-uniform: every lane takes part in the shuffles */
                 float sum = kn_warp_sum(acc[r][p]);
-                if (lane == 0) Y[(size_t)p * n_out + row0 + r] = sum;
+                if (lane == 0) kn_mv_store(Y, p, row0 + r, sum);
             }
 }
 
-typedef void (*matvec_kernel)(float *, const uint16_t *, const float *, int, int, int);
+typedef void (*matvec_kernel)(kn_matvec_out, const uint16_t *, const float *, int, int, int);
 
 template <int M> static matvec_kernel b3_kernel(int rows, int vec) {
     if (rows >= 4) return vec ? matvec_b3<M, 4, true> : matvec_b3<M, 4, false>;
@@ -494,7 +522,8 @@ template <int M> static matvec_kernel b3_kernel(int rows, int vec) {
     return vec ? matvec_b3<M, 1, true> : matvec_b3<M, 1, false>;
 }
 
-static cudaError_t launch_b3(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_b3(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     int vec = vec_ok(W, X, n_in), sms = kn_sm_count();
     int rows = 4; /* rows per warp: fewer when the grid would leave SMs idle */
@@ -503,7 +532,8 @@ static cudaError_t launch_b3(float *Y, const uint16_t *W, const float *X, int m,
     return KN_LAUNCH(k, kn_ceil_div(n_out, 8 * rows), 256, 0, s, Y, W, X, m, n_out, n_in);
 }
 
-static cudaError_t launch_b5(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
+static cudaError_t launch_b5(kn_matvec_out Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
+                             cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     /* b5: v5 with M = 16 accumulators (class KN_MV_BLOCK_LANES) */
     matvec_kernel k =
@@ -555,25 +585,42 @@ static cudaError_t launch_cublas(float *Y, const uint16_t *W, const float *X, in
 }
 #endif
 
+/* The versions' kn_matvec_fn: a plain product is a group of one part. */
+#define KN_MV_WHOLE(name)                                                                                              \
+    static cudaError_t name##_whole(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,           \
+                                    cudaStream_t s) {                                                                  \
+        return name(whole(Y, n_out), W, X, m, n_out, n_in, s);                                                         \
+    }
+KN_MV_WHOLE(launch_v1)
+KN_MV_WHOLE(launch_v2)
+KN_MV_WHOLE(launch_v3)
+KN_MV_WHOLE(launch_v4)
+KN_MV_WHOLE(launch_v5)
+KN_MV_WHOLE(launch_b1)
+KN_MV_WHOLE(launch_b2)
+KN_MV_WHOLE(launch_b3)
+KN_MV_WHOLE(launch_b5)
+
 static const kn_matvec_version versions[] = {
-    {"v1", "thread per row, element loads", launch_v1, 1, 0, KN_MV_ALONE},
-    {"v2", "warp per row, coalesced element loads, shuffle reduction", launch_v2, 1, 0, KN_MV_ALONE},
-    {"v3", "warp per row, 16-byte weight loads, float4 x via read-only cache", launch_v3, 1, 0, KN_MV_WARP_LANES},
+    {"v1", "thread per row, element loads", launch_v1_whole, 1, 0, KN_MV_ALONE, launch_v1},
+    {"v2", "warp per row, coalesced element loads, shuffle reduction", launch_v2_whole, 1, 0, KN_MV_ALONE, launch_v2},
+    {"v3", "warp per row, 16-byte weight loads, float4 x via read-only cache", launch_v3_whole, 1, 0, KN_MV_WARP_LANES,
+     launch_v3},
     {"v4", "v3 + 8 loads in flight, streaming hint, x staged in shared memory (16-byte), occupancy-sized grid",
-     launch_v4, 1, 0, KN_MV_WARP_LANES},
-    {"v5", "block of 8 warps per row, n_in split across the warps (for matrices with few rows)", launch_v5, 1, 0,
-     KN_MV_BLOCK_LANES},
-    {"b1", "batch: warp per row, each 16-byte load used for all m positions (CUDA cores)", launch_b1, KN_MATVEC_MAX_M,
-     0, KN_MV_WARP_LANES},
-    {"b2-xbf16", "batch: mma.m16n8k16 tensor cores, 16 rows per block, 8 warps split K", launch_b2, KN_MATVEC_MAX_M, 1,
-     KN_MV_MMA_XBF16},
-    {"b3", "batch: b1 with up to 4 rows per warp (X loads shared by the rows), 2 steps of loads in flight", launch_b3,
-     KN_MATVEC_MAX_M, 0, KN_MV_WARP_LANES},
-    {"b5", "batch: v5's block per row with m accumulators (few-row matrices)", launch_b5, KN_MATVEC_MAX_M, 0,
-     KN_MV_BLOCK_LANES},
+     launch_v4_whole, 1, 0, KN_MV_WARP_LANES, launch_v4},
+    {"v5", "block of 8 warps per row, n_in split across the warps (for matrices with few rows)", launch_v5_whole, 1, 0,
+     KN_MV_BLOCK_LANES, launch_v5},
+    {"b1", "batch: warp per row, each 16-byte load used for all m positions (CUDA cores)", launch_b1_whole,
+     KN_MATVEC_MAX_M, 0, KN_MV_WARP_LANES, launch_b1},
+    {"b2-xbf16", "batch: mma.m16n8k16 tensor cores, 16 rows per block, 8 warps split K", launch_b2_whole,
+     KN_MATVEC_MAX_M, 1, KN_MV_MMA_XBF16, launch_b2},
+    {"b3", "batch: b1 with up to 4 rows per warp (X loads shared by the rows), 2 steps of loads in flight",
+     launch_b3_whole, KN_MATVEC_MAX_M, 0, KN_MV_WARP_LANES, launch_b3},
+    {"b5", "batch: v5's block per row with m accumulators (few-row matrices)", launch_b5_whole, KN_MATVEC_MAX_M, 0,
+     KN_MV_BLOCK_LANES, launch_b5},
 #ifdef KN_HAVE_CUBLAS
     {"cublas-xbf16", "baseline: X to bf16, then cublasGemmEx bf16 in, fp32 out, COMPUTE_32F", launch_cublas,
-     KN_MATVEC_MAX_M, 1, KN_MV_ALONE},
+     KN_MATVEC_MAX_M, 1, KN_MV_ALONE, NULL},
 #endif
 };
 
@@ -629,4 +676,16 @@ const kn_matvec_version *kn_matvec_dispatch(int m, int n_out, int n_in) {
 cudaError_t kn_matvec(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     return kn_matvec_dispatch(m, n_out, n_in)->fn(Y, W, X, m, n_out, n_in, s);
+}
+
+cudaError_t kn_matvec_group(const kn_matvec_out *out, const uint16_t *W, const float *X, int m, int n_in,
+                            cudaStream_t s) {
+    if (!out || out->n_parts < 1 || out->n_parts > KN_MATVEC_MAX_PARTS) return cudaErrorInvalidValue;
+    for (int j = 0; j < out->n_parts; j++)
+        if (!out->Y[j] || out->end[j] <= (j ? out->end[j - 1] : 0)) return cudaErrorInvalidValue;
+    const int n_out = out->end[out->n_parts - 1];
+    if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
+    const kn_matvec_version *v = kn_matvec_dispatch(m, n_out, n_in);
+    if (!v->group) return cudaErrorNotSupported; /* the table holds no cuBLAS entry (kn_matvec_select) */
+    return v->group(*out, W, X, m, n_out, n_in, s);
 }

@@ -87,6 +87,13 @@ static inline size_t deltanet_log_floats(const model_config *c) {
     return (size_t)config_conv_dim(c) + (size_t)c->lin_v_heads * (1 + c->lin_k_dim + c->lin_v_dim);
 }
 
+/* One part of a grouped product (matmul_group): y[m, n] = x · W[n, k]ᵀ, y backend memory. */
+typedef struct {
+    float *y;         /* [m, n] */
+    const eweight *W; /* [n, k] as placed */
+    int n;
+} ematmul_part;
+
 typedef struct engine_backend engine_backend;
 struct engine_backend {
     const char *name;   /* "cpu", "cuda" */
@@ -122,6 +129,13 @@ struct engine_backend {
     /* y[m, n] = x[m, k] · W[n, k]ᵀ: one read of W serves the m rows, and row i of y does not depend on m (a
      * verify pass and a decode step agree). */
     void (*matmul)(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k);
+    /* The products of one x with a group of weights (engine_weight_groups: the projections a layer takes from
+     * the same rows): y_j[m, n_j] = x[m, k] · W_j[n_j, k]ᵀ for j < n_parts (≤ ENGINE_GROUP_MAX_PARTS), as ONE
+     * product over the parts' rows together — one thread team on the CPU (each W_j read where the loader put
+     * it), one launch on a GPU (the group's weights placed back to back). Row r of y_j is row off_j + r of the
+     * one matmul of the stacked weight [W_0; W_1; …] (on the CPU, whose rows depend on k alone, bit for bit
+     * matmul(y_j, W_j)), and does not depend on m. */
+    void (*matmul_group)(engine_backend *b, const ematmul_part *parts, int n_parts, const float *x, int m, int k);
     /* x[m, D] = rows tokens[0..m) (host memory) of the embedding E[V, D], as float32. */
     void (*embed)(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D);
     void (*rmsnorm)(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps);

@@ -1,6 +1,7 @@
 /* backend_cpu.c — the CPU backend: backend memory is host memory, every
  * product of a pass is one cpu_gemm (cpu/gemm.h, OpenMP over rows of W when
- * threads > 1), which reads W once for all m rows and computes each output
+ * threads > 1; the projections that share an input, one cpu_gemm_group: one
+ * thread team over all their rows), which reads W once for all m rows and computes each output
  * the same way whatever m is — a verify pass and a decode step agree bit for
  * bit. The kernel is the widest this CPU runs, adding in lanes; in the exact
  * cross-test mode it is the in-order kernel, op_matvec's sums, so that with
@@ -63,6 +64,16 @@ static void cpu_begin_pass(engine_backend *b, const epass *p) {
 static void cpu_matmul(engine_backend *b, float *y, const eweight *W, const float *x, int m, int n, int k) {
     cpu_gemm_with(b->in_order ? CPU_GEMM_IN_ORDER : cpu_gemm_default_isa(), y, W->data, W->dtype, x, m, n, k,
                   b->threads);
+}
+
+_Static_assert(ENGINE_GROUP_MAX_PARTS <= CPU_GEMM_MAX_PARTS, "a weight group fits one cpu_gemm_group");
+
+/* One thread team for the whole group (cpu_gemm_group): the parts' rows split together, each W read in place. */
+static void cpu_matmul_group(engine_backend *b, const ematmul_part *parts, int n_parts, const float *x, int m, int k) {
+    cpu_gemm_part p[CPU_GEMM_MAX_PARTS];
+    for (int j = 0; j < n_parts; j++)
+        p[j] = (cpu_gemm_part){parts[j].y, parts[j].W->data, parts[j].W->dtype, parts[j].n};
+    cpu_gemm_group(b->in_order ? CPU_GEMM_IN_ORDER : cpu_gemm_default_isa(), p, n_parts, x, m, k, b->threads);
 }
 
 /* Row r of E as float32 into x[D]. */
@@ -149,6 +160,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->free_weights = cpu_free_weights;
     b->begin_pass = cpu_begin_pass;
     b->matmul = cpu_matmul;
+    b->matmul_group = cpu_matmul_group;
     b->embed = cpu_embed;
     b->rmsnorm = cpu_rmsnorm;
     b->add = cpu_add;

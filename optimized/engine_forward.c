@@ -1,6 +1,7 @@
 /* engine_forward.c — one pass of the engine over the m nodes of a tree (or
  * a chain), or of several sequences' trees at once, as calls to the backend
- * (backend.h): every product reads its weights once for all m rows; the
+ * (backend.h): every product reads its weights once for all m rows, and
+ * the projections that read the same rows run as one grouped product; the
  * attention and DeltaNet cores give each node its own sequence's committed
  * positions and its own ancestors only, so a pass computes what the
  * reference computes one position at a time. This is the
@@ -18,14 +19,25 @@ static void matmul(engine *e, float *y, int layer, tensor_role r, const float *x
     e->be.matmul(&e->be, y, engine_bweight(e, layer, r), x, m, n, k);
 }
 
+/* The products of x with group g's weights of this layer (engine_weight_groups), y[j] receiving part j's n[j]
+ * columns: one grouped product, where one matmul a weight would cost a launch or a thread team each. */
+static void matmul_group(engine *e, engine_group_id g, float *const *y, const int *n, int layer, const float *x, int m,
+                         int k) {
+    const engine_weight_group *group = &engine_weight_groups[g];
+    ematmul_part parts[ENGINE_GROUP_MAX_PARTS];
+    for (int j = 0; j < group->n_parts; j++)
+        parts[j] = (ematmul_part){y[j], engine_bweight(e, layer, group->role[j]), n[j]};
+    e->be.matmul_group(&e->be, parts, group->n_parts, x, m, k);
+}
+
 static void attention_layer(engine *e, const epass *p, int layer, int la) {
     const model_config *c = &e->cfg;
     eact *a = &e->act;
     const int D = c->hidden_size, H = c->num_heads, Dh = c->head_dim, m = p->m;
     const int kv_dim = c->num_kv_heads * Dh;
-    matmul(e, a->q, layer, ROLE_Q_PROJ, a->xn, m, 2 * H * Dh, D);
-    matmul(e, a->k, layer, ROLE_K_PROJ, a->xn, m, kv_dim, D);
-    matmul(e, a->v, layer, ROLE_V_PROJ, a->xn, m, kv_dim, D);
+    float *const y[] = {a->q, a->k, a->v}; /* q_proj, k_proj, v_proj */
+    const int n[] = {2 * H * Dh, kv_dim, kv_dim};
+    matmul_group(e, EGROUP_ATTENTION_IN, y, n, layer, a->xn, m, D);
     const attention_args args = {a->q, a->k, a->v, small(e, layer, ROLE_Q_NORM), small(e, layer, ROLE_K_NORM), a->att};
     e->be.attention(&e->be, p, la, &args);
     matmul(e, a->out, layer, ROLE_O_PROJ, a->att, m, D, H * Dh);
@@ -47,10 +59,9 @@ static void deltanet_layer(engine *e, const epart *parts, const epass *p, int la
     eact *a = &e->act;
     const int D = c->hidden_size, C = config_conv_dim(c), m = p->m;
     const int Hv = c->lin_v_heads, Dv = c->lin_v_dim;
-    matmul(e, a->q, layer, ROLE_IN_PROJ_QKV, a->xn, m, C, D);
-    matmul(e, a->z, layer, ROLE_IN_PROJ_Z, a->xn, m, Hv * Dv, D);
-    matmul(e, a->ab, layer, ROLE_IN_PROJ_A, a->xn, m, Hv, D);
-    matmul(e, a->ab + (size_t)m * Hv, layer, ROLE_IN_PROJ_B, a->xn, m, Hv, D);
+    float *const y[] = {a->q, a->z, a->ab, a->ab + (size_t)m * Hv}; /* in_proj_qkv, _z, _a, _b */
+    const int n[] = {C, Hv * Dv, Hv, Hv};
+    matmul_group(e, EGROUP_DELTANET_IN, y, n, layer, a->xn, m, D);
     for (int i = 0; i < m; i++) {
         const epart *q = &parts[p->seq_of[i]];
         const int u = i - epass_seq_of(p, i)->first; /* node i among its sequence's */
@@ -86,8 +97,9 @@ static void deltanet_layer(engine *e, const epart *parts, const epass *p, int la
 static void mlp(engine *e, int layer, int m) {
     eact *a = &e->act;
     const int D = e->cfg.hidden_size, F = e->cfg.intermediate_size;
-    matmul(e, a->g, layer, ROLE_GATE_PROJ, a->xn, m, F, D);
-    matmul(e, a->u, layer, ROLE_UP_PROJ, a->xn, m, F, D);
+    float *const y[] = {a->g, a->u}; /* gate_proj, up_proj */
+    const int n[] = {F, F};
+    matmul_group(e, EGROUP_MLP_IN, y, n, layer, a->xn, m, D);
     e->be.swiglu(&e->be, a->g, a->u, (size_t)m * F);
     matmul(e, a->out, layer, ROLE_DOWN_PROJ, a->g, m, D, F);
 }

@@ -133,3 +133,19 @@ const eweight *engine_weight_entry(const engine_weights *ew, int i, size_t *inde
     *bytes = is_matrix(s) ? n * (size_t)dtype_size(ew->matrix_dtype) : n * sizeof(float);
     return &ew->w[*index];
 }
+
+const engine_weight_group engine_weight_groups[EGROUP_COUNT] = {
+    [EGROUP_ATTENTION_IN] = {3, {ROLE_Q_PROJ, ROLE_K_PROJ, ROLE_V_PROJ}},
+    [EGROUP_DELTANET_IN] = {4, {ROLE_IN_PROJ_QKV, ROLE_IN_PROJ_Z, ROLE_IN_PROJ_A, ROLE_IN_PROJ_B}},
+    [EGROUP_MLP_IN] = {2, {ROLE_GATE_PROJ, ROLE_UP_PROJ}},
+};
+
+int engine_weight_group_of(tensor_role r, int *part) {
+    for (int g = 0; g < EGROUP_COUNT; g++)
+        for (int j = 0; j < engine_weight_groups[g].n_parts; j++)
+            if (engine_weight_groups[g].role[j] == r) {
+                if (part) *part = j;
+                return g;
+            }
+    return -1;
+}

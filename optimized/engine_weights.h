@@ -27,6 +27,20 @@ typedef struct {
     size_t arena_bytes;
 } engine_weights;
 
+/* The products a layer takes from the same input rows, each run as one grouped product (backend.h's
+ * matmul_group) with its parts' outputs in this order: an attention layer's q, k and v projections, a DeltaNet
+ * layer's four input projections, the MLP's gate and up. A backend may place a group's weights back to back (the
+ * CUDA backend's one allocation per group and layer, so that one launch reads them all). */
+#define ENGINE_GROUP_MAX_PARTS 4
+typedef enum { EGROUP_ATTENTION_IN = 0, EGROUP_DELTANET_IN, EGROUP_MLP_IN, EGROUP_COUNT } engine_group_id;
+typedef struct {
+    int n_parts;
+    tensor_role role[ENGINE_GROUP_MAX_PARTS];
+} engine_weight_group;
+extern const engine_weight_group engine_weight_groups[EGROUP_COUNT];
+/* The group role r is a part of (its index in it in *part), or −1. */
+int engine_weight_group_of(tensor_role r, int *part);
+
 /* f32: keep every matrix in float32 (else bf16). Fails with the loader's
  * messages on a bad checkpoint. */
 int engine_weights_load(engine_weights *ew, const char *dir, int f32, sp_error *err);

@@ -1,6 +1,7 @@
 /* gemm.c — cpu_gemm's dispatch (the CPU's instruction sets, checked at run time with __builtin_cpu_supports),
- * the split of W's rows across OpenMP threads, and the portable and in-order kernels in plain C. Compiled with -fopenmp
- * and no -m flags: the per-ISA kernels live in their own files, and only this file calls them. */
+ * the split of W's rows (of one weight or of a group sharing x) across OpenMP threads, and the portable and in-order
+ * kernels in plain C. Compiled with -fopenmp and no -m flags: the per-ISA kernels live in their own files, and only
+ * this file calls them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,39 +170,68 @@ static uint16_t *x_to_bf16(const float *x, int m, int k, int stride) {
     return xb;
 }
 
-/* Rows of W in n_threads contiguous ranges of whole row groups. With one thread (or one group) no OpenMP region
- * is entered: single-threaded use never starts the OpenMP runtime's threads. */
-static void run_rows(gemm_rows_fn *rows, const gemm_problem *p, int n_threads) {
-    int groups = (p->n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
+/* Rows [first, last) of the group's row groups, counted over the parts in turn (part j's rows in groups of
+ * GEMM_ROW_GROUP, its last group possibly short): each part's share goes to its own kernel call. */
+static void run_span(gemm_rows_fn *const *rows, const gemm_problem *p, int n_parts, int first, int last) {
+    int base = 0; /* the row groups of the parts before j */
+    for (int j = 0; j < n_parts && base < last; j++) {
+        const int groups = (p[j].n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
+        const int lo = first > base ? first - base : 0, hi = last < base + groups ? last - base : groups;
+        if (lo < hi) rows[j](&p[j], lo * GEMM_ROW_GROUP, hi * GEMM_ROW_GROUP < p[j].n ? hi * GEMM_ROW_GROUP : p[j].n);
+        base += groups;
+    }
+}
+
+/* The parts' rows of W taken together, in n_threads contiguous ranges of whole row groups: one parallel region
+ * for every part, no barrier between them. With one thread (or one group) no OpenMP region is entered:
+ * single-threaded use never starts the OpenMP runtime's threads. */
+static void run_rows(gemm_rows_fn *const *rows, const gemm_problem *p, int n_parts, int n_threads) {
+    int groups = 0;
+    for (int j = 0; j < n_parts; j++) groups += (p[j].n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
     int threads = n_threads < groups ? n_threads : groups;
     if (threads <= 1) {
-        rows(p, 0, p->n);
+        run_span(rows, p, n_parts, 0, groups);
         return;
     }
 #pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++) {
-        int first = (int)((long)groups * t / threads), last = (int)((long)groups * (t + 1) / threads);
-        int row_end = last * GEMM_ROW_GROUP < p->n ? last * GEMM_ROW_GROUP : p->n;
-        rows(p, first * GEMM_ROW_GROUP, row_end);
+    for (int t = 0; t < threads; t++)
+        run_span(rows, p, n_parts, (int)((long)groups * t / threads), (int)((long)groups * (t + 1) / threads));
+}
+
+void cpu_gemm_group(cpu_gemm_isa isa, const cpu_gemm_part *parts, int n_parts, const float *x, int m, int k,
+                    int n_threads) {
+    if (n_parts < 1 || n_parts > CPU_GEMM_MAX_PARTS) gemm_die("a group of 1 to CPU_GEMM_MAX_PARTS products");
+    if (m < 0 || k < 0 || n_threads < 1) gemm_die("m, n, k must be >= 0 and n_threads >= 1");
+    if ((unsigned)isa >= CPU_GEMM_ISA_COUNT || !cpu_gemm_isa_available(isa))
+        gemm_die("the requested instruction set is not available on this CPU (check cpu_gemm_isa_available)");
+    gemm_problem p[CPU_GEMM_MAX_PARTS];
+    gemm_rows_fn *rows[CPU_GEMM_MAX_PARTS];
+    int any_bf16 = 0;
+    for (int j = 0; j < n_parts; j++) {
+        const cpu_gemm_part *q = &parts[j];
+        if (q->wdtype != DTYPE_F32 && q->wdtype != DTYPE_BF16)
+            gemm_die("W must be F32 or BF16 (the engine converts F16 weights to F32 at load)");
+        if (q->n < 0) gemm_die("m, n, k must be >= 0 and n_threads >= 1");
+        p[j] = (gemm_problem){.y = q->y, .W = q->W, .wdtype = q->wdtype, .x = x, .m = m, .n = q->n, .k = k};
+        rows[j] = rows_kernel(isa, q->wdtype);
+        any_bf16 |= q->wdtype == DTYPE_BF16;
     }
+    if (m == 0) return;
+    uint16_t *x_bf16 = NULL; /* the AVX512_BF16 kernel's rounded x: once for every part that reads it */
+    if (isa == CPU_GEMM_AVX512_BF16 && any_bf16) {
+        const int stride = k > 0 ? (k + GEMM_BF16_K_PAD - 1) / GEMM_BF16_K_PAD * GEMM_BF16_K_PAD : GEMM_BF16_K_PAD;
+        x_bf16 = x_to_bf16(x, m, k, stride);
+        for (int j = 0; j < n_parts; j++)
+            if (parts[j].wdtype == DTYPE_BF16) p[j].x_bf16 = x_bf16, p[j].x_bf16_stride = stride;
+    }
+    run_rows(rows, p, n_parts, n_threads);
+    free(x_bf16);
 }
 
 void cpu_gemm_with(cpu_gemm_isa isa, float *y, const void *W, dtype_t wdtype, const float *x, int m, int n, int k,
                    int n_threads) {
-    if (wdtype != DTYPE_F32 && wdtype != DTYPE_BF16)
-        gemm_die("W must be F32 or BF16 (the engine converts F16 weights to F32 at load)");
-    if (m < 0 || n < 0 || k < 0 || n_threads < 1) gemm_die("m, n, k must be >= 0 and n_threads >= 1");
-    if ((unsigned)isa >= CPU_GEMM_ISA_COUNT || !cpu_gemm_isa_available(isa))
-        gemm_die("the requested instruction set is not available on this CPU (check cpu_gemm_isa_available)");
-    if (m == 0 || n == 0) return;
-    gemm_problem p = {.y = y, .W = W, .wdtype = wdtype, .x = x, .m = m, .n = n, .k = k};
-    uint16_t *x_bf16 = NULL;
-    if (isa == CPU_GEMM_AVX512_BF16 && wdtype == DTYPE_BF16) {
-        p.x_bf16_stride = k > 0 ? (k + GEMM_BF16_K_PAD - 1) / GEMM_BF16_K_PAD * GEMM_BF16_K_PAD : GEMM_BF16_K_PAD;
-        p.x_bf16 = x_bf16 = x_to_bf16(x, m, k, p.x_bf16_stride);
-    }
-    run_rows(rows_kernel(isa, wdtype), &p, n_threads);
-    free(x_bf16);
+    const cpu_gemm_part part = {y, W, wdtype, n}; /* one product is a group of one: the same code path */
+    cpu_gemm_group(isa, &part, 1, x, m, k, n_threads);
 }
 
 void cpu_gemm(float *y, const void *W, dtype_t wdtype, const float *x, int m, int n, int k, int n_threads) {

@@ -1,6 +1,7 @@
 /* gemm.h — the CPU engine's matrix products: y[m, n] = x[m, k] · W[n, k]ᵀ with W a checkpoint's weight as
  * stored (f32 or bf16, any alignment), fp32 activations and fp32 accumulation, one pass over W for all m rows,
- * OpenMP over rows of W. The instruction set is chosen at run time; tests and benchmarks may force one. */
+ * OpenMP over rows of W (of one weight, or of a group of weights that read the same x). The instruction set is chosen
+ * at run time; tests and benchmarks may force one. */
 #ifndef SPECULA_CPU_GEMM_H
 #define SPECULA_CPU_GEMM_H
 
@@ -35,6 +36,21 @@ void cpu_gemm(float *y, const void *W, dtype_t wdtype, const float *x, int m, in
 /* The same product with a given kernel; isa must be available (an unavailable one is a fatal error). */
 void cpu_gemm_with(cpu_gemm_isa isa, float *y, const void *W, dtype_t wdtype, const float *x, int m, int n, int k,
                    int n_threads);
+
+/* Several products of one x (a layer's projections that read the same rows): y_j[m, n_j] = x[m, k] · W_j[n_j, k]ᵀ
+ * for each part j, in ONE parallel region whose threads split the parts' rows taken together (whole row groups
+ * of each part; no barrier between parts). Each W_j is read where it is (no copy, no concatenation), and every
+ * output is bit for bit the one cpu_gemm_with(isa, …) computes for its part alone. 1 ≤ n_parts ≤
+ * CPU_GEMM_MAX_PARTS; the y_j must not alias x, the W_j or each other. */
+#define CPU_GEMM_MAX_PARTS 4
+typedef struct {
+    float *y;       /* [m, n] */
+    const void *W;  /* [n, k] of wdtype, any alignment */
+    dtype_t wdtype; /* DTYPE_F32 or DTYPE_BF16 */
+    int n;          /* ≥ 0 */
+} cpu_gemm_part;
+void cpu_gemm_group(cpu_gemm_isa isa, const cpu_gemm_part *parts, int n_parts, const float *x, int m, int k,
+                    int n_threads);
 
 /* 1 when this CPU (and OS) runs isa's instructions, else 0. CPU_GEMM_PORTABLE is always available. */
 int cpu_gemm_isa_available(cpu_gemm_isa isa);

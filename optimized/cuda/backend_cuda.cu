@@ -4,7 +4,10 @@
  * (-DKN_EMU), so the whole engine runs its CUDA host path in CI.
  *
  * What lives on the device: the weights (bf16 matrices, float32 small
- * tensors, uploaded once), the activations, the KV cache (bf16, the layout
+ * tensors, uploaded once; the projections that read one input — q/k/v,
+ * DeltaNet's four in_proj, gate/up — back to back in one allocation per
+ * layer, so that one kn_matvec_group launch computes them all), the
+ * activations, the KV cache (bf16, the layout
  * of kv_cache.h: block b of layer l is the kernels' paged block b·La + l),
  * the DeltaNet state slots. The host code of the engine decides which slot
  * and cache position each node reads and writes; this file turns that into
@@ -120,30 +123,101 @@ static eweight *placed_or_failure(engine_backend *b, eweight *placed, const engi
     return placed;
 }
 
+/* The checkpoint's tensors by table entry: each entry's spec (−1: none) and size, to place a group's parts
+ * (engine_weight_groups) back to back in one allocation: row `row`'s group g is one allocation when every part
+ * of it has a tensor there (always so in a checkpoint the loader accepts), so one launch reads them all
+ * (c_matmul_group). */
+typedef struct {
+    int *spec;     /* [n_slots · ROLE_COUNT] */
+    size_t *bytes; /* [n_slots · ROLE_COUNT] */
+} entry_map;
+
+static entry_map entries(const engine_weights *w) {
+    const size_t n = (size_t)w->n_slots * ROLE_COUNT;
+    entry_map e = {(int *)sp_xcalloc(n, sizeof(int), "weight entries"),
+                   (size_t *)sp_xcalloc(n, sizeof(size_t), "weight entries")};
+    for (size_t i = 0; i < n; i++) e.spec[i] = -1;
+    for (int i = 0; i < w->ck.n_specs; i++) {
+        size_t index, bytes;
+        engine_weight_entry(w, i, &index, &bytes);
+        e.spec[index] = i, e.bytes[index] = bytes;
+    }
+    return e;
+}
+static void entries_free(entry_map *e) { free(e->spec), free(e->bytes); }
+
+/* The group entry `index` is part `*part` of when that group is placed as one allocation, else −1. */
+static int placed_group(const entry_map *e, size_t index, int *part) {
+    const size_t row = index / ROLE_COUNT;
+    const int g = engine_weight_group_of((tensor_role)(index % ROLE_COUNT), part);
+    if (g < 0) return -1;
+    const engine_weight_group *group = &engine_weight_groups[g];
+    for (int j = 0; j < group->n_parts; j++)
+        if (e->spec[row * ROLE_COUNT + group->role[j]] < 0) return -1;
+    return g;
+}
+
+/* Device memory for every tensor: one allocation per weight group (its parts back to back, in the group's order),
+ * one per other tensor; fill(i, dev) writes tensor i there. */
+template <class F> static void place_all(engine_backend *b, const engine_weights *w, eweight *placed, F fill) {
+    entry_map e = entries(w);
+    for (int i = 0; i < w->ck.n_specs; i++) {
+        size_t index, bytes;
+        const eweight *host = engine_weight_entry(w, i, &index, &bytes);
+        int part;
+        const int g = placed_group(&e, index, &part);
+        if (g < 0) {
+            void *dev = c_alloc(b, bytes, w->ck.specs[i].name);
+            fill(i, dev);
+            placed[index].data = dev;
+            placed[index].dtype = host->dtype;
+            continue;
+        }
+        if (part) continue; /* placed with its group's first part */
+        const engine_weight_group *group = &engine_weight_groups[g];
+        const size_t row = index / ROLE_COUNT;
+        size_t total = 0;
+        for (int j = 0; j < group->n_parts; j++) total += e.bytes[row * ROLE_COUNT + group->role[j]];
+        char what[300];
+        snprintf(what, sizeof what, "%s and the projections placed with it", w->ck.specs[i].name);
+        char *dev = (char *)c_alloc(b, total, what);
+        size_t off = 0;
+        for (int j = 0; j < group->n_parts; j++) {
+            const size_t at = row * ROLE_COUNT + group->role[j];
+            fill(e.spec[at], dev + off);
+            placed[at].data = dev + off;
+            placed[at].dtype = w->w[at].dtype;
+            off += e.bytes[at];
+        }
+    }
+    entries_free(&e);
+}
+
 static eweight *c_place_weights(engine_backend *b, const engine_weights *w, sp_error *err) {
     if (w->matrix_dtype != DTYPE_BF16) {
         sp_fail(err, "the CUDA backend computes with bf16 matrices");
         return NULL;
     }
     eweight *placed = (eweight *)sp_xcalloc((size_t)w->n_slots * ROLE_COUNT, sizeof *placed, "device weight table");
-    for (int i = 0; i < w->ck.n_specs; i++) {
+    place_all(b, w, placed, [&](int i, void *dev) {
         size_t index, bytes;
         const eweight *host = engine_weight_entry(w, i, &index, &bytes);
-        void *dev = c_alloc(b, bytes, w->ck.specs[i].name);
         c_upload(b, dev, host->data, bytes);
-        placed[index].data = dev;
-        placed[index].dtype = host->dtype;
-    }
+    });
     return placed_or_failure(b, placed, w, err);
 }
 
 static void c_free_weights(engine_backend *b, eweight *placed, const engine_weights *w) {
     if (!placed) return;
-    for (int i = 0; i < w->ck.n_specs; i++) { /* one device copy per tensor of the checkpoint */
+    entry_map e = entries(w);
+    for (int i = 0; i < w->ck.n_specs; i++) { /* one device allocation per group, one per other tensor */
         size_t index, bytes;
         engine_weight_entry(w, i, &index, &bytes);
+        int part;
+        if (placed_group(&e, index, &part) >= 0 && part) continue;
         if (placed[index].data) c_free(b, (void *)placed[index].data);
     }
+    entries_free(&e);
     free(placed);
 }
 
@@ -166,21 +240,17 @@ static void synthetic_range(const tensor_spec *t, float *lo, float *hi) {
 
 static eweight *c_synthesize_weights(engine_backend *b, const engine_weights *w, uint64_t seed, sp_error *err) {
     eweight *placed = (eweight *)sp_xcalloc((size_t)w->n_slots * ROLE_COUNT, sizeof *placed, "device weight table");
-    for (int i = 0; i < w->ck.n_specs; i++) {
+    place_all(b, w, placed, [&](int i, void *dev) {
         size_t index, bytes;
         const eweight *shape = engine_weight_entry(w, i, &index, &bytes);
-        const tensor_spec *t = &w->ck.specs[i];
         float lo, hi;
-        synthetic_range(t, &lo, &hi);
-        void *dev = c_alloc(b, bytes, t->name);
+        synthetic_range(&w->ck.specs[i], &lo, &hi);
         const uint64_t stream = seed * 0x100000001b3ull + (uint64_t)i;
         if (shape->dtype == DTYPE_BF16)
             check(b, kn_fill_bf16((uint16_t *)dev, bytes / 2, lo, hi, stream, impl(b)->stream), "fill");
         else
             check(b, kn_fill_f32((float *)dev, bytes / 4, lo, hi, stream, impl(b)->stream), "fill");
-        placed[index].data = dev;
-        placed[index].dtype = shape->dtype;
-    }
+    });
     return placed_or_failure(b, placed, w, err);
 }
 
@@ -195,6 +265,33 @@ static void c_matmul(engine_backend *b, float *y, const eweight *W, const float 
         check(b,
               kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
               "matvec");
+    }
+}
+
+/* One launch for the group when its weights lie back to back (place_weights' layout: kn_matvec_group writes each
+ * part's rows to its own output); else, weights placed apart, one product each. */
+static void c_matmul_group(engine_backend *b, const ematmul_part *parts, int n_parts, const float *x, int m, int k) {
+    const char *next = (const char *)parts[0].W->data;
+    int together = n_parts <= KN_MATVEC_MAX_PARTS;
+    for (int j = 0; j < n_parts && together; j++) {
+        together = parts[j].W->data == next && parts[j].W->dtype == DTYPE_BF16;
+        next += (size_t)parts[j].n * k * sizeof(uint16_t);
+    }
+    if (!together) {
+        for (int j = 0; j < n_parts; j++) c_matmul(b, parts[j].y, parts[j].W, x, m, parts[j].n, k);
+        return;
+    }
+    for (int r = 0; r < m; r += KN_MATVEC_MAX_M) { /* as c_matmul: up to 16 rows per weight read */
+        const int rows = m - r < KN_MATVEC_MAX_M ? m - r : KN_MATVEC_MAX_M;
+        kn_matvec_out out;
+        memset(&out, 0, sizeof out);
+        out.n_parts = n_parts;
+        for (int j = 0, end = 0; j < n_parts; j++) {
+            out.end[j] = end += parts[j].n;
+            out.Y[j] = parts[j].y + (size_t)r * parts[j].n;
+        }
+        check(b, kn_matvec_group(&out, (const uint16_t *)parts[0].W->data, x + (size_t)r * k, rows, k, impl(b)->stream),
+              "matvec_group");
     }
 }
 
@@ -433,6 +530,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->synthesize_weights = c_synthesize_weights;
     b->begin_pass = c_begin_pass;
     b->matmul = c_matmul;
+    b->matmul_group = c_matmul_group;
     b->embed = c_embed;
     b->rmsnorm = c_rmsnorm;
     b->add = c_add;

@@ -13,7 +13,7 @@
 typedef struct {
     const char *method;
     int k;                               /* proposal depth asked for (0 for plain decoding) */
-    long target_passes;                  /* target invocations, the prompt pass included */
+    long target_passes;                  /* verify passes, one a round (the prompt's prefill is not counted) */
     long target_positions;               /* positions the target evaluated: prompt and every tree node */
     long committed;                      /* tokens emitted */
     long proposed[ACC_MAX_DEPTH + 1];    /* proposed[d]: rounds that proposed a token at depth d (1-based) */

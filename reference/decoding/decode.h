@@ -7,7 +7,8 @@
  *   the proposer realigns on what was committed.
  * Plain greedy/sampled decoding is the proposer that proposes nothing. The
  * loop knows the model only through the target interface (target.h) and the
- * proposer contract (proposer.h). */
+ * proposer contract (proposer.h). decode_batch.h runs the same loop over
+ * several sequences, their trees verified together. */
 #ifndef SPECULA_DECODE_H
 #define SPECULA_DECODE_H
 

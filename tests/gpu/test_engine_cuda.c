@@ -162,6 +162,43 @@ START_TEST(test_methods_match_the_greedy_oracle) {
 }
 END_TEST
 
+/* The projections that read one input lie back to back on the device, in the order of engine_weight_groups, in
+ * every layer and the MTP module's: the layout that lets one kn_matvec_group launch compute them all. */
+START_TEST(test_groups_placed_back_to_back) {
+    engine e;
+    sp_error err;
+    const engine_options o = cuda_options();
+    ck_assert_msg(engine_open(&e, fixture_embedded_model(), &o, &err) == 0, "%s", err.msg);
+    const int rows = e.w.n_slots;
+    size_t *bytes = calloc((size_t)rows * ROLE_COUNT, sizeof *bytes);
+    ck_assert(bytes);
+    for (int i = 0; i < e.w.ck.n_specs; i++) {
+        size_t index, b;
+        engine_weight_entry(&e.w, i, &index, &b);
+        bytes[index] = b;
+    }
+    int groups = 0;
+    for (int row = 0; row < rows; row++)
+        for (int g = 0; g < EGROUP_COUNT; g++) {
+            const engine_weight_group *group = &engine_weight_groups[g];
+            if (!bytes[(size_t)row * ROLE_COUNT + group->role[0]]) continue; /* not this layer's kind */
+            const int layer = row == rows - 1 ? -1 : row;
+            const char *next = engine_bweight(&e, layer, group->role[0])->data;
+            for (int j = 0; j < group->n_parts; j++) {
+                ck_assert_msg(engine_bweight(&e, layer, group->role[j])->data == next,
+                              "layer %d, group %d: part %d is not right after part %d", layer, g, j, j - 1);
+                next += bytes[(size_t)row * ROLE_COUNT + group->role[j]];
+            }
+            groups++;
+        }
+    const int layers = e.cfg.num_layers + (e.w.ck.with_mtp ? 1 : 0);
+    ck_assert_msg(groups == 2 * layers, "%d groups placed for %d layers (a token mixer's and the MLP's each)", groups,
+                  layers);
+    free(bytes);
+    engine_close(&e);
+}
+END_TEST
+
 /* micro's head_dim (16) and micro-deep's (8) are not multiples of the kernels' warp: refused, with the reason. */
 START_TEST(test_shapes_the_kernels_cannot_take) {
     static const char *const presets[] = {"micro", "micro-deep"};
@@ -196,10 +233,12 @@ Suite *engine_cuda_suite(void) {
     if (fixture_embedded_model()) {
         tcase_add_test(embedded, test_embedded_model_matches_reference);
         tcase_add_test(embedded, test_device_distributions_are_the_samplers);
+        tcase_add_test(embedded, test_groups_placed_back_to_back);
     } else {
         harness_skip("engine_cuda", "embedded_model_matches_reference", "models/tiny-shakespeare has no weights here");
         harness_skip("engine_cuda", "device_distributions_are_the_samplers",
                      "models/tiny-shakespeare has no weights here");
+        harness_skip("engine_cuda", "groups_placed_back_to_back", "models/tiny-shakespeare has no weights here");
     }
     suite_add_tcase(s, embedded);
     TCase *methods = harness_tcase("every method", 120);

@@ -203,6 +203,9 @@ row bench "--prompt, no tokenizer beside the model" 2 "tokenizer" -- bench "$m" 
 row bench "--batch 0" 2 "--batch" -- bench "$m" --batch 0
 row bench "--batch with a flag it does not take" 2 "--plain" -- bench "$m" --batch 2 --plain
 row bench "--batch past the context" 2 "max_position_embeddings" -- bench "$m" --batch 2 --rounds 4000
+row bench "--batch --temperature -1" 2 "--temperature" -- bench "$m" --batch 2 --temperature -1
+row bench "--batch --tokens 0" 2 "--tokens" -- bench "$m" --batch 2 --tokens 0
+row bench "--batch with a missing draft" 2 "the draft model" -- bench "$m" --batch 2 --draft "$tmp/nope"
 
 # ---- the other commands ---------------------------------------------------------------
 row logits "--out into a missing folder" 2 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"

@@ -67,15 +67,23 @@ check "MODEL-draft is found" grep -q "measuring draft" "$tmp/err"
 check "MTP is measured" grep -q "measuring MTP" "$tmp/err"
 check "MODEL-medusa is found" grep -q "measuring Medusa" "$tmp/err"
 for f in tokens_per_pass.dat tokens_per_pass_mc.dat measured.dat measured_runs.dat acceptance.dat speedup_k.dat \
-    speedup_k_opt.dat bytes_per_token.dat speedup_batch.dat tokens_per_pass.gp acceptance.gp speedup_k.gp \
+    speedup_k_opt.dat bytes_per_token.dat speedup_batch.dat speedup_batch_measured.dat tokens_per_pass.gp acceptance.gp speedup_k.gp \
     bytes_per_token.gp speedup_batch.gp; do
     check "writes $f" test -s "$tmp/p/$f"
 done
 check "six measured points" test "$(grep -vc '^#' "$tmp/p/measured.dat")" -eq 6
+# plot (e)'s measured points: B = 1, 2, 4, 8 on the CPU engine (the model has an MTP module), drawn beside the model
+check "measures the batch points" grep -q "measuring batch B=8 on the CPU engine" "$tmp/err"
+check "four measured batch sizes" test "$(grep -v '^#' "$tmp/p/speedup_batch_measured.dat" | awk '{print $1}' | tr '\n' ,)" = "1,2,4,8,"
+check "batch points: plain and four k a row" test "$(grep -v '^#' "$tmp/p/speedup_batch_measured.dat" | awk '{print NF}' | sort -u)" = 14
+check "batch points: positive speed-ups" test "$(grep -v '^#' "$tmp/p/speedup_batch_measured.dat" | awk '$11 > 0 && $2 > 0' | wc -l)" -eq 4
+check "batch points: date and load in the file" grep -q "^# measured .* UTC, load average" "$tmp/p/speedup_batch_measured.dat"
+check "plot (e) draws the measured points" grep -q "'speedup_batch_measured.dat' using 1:11 " "$tmp/p/speedup_batch.gp"
 
 "$specula" plot --no-measure --model "$tmp/m" --term none --out "$tmp/q" 2>"$tmp/err"
 check "--no-measure runs nothing" test "$(grep -c measuring "$tmp/err")" -eq 0
 check "--no-measure leaves out the acceptance plot" test ! -e "$tmp/q/acceptance.gp"
+check "--no-measure measures no batch points" test ! -e "$tmp/q/speedup_batch_measured.dat"
 
 env PATH=/nonexistent "$specula" plot --no-measure --model "$tmp/m" --out "$tmp/r" >"$tmp/out" 2>"$tmp/err"
 check "no gnuplot: exit 1" test $? -eq 1

@@ -8,7 +8,9 @@
  * state, a Medusa tree leaving a rejected sibling's keys and values on the
  * committed path) and must be rejected at the same
  * size. Plain sampling keeps its own control (sampled at 1.5× the
- * temperature). */
+ * temperature). The dynamic trees (--tree-budget) are the catalogue's
+ * two-token windows, so their control is the catalogue's own (children
+ * verified against the wrong q), run on the engine. */
 #include <check.h>
 
 #include "harness.h"
@@ -25,6 +27,8 @@ START_TEST(test_engine_follows_the_target) {
                                         "medusa without replacement T=1.2 top-p 0.9",
                                         "lookup k=2 ngram 1 T=1",
                                         "spec tree 3,1 without replacement T=1 top-k 5",
+                                        "spec tree dynamic depth 3 budget 6 T=0.8",
+                                        "mtp tree dynamic depth 3 budget 6 iid T=0.6",
                                         NULL};
     stat_run_on_engine(cases, ENGINE_CAP);
 }

@@ -1,7 +1,8 @@
 /* test_cpu_gemm.c — the CPU engine's matrix products (optimized/cpu/gemm.h): every kernel this CPU runs against a
  * double-precision product within the rigorous bound of fp32 accumulation, rows bit-for-bit independent of m and
  * of the thread count, the bf16-activation option within its own bound, and negative controls showing the bound
- * rejects planted errors. W always sits at an odd byte address, x and y off vector alignment. */
+ * rejects planted errors; a group of products of one x (cpu_gemm_group) bit for bit its products alone. W always sits
+ * at an odd byte address, x and y off vector alignment. */
 #include <check.h>
 #include <math.h>
 #include <signal.h>
@@ -244,6 +245,66 @@ START_TEST(test_in_order_is_op_matvec) {
 }
 END_TEST
 
+/* ---- a group of products of one x ---------------------------------------------------------------------------- */
+
+/* Four parts of a group (rows 37, 6, 37, 1: whole and short row groups, so the threads' ranges cross parts at
+ * several places) with their own weights and one x, through cpu_gemm_group at n_threads, against each part's
+ * cpu_gemm_with alone at one thread, compared with the parts in order `order` (the identity, or a planted swap of
+ * the two parts of 37 rows: the control). Each output sits between NaN guards that must stay as they are. Returns
+ * the count of outputs that differ in some bit; a guard overwritten fails at once. */
+#define GROUP_PARTS 4
+static int group_mismatches(cpu_gemm_isa isa, int m, int k, dtype_t wdtype, int n_threads, const int *order) {
+    static const int n[GROUP_PARTS] = {37, 6, 37, 1};
+    problem pb[GROUP_PARTS];
+    float *y_alloc[GROUP_PARTS], *z_alloc[GROUP_PARTS];
+    cpu_gemm_part parts[GROUP_PARTS];
+    for (int j = 0; j < GROUP_PARTS; j++) {
+        pb[j] = problem_make(m, n[j], k, wdtype, 4000u + 100u * j + (uint64_t)k);
+        const size_t count = (size_t)m * n[j] + 2;
+        y_alloc[j] = malloc(count * sizeof(float)), z_alloc[j] = malloc(count * sizeof(float));
+        ck_assert(y_alloc[j] && z_alloc[j]);
+        for (size_t e = 0; e < count; e++) y_alloc[j][e] = NAN;
+        parts[j] = (cpu_gemm_part){y_alloc[j] + 1, pb[j].W, wdtype, n[j]};
+        cpu_gemm_with(isa, z_alloc[j], pb[j].W, wdtype, pb[0].x, m, n[j], k, 1); /* every part reads part 0's x */
+    }
+    cpu_gemm_group(isa, parts, GROUP_PARTS, pb[0].x, m, k, n_threads);
+    int differ = 0;
+    for (int j = 0; j < GROUP_PARTS; j++) {
+        const size_t count = (size_t)m * n[j];
+        ck_assert_msg(isnan(y_alloc[j][0]) && isnan(y_alloc[j][count + 1]),
+                      "%s m=%d k=%d: the group wrote outside part %d", cpu_gemm_isa_name(isa), m, k, j);
+        const float *want = z_alloc[order[j]];
+        for (size_t e = 0; e < count && e < (size_t)m * n[order[j]]; e++)
+            differ += memcmp(&y_alloc[j][e + 1], &want[e], sizeof(float)) != 0;
+    }
+    for (int j = 0; j < GROUP_PARTS; j++) free(y_alloc[j]), free(z_alloc[j]), problem_free(&pb[j]);
+    return differ;
+}
+
+/* A group's outputs are bit for bit each part's product alone, for every kernel, m (one x block and past it), k,
+ * weight type and thread count (1: no parallel region; 2, 3: ranges that end inside a part). The control: the same
+ * outputs compared with the two 37-row parts' products exchanged — what a group that wrote a part at another's
+ * offset would give — differ. */
+START_TEST(test_group_equals_separate_products) {
+    static const int m_values[] = {1, 3, 17, 70}, k_values[] = {33, 257};
+    static const int in_order[GROUP_PARTS] = {0, 1, 2, 3}, swapped[GROUP_PARTS] = {2, 1, 0, 3};
+    const cpu_gemm_isa isa = (cpu_gemm_isa)_i;
+    for (int a = 0; a < N_OF(m_values); a++)
+        for (int c = 0; c < N_OF(k_values); c++)
+            for (int d = 0; d < 2; d++)
+                for (int threads = 1; threads <= 3; threads++) {
+                    const dtype_t wdtype = d ? DTYPE_BF16 : DTYPE_F32;
+                    const int m = m_values[a], k = k_values[c];
+                    ck_assert_msg(group_mismatches(isa, m, k, wdtype, threads, in_order) == 0,
+                                  "%s %s m=%d k=%d, %d thread(s): the group differs from the separate products",
+                                  cpu_gemm_isa_name(isa), dtype_name(wdtype), m, k, threads);
+                    ck_assert_msg(group_mismatches(isa, m, k, wdtype, threads, swapped) >= 2 * m * 37 * 9 / 10,
+                                  "%s %s m=%d k=%d: control: parts 0 and 2 exchanged pass the comparison",
+                                  cpu_gemm_isa_name(isa), dtype_name(wdtype), m, k);
+                }
+}
+END_TEST
+
 /* The default is the widest kernel with fp32 activations, and cpu_gemm is exactly that kernel. */
 START_TEST(test_default_dispatch) {
     cpu_gemm_isa isa = cpu_gemm_default_isa();
@@ -405,6 +466,7 @@ Suite *cpu_gemm_suite(void) {
         if (cpu_gemm_isa_available((cpu_gemm_isa)isa)) {
             tcase_add_loop_test(tc, test_matches_double_reference, isa, isa + 1);
             tcase_add_loop_test(tc, test_rows_independent_of_m_and_threads, isa, isa + 1);
+            tcase_add_loop_test(tc, test_group_equals_separate_products, isa, isa + 1);
         } else {
             harness_skip("cpu_gemm", cpu_gemm_isa_name((cpu_gemm_isa)isa), "this CPU lacks the instructions");
         }

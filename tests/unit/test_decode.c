@@ -198,7 +198,7 @@ END_TEST
 
 /* ---- mutants of the round loop ------------------------------------------------------- */
 
-/* tests/mutants builds decode.c again with one planted change each. */
+/* tests/mutants builds the loop (decode.c, decode_batch.c) again with one planted change each. */
 int mutant_bonus_decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt,
                             const decode_options *opt, decode_output *out, sp_error *err);
 int mutant_prompt_decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt,

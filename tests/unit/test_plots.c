@@ -290,6 +290,76 @@ static void check_script_references(const char *dir, const char *name) {
     ck_assert_msg(refs > 0, "%s reads no data file", path);
 }
 
+/* Plot (e)'s measured points (filled by `specula plot` from the code of `specula bench --batch`, which
+ * tests/parts/plot-cli.sh runs) reach their data file as given, and the script draws them in a panel of their
+ * own; without them neither the file nor a reference to it is written. */
+START_TEST(test_batch_measured_points_file) {
+    char dir[512];
+    int written[PLOTS_COUNT];
+    write_theory(dir, sizeof dir, written);
+    ck_assert(!file_exists(dir, "speedup_batch_measured.dat"));
+    char path[1024], script[16384];
+    snprintf(path, sizeof path, "%s/speedup_batch.gp", dir);
+    FILE *gp = fopen(path, "r");
+    ck_assert_ptr_nonnull(gp);
+    script[fread(script, 1, sizeof script - 1, gp)] = '\0';
+    fclose(gp);
+    ck_assert(strstr(script, "speedup_batch_measured.dat") == NULL);
+    harness_rmtree(dir);
+
+    plot_measurements m;
+    memset(&m, 0, sizeof m);
+    plot_batch_points *p = &m.batch;
+    p->n_b = 3, p->n_k = 2;
+    for (int j = 0; j < 3; j++) {
+        p->b[j] = 1 << j;
+        p->plain_tps[j] = 1000.0 * (j + 1);
+        for (int i = 0; i < 2; i++) {
+            p->k[i] = 2 * i + 1;
+            p->mtp_tps[i][j] = 700.0 + 100 * i + 10 * j;
+            p->mtp_per_pass[i][j] = (1 << j) * (1.5 + i);
+        }
+    }
+    snprintf(p->setup, sizeof p->setup, "test model, CPU engine");
+    snprintf(p->when, sizeof p->when, "2026-12-01 08:00 UTC, load average 1.00 at the start");
+    harness_tmpdir(dir, sizeof dir);
+    plot_theory th;
+    theory(&th);
+    sp_error err;
+    ck_assert_msg(plots_write(dir, &th, &m, written, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(written[4], 1);
+    table t;
+    read_table(dir, "speedup_batch_measured.dat", &t);
+    ck_assert_int_eq(t.n, 3);
+    for (int j = 0; j < 3; j++) {
+        ck_assert_int_eq(t.cols[j], 2 + 3 * 2);
+        ck_assert_int_eq((int)t.v[j][0], p->b[j]);
+        ck_assert(fabs(t.v[j][1] - p->plain_tps[j]) <= 1e-5 * p->plain_tps[j]); /* 6 significant digits */
+        for (int i = 0; i < 2; i++) {
+            ck_assert(fabs(t.v[j][2 + 3 * i] - p->mtp_tps[i][j]) <= 1e-5 * p->mtp_tps[i][j]);
+            ck_assert(fabs(t.v[j][3 + 3 * i] - p->mtp_per_pass[i][j]) <= 1e-5 * p->mtp_per_pass[i][j]);
+            const double speedup = p->mtp_tps[i][j] / p->plain_tps[j];
+            ck_assert(fabs(t.v[j][4 + 3 * i] - speedup) <= 1e-5 * speedup);
+        }
+    }
+    snprintf(path, sizeof path, "%s/speedup_batch.gp", dir);
+    gp = fopen(path, "r");
+    ck_assert_ptr_nonnull(gp);
+    script[fread(script, 1, sizeof script - 1, gp)] = '\0';
+    fclose(gp);
+    ck_assert(strstr(script, "set multiplot layout 1,2") && strstr(script, "unset multiplot"));
+    ck_assert(strstr(script, "MEASURED on this machine's CPU engine") && strstr(script, "test model, CPU engine"));
+    for (int i = 0; i < 2; i++) { /* the speed-up column of each k */
+        char use[96];
+        snprintf(use, sizeof use, "'speedup_batch_measured.dat' using 1:%d ", 5 + 3 * i);
+        ck_assert_msg(strstr(script, use), "speedup_batch.gp does not draw column %d", 5 + 3 * i);
+    }
+    check_script_references(dir, "speedup_batch");
+    if (plots_have_gnuplot()) ck_assert_msg(plots_render(dir, "speedup_batch", "png", &err) == 0, "%s", err.msg);
+    harness_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_scripts_reference_existing_data) {
     char dir[512];
     int written[PLOTS_COUNT];
@@ -572,6 +642,7 @@ Suite *plots_suite(void) {
     tcase_add_test(tc, test_speedup_file_marks_each_optimum);
     tcase_add_test(tc, test_bytes_file);
     tcase_add_test(tc, test_scripts_reference_existing_data);
+    tcase_add_test(tc, test_batch_measured_points_file);
     suite_add_tcase(s, tc);
     tc = harness_tcase("measured", 60);
     tcase_add_test(tc, test_measured_points_match_their_runs);

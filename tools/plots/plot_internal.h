@@ -26,12 +26,13 @@ extern const int plot_method_point[PLOT_METHOD_COUNT];
  * (coldest) first; cycles after three. */
 const char *plot_shade(plot_method method, int rank);
 
-/* One writer per plot (plot_write.c, plot_curves.c, plot_costs.c). */
+/* One writer per plot (plot_write.c, plot_curves.c, plot_costs.c, plot_batch.c). */
 int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *err);
 int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err);
 int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error *err);
 int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err);
 int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err);
-int plot_write_batch(const char *dir, const plot_theory *t, sp_error *err);
+/* (e): the roofline model, and beside it the measured points of m->batch when there are (m may be NULL). */
+int plot_write_batch(const char *dir, const plot_theory *t, const plot_measurements *m, sp_error *err);
 
 #endif

@@ -240,7 +240,7 @@ int plots_write(const char *dir, const plot_theory *t, const plot_measurements *
     if (plot_write_bytes(dir, t, have_m ? m : NULL, err)) return -1;
     if (written) written[3] = 1;
     if (t->big_target_bytes > 0) {
-        if (plot_write_batch(dir, t, err)) return -1;
+        if (plot_write_batch(dir, t, m, err)) return -1;
         if (written) written[4] = 1;
     }
     return 0;

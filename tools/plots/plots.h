@@ -48,11 +48,28 @@ typedef struct {
     run_accounting acc; /* this generation's own accounting */
 } plot_run;
 
+/* (e)'s measured points: MTP against plain decoding with B sequences decoded together on the CPU engine,
+ * measured by `specula bench --batch`'s code (cli/bench_batch_decode.c) on the embedded model — another
+ * machine and model than the roofline's, which the plot says. */
+#define PLOT_BATCH_MAX_B 8
+#define PLOT_BATCH_MAX_K 4
+typedef struct {
+    int n_b, n_k;                       /* 0 sizes: nothing measured */
+    int b[PLOT_BATCH_MAX_B];            /* batch sizes */
+    int k[PLOT_BATCH_MAX_K];            /* MTP drafts per round */
+    double plain_tps[PLOT_BATCH_MAX_B]; /* plain decoding: tokens/s summed over the B sequences (one pass a round) */
+    double mtp_tps[PLOT_BATCH_MAX_K][PLOT_BATCH_MAX_B];      /* MTP with k[i] drafts, the same way */
+    double mtp_per_pass[PLOT_BATCH_MAX_K][PLOT_BATCH_MAX_B]; /* its committed tokens per verify pass, summed */
+    char setup[512]; /* model, backend, temperature, tokens and runs, for the data file and the legend */
+    char when[128];  /* date and load average at the start */
+} plot_batch_points;
+
 typedef struct {
     plot_point *points;
     int n_points;
     plot_run *runs;
     int n_runs;
+    plot_batch_points batch; /* (e)'s measured points (batch.n_b = 0: none) */
 } plot_measurements;
 
 typedef struct {
