@@ -31,6 +31,7 @@
 
 #include "engine_target.h"
 #include "fixtures.h"
+#include "decode_batch.h"
 #include "harness.h"
 #include "method.h"
 
@@ -220,11 +221,59 @@ START_TEST(test_one_wait_per_mtp_round) {
 }
 END_TEST
 
+/* Two sequences of a batch whose rounds are both handed to the target (each with its own proposer and MTP
+ * stepper on the same engine): each gives what it gives alone, the other's rounds in between changing nothing
+ * of what its module and its kept hidden states hold. */
+START_TEST(test_a_batch_of_handed_rounds) {
+    static mtp_rig g;
+    rig_open(&g);
+    stepper second;
+    sp_error err;
+    ck_assert_msg(engine_mtp_stepper_build(&second, &g.e, &err) == 0, "%s", err.msg);
+    stepper *steppers[2] = {&g.mtp, &second};
+    const int prompts[2][3] = {{1, 5, 2}, {7, 3}};
+    const int n_prompt[2] = {3, 2};
+    method_built b[2];
+    decode_job jobs[2];
+    int alone[2][MAX_TOKENS];
+    for (int j = 0; j < 2; j++) {
+        method_spec s = fixture_spec("--method mtp --k 3 --mtp-sample --temperature 1");
+        s.max_tokens = MAX_TOKENS;
+        s.stop_at_eos = 0;
+        s.seed = 40 + (uint64_t)j;
+        const method_parts parts = {&g.device, NULL, steppers[j], NULL};
+        ck_assert_msg(method_build(&b[j], &s, &parts, &err) == 0, "%s", err.msg);
+        decode_output out;
+        ck_assert_msg(decode_run(&g.device, b[j].proposer, prompts[j], n_prompt[j], &b[j].options, &out, &err) == 0,
+                      "%s", err.msg);
+        ck_assert_int_eq(out.n, MAX_TOKENS);
+        memcpy(alone[j], out.tokens, sizeof alone[j]);
+        decode_output_free(&out);
+        method_release(&b[j]); /* a proposer serves one run: a fresh one for the batch */
+        ck_assert_msg(method_build(&b[j], &s, &parts, &err) == 0, "%s", err.msg);
+        jobs[j] = (decode_job){b[j].proposer, prompts[j], n_prompt[j], b[j].options};
+    }
+    decode_batch_options bo = {0, 0, 0};
+    decode_output out[2];
+    ck_assert_msg(decode_batch_run(&g.device, jobs, 2, &bo, out, &err) == 0, "%s", err.msg);
+    for (int j = 0; j < 2; j++) {
+        ck_assert_msg(out[j].n == MAX_TOKENS && !memcmp(out[j].tokens, alone[j], sizeof alone[j]),
+                      "sequence %d of the batch differs from its run alone", j);
+        decode_output_free(&out[j]);
+        method_release(&b[j]);
+    }
+    ck_assert_msg(bo.passes >= bo.rounds, "%ld passes in %ld rounds: a handed round is a pass", bo.passes, bo.rounds);
+    second.release(&second);
+    rig_close(&g);
+}
+END_TEST
+
 Suite *mtp_device_suite(void) {
     Suite *s = suite_create("mtp_device");
     TCase *tc = harness_tcase("MTP chains drafted on the device", 600);
     tcase_add_test(tc, test_device_drafts_are_the_host_drafts);
     tcase_add_test(tc, test_one_wait_per_mtp_round);
+    tcase_add_test(tc, test_a_batch_of_handed_rounds);
     suite_add_tcase(s, tc);
     return s;
 }
