@@ -241,11 +241,11 @@ START_TEST(test_a_batch_of_handed_rounds) {
         s.max_tokens = MAX_TOKENS;
         s.stop_at_eos = 0;
         s.seed = 40 + (uint64_t)j;
-        const method_parts parts = {&g.device, NULL, steppers[j], NULL};
+        const method_parts parts = {&g.t, NULL, steppers[j], NULL}; /* the engine's own target, unrecorded */
         ck_assert_msg(method_build(&b[j], &s, &parts, &err) == 0, "%s", err.msg);
         decode_output out;
-        ck_assert_msg(decode_run(&g.device, b[j].proposer, prompts[j], n_prompt[j], &b[j].options, &out, &err) == 0,
-                      "%s", err.msg);
+        ck_assert_msg(decode_run(&g.t, b[j].proposer, prompts[j], n_prompt[j], &b[j].options, &out, &err) == 0, "%s",
+                      err.msg);
         ck_assert_int_eq(out.n, MAX_TOKENS);
         memcpy(alone[j], out.tokens, sizeof alone[j]);
         decode_output_free(&out);
@@ -255,7 +255,7 @@ START_TEST(test_a_batch_of_handed_rounds) {
     }
     decode_batch_options bo = {0, 0, 0};
     decode_output out[2];
-    ck_assert_msg(decode_batch_run(&g.device, jobs, 2, &bo, out, &err) == 0, "%s", err.msg);
+    ck_assert_msg(decode_batch_run(&g.t, jobs, 2, &bo, out, &err) == 0, "%s", err.msg);
     for (int j = 0; j < 2; j++) {
         ck_assert_msg(out[j].n == MAX_TOKENS && !memcmp(out[j].tokens, alone[j], sizeof alone[j]),
                       "sequence %d of the batch differs from its run alone", j);
