@@ -102,10 +102,12 @@ CU_CHECK_SRC := $(sort $(wildcard kernels/check/*.cu))
 KERNEL_C_SRC := $(sort $(wildcard kernels/*.c))
 # The engine's CUDA backend (host code calling the kernels), for a GPU and for the emulator alike.
 ENGINE_CU_SRC := $(sort $(wildcard optimized/cuda/*.cu))
-EMU_KERNEL_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) kernels/emu.cc)
+# The emulator: the fiber scheduler (emu.cc) and the runtime around it (emu_rt.cc: memory, streams, graphs).
+EMU_RT_SRC := kernels/emu.cc kernels/emu_rt.cc
+EMU_KERNEL_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) $(EMU_RT_SRC))
 EMU_ENGINE_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC)) $(EMU_KERNEL_OBJ)
-EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
-EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) kernels/emu.cc)
+EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC))
+EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 sanobj = $(patsubst %.c,$(BUILD)/asan/%.o,$(1))

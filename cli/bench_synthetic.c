@@ -1,7 +1,8 @@
 /* bench_synthetic.c — `specula bench --synthetic DIR`: the engine's passes
  * on random weights of the shapes DIR/config.json gives, made on the
  * device, so a model whose weights are not here (models/qwen3.8-27b) can be
- * timed: the decode step at each context, verify passes of chains and of a
+ * timed: the decode step at each context (captured into a CUDA graph, as
+ * the engine runs it, and launched op by op), verify passes of chains and of a
  * 64-node tree, the MTP module's step, against the device's copy bandwidth
  * measured in the same run; and what MTP-3 would give at the per-position
  * acceptance of the course's case, labelled as a prediction. The context
@@ -39,11 +40,13 @@ static void usage(FILE *f) {
     fprintf(f, "usage: specula bench --synthetic DIR [options]\n"
                "Times the engine's passes on random bf16 weights of the shapes DIR/config.json gives, made on the\n"
                "device (nothing is read but the config): the decode step at each context (a synthetic one: cached\n"
-               "positions without a prefill), verify passes of chains of 2, 4, 8, 16 nodes and of a 64-node tree\n"
+               "positions without a prefill), as a CUDA graph and launched op by op, verify passes of chains of 2, 4, "
+               "8, 16 nodes and of a 64-node tree\n"
                "(1 + 7 + 28 + 28 by level) at the first context, the MTP module's step, and the device's copy\n"
                "bandwidth in the same run. Prints medians, the decode step's share of the copy bandwidth and\n"
                "MTP-3's predicted speed at the course's acceptance (0.90 / 0.72 / 0.48).\n"
                "  --backend cuda       the CUDA engine (the only one that makes synthetic weights)\n"
+               "  --cuda-graphs on|off the passes captured into CUDA graphs (on, default) or launched op by op\n"
                "  --contexts A,B,...   cached positions (default 1024,32768; at most 4)\n"
                "  --runs N             passes per figure, median reported (default 10)\n"
                "  --copy-mib N         size of the copy that measures the bandwidth (default 1024)\n"
@@ -110,7 +113,10 @@ typedef int (*pass_fn)(engine *e, eseq *s, int ctx, const void *arg, sp_error *e
 
 static double time_pass(engine *e, eseq *s, int ctx, int runs, pass_fn pass, const void *arg, sp_error *err) {
     double t[1000];
-    if (pass(e, s, ctx, arg, err)) return NAN; /* the first pass sizes the buffers: not timed */
+    /* not timed: the first pass sizes the buffers and loads the kernels (launched op by op), the second makes
+     * its CUDA graphs (later ones update them) */
+    for (int warm = 0; warm < 2; warm++)
+        if (pass(e, s, ctx, arg, err)) return NAN;
     for (int r = 0; r < runs; r++) {
         const double t0 = bench_now_s();
         if (pass(e, s, ctx, arg, err)) return NAN;
@@ -151,6 +157,14 @@ static int mtp_pass(engine *e, eseq *s, int ctx, const void *arg, sp_error *err)
     const int token = 1;
     in->mtp->reset(in->mtp);
     return in->mtp->step(in->mtp, &token, in->hidden, 1, NULL, NULL, err);
+}
+
+/* time_pass with the passes launched op by op, then the graphs back on. */
+static double time_eager(engine *e, eseq *s, int ctx, int runs, const pass_tree *t, sp_error *err) {
+    const int mode = backend_cuda_graphs(&e->be, CUDA_GRAPHS_OFF);
+    const double eager = time_pass(e, s, ctx, runs, tree_pass, t, err);
+    backend_cuda_graphs(&e->be, mode);
+    return eager;
 }
 
 /* A chain of n nodes, and the 64-node tree: 1 root, 7 children, 4 under each of those, 4 under the first 7 of
@@ -206,6 +220,7 @@ int bench_synthetic(int argc, char **argv) {
     sp_error err;
     engine_options o = engine_defaults();
     o.cuda = 1;
+    o.cuda_eager = a.models.cuda_eager;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
     if (engine_open_synthetic(&e, a.dir, &o, a.seed, &err)) {
         fprintf(stderr, "specula bench --synthetic: %s\n", err.msg); /* the config, or no device to run it on */
@@ -242,6 +257,11 @@ int bench_synthetic(int argc, char **argv) {
         snprintf(label, sizeof label, "decode step, ctx %d", ctx);
         printf("%-28s %10.3f %10s %10.4g %11.1f%%\n", label, decode * 1e3, "1.00x", pass_bytes(&e, ctx) / decode / 1e9,
                100.0 * pass_bytes(&e, ctx) / decode / copy_bw);
+        /* the same step launched op by op: what capturing it into a CUDA graph gains or costs */
+        const double eager = a.models.cuda_eager ? NAN : time_eager(&e, s, ctx, a.runs, &one, &err);
+        if (!a.models.cuda_eager)
+            printf("%-28s %10.3f %9.2fx %10.4g %11.1f%%\n", "  the same, no CUDA graph", eager * 1e3, eager / decode,
+                   pass_bytes(&e, ctx) / eager / 1e9, 100.0 * pass_bytes(&e, ctx) / eager / copy_bw);
         if (ci > 0) continue;
         for (int k = 0; k < N_CHAINS; k++) { /* verify passes at the first context */
             chain(chain_sizes[k], parent, depth);
@@ -283,6 +303,11 @@ int bench_synthetic(int argc, char **argv) {
                    "(predicted from the passes above, not measured)\n",
                    e_tokens, e_tokens / round, e_tokens / round * decode_1st);
         }
+        /* what the graphs did: an update refused every pass would show as instantiations close to the launches */
+        const cuda_graph_stats g = backend_cuda_graph_stats(&e.be);
+        if (g.passes)
+            printf("CUDA graphs: %ld passes captured in %ld segments; %ld graphs instantiated, %ld updated\n", g.passes,
+                   g.segments, g.instantiated, g.updated);
     }
     engine_seq_close(&e, seq);
     engine_close(&e);

@@ -20,8 +20,19 @@ model_flags model_flags_defaults(backend_kind backend) {
 
 int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
     const char *flag = argv[*i], *v;
-    if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype")) return 0;
+    if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype") &&
+        strcmp(flag, "--cuda-graphs"))
+        return 0;
     if (!(v = arg_value(argc, argv, i))) return -1;
+    if (!strcmp(flag, "--cuda-graphs")) {
+        f->cuda_flag = flag;
+        if (strcmp(v, "on") && strcmp(v, "off")) {
+            fprintf(stderr, "specula: --cuda-graphs expects on or off, got '%s'\n", v);
+            return -1;
+        }
+        f->cuda_eager = !strcmp(v, "off");
+        return 1;
+    }
     if (!strcmp(flag, "--threads")) {
         f->engine_flag = flag;
         return arg_int(flag, v, 1, 1024, &f->threads) ? -1 : 1;
@@ -82,7 +93,8 @@ void model_flags_usage(FILE *f) {
         "  --backend NAME       reference (the plain-C float32 reference) | cpu (the engine) | cuda (the engine on\n"
         "                       a GPU; in build/specula-emu, on the kernels' CPU emulator)\n"
         "  --threads N          cpu: threads of the engine (default 1)\n"
-        "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n",
+        "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n"
+        "  --cuda-graphs on|off cuda: each pass captured into CUDA graphs (on, default) or launched op by op\n",
         default_model_dir());
 }
 
@@ -99,6 +111,11 @@ int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
 }
 
 int model_flags_backend_check(const model_flags *f, const char *cmd) {
+    if (f->cuda_flag && f->backend != BACKEND_CUDA) {
+        fprintf(stderr, "specula %s: --cuda-graphs only applies to --backend cuda (the %s launches no kernels)\n", cmd,
+                f->backend == BACKEND_REFERENCE ? "reference" : "CPU engine");
+        return 2;
+    }
     if (f->engine_flag && f->backend != BACKEND_CPU) {
         fprintf(stderr, "specula %s: %s only applies to --backend cpu (%s)\n", cmd, f->engine_flag,
                 f->backend == BACKEND_REFERENCE      ? "the reference is float32, one thread"

@@ -18,7 +18,7 @@ typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU, BACKEND_CUDA } backend_kind;
 static inline int backend_is_engine(backend_kind b) { return b != BACKEND_REFERENCE; }
 
 /* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base,
- * and where the models run: --backend reference|cpu|cuda, --threads N, --dtype bf16|f32. */
+ * and where the models run: --backend reference|cpu|cuda, --threads N, --dtype bf16|f32, --cuda-graphs on|off. */
 typedef struct {
     const char *model_dir;  /* NULL: the embedded default */
     const char *draft_dir;  /* NULL: MODEL-draft */
@@ -30,13 +30,15 @@ typedef struct {
     int threads;             /* cpu: ≥ 1 (default 1) */
     int f32;                 /* cpu: matrices in float32 (--dtype f32) */
     const char *engine_flag; /* --threads or --dtype when given, for the reference's refusal */
+    int cuda_eager;          /* cuda: launch op by op, no CUDA graphs (--cuda-graphs off) */
+    const char *cuda_flag;   /* --cuda-graphs when given, for the other backends' refusal */
 } model_flags;
 
 /* The model flags with the command's default backend. */
 model_flags model_flags_defaults(backend_kind backend);
 const char *backend_name(backend_kind b); /* "reference", "cpu", "cuda" */
 
-/* Reads argv[*i] as --backend, --threads or --dtype: 1 consumed, 0 not one,
+/* Reads argv[*i] as --backend, --threads, --dtype or --cuda-graphs: 1 consumed, 0 not one,
  * −1 a bad value (printed). */
 int backend_flags_read(model_flags *f, int argc, char **argv, int *i);
 /* Reads argv[*i] as a model flag (the three above included): 1 consumed

@@ -88,6 +88,15 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
     case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: barrier deadlock)";
     case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit:
+        return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorGraphExecUpdateFailure:
+        return "the graph update was not performed because it included changes which violated constraints specific to "
+               "instantiated graph update";
     default: return "unknown error";
     }
 }
@@ -359,11 +368,17 @@ static int run_block(void) {
     return 0;
 }
 
-cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg) {
+cudaError_t emu_config_check(dim3 grid, dim3 block, size_t smem) {
     unsigned long threads = (unsigned long)block.x * block.y * block.z;
     if (threads == 0 || threads > EMU_MAX_THREADS || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
         grid.y > 65535 || grid.z > 65535 || smem > EMU_MAX_SMEM)
         return last_error = cudaErrorInvalidConfiguration;
+    return cudaSuccess;
+}
+
+cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg) {
+    if (emu_config_check(grid, block, smem) != cudaSuccess) return cudaErrorInvalidConfiguration;
+    unsigned long threads = (unsigned long)block.x * block.y * block.z;
     if (smem > dyn_smem_cap) {
         free(dyn_smem);
         dyn_smem = (unsigned char *)malloc(smem);

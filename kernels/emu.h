@@ -176,11 +176,26 @@ static inline int __clz(unsigned x) { return x ? __builtin_clz(x) : 32; }
  * them (see kn_mma_bf16 in kn_common.cuh). */
 void emu_mma_bf16_16816(float d[4], const uint32_t a[4], const uint32_t b[2], const float c[4]);
 
+#include "emu_rt.h"
+
 /* Runs body() once per thread of every block of the grid. */
 typedef void (*emu_body_fn)(void *);
 cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg);
+/* cudaErrorInvalidConfiguration for a grid or block the emulator (and a GPU) cannot run, else cudaSuccess. */
+cudaError_t emu_config_check(dim3 grid, dim3 block, size_t smem);
 void *emu_dyn_smem(void);
-template <class F> static inline cudaError_t emu_launch(dim3 grid, dim3 block, size_t smem, F body) {
+/* A launch on stream s: run now, or, while s captures, recorded with its own copy of body (KN_LAUNCH's lambda
+ * holds the kernel's arguments by value, as CUDA copies them at launch). One body type, one kernel: the
+ * identity cudaGraphExecUpdate compares. */
+template <class F> static inline cudaError_t emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, F body) {
+    cudaError_t e = cudaSuccess;
+    if (emu_launch_recorded(s, &e)) {
+        if (e != cudaSuccess) return e;
+        return emu_record_kernel(
+            s, grid, block, smem, [](void *p) { (*(F *)p)(); }, new F(body), sizeof(F),
+            [](const void *p) -> void * { return new F(*(const F *)p); }, [](void *p) { delete (F *)p; });
+    }
+    if (e != cudaSuccess) return e;
     return emu_run(
         grid, block, smem, [](void *p) { (*(F *)p)(); }, &body);
 }

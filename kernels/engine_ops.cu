@@ -9,37 +9,8 @@
 
 /* ---- device memory ------------------------------------------------------------- */
 
-#ifdef KN_EMU
-cudaError_t kn_dev_alloc(void **p, size_t bytes) {
-    *p = calloc(1, bytes ? bytes : 1); /* exact size: AddressSanitizer sees every overrun */
-    return *p ? cudaSuccess : cudaErrorMemoryAllocation;
-}
-cudaError_t kn_dev_free(void *p) {
-    free(p);
-    return cudaSuccess;
-}
-cudaError_t kn_dev_upload(void *dst, const void *src, size_t bytes) {
-    memcpy(dst, src, bytes);
-    return cudaSuccess;
-}
-cudaError_t kn_dev_download(void *dst, const void *src, size_t bytes) {
-    memcpy(dst, src, bytes);
-    return cudaSuccess;
-}
-cudaError_t kn_dev_copy(void *dst, const void *src, size_t bytes, cudaStream_t) {
-    memmove(dst, src, bytes);
-    return cudaSuccess;
-}
-cudaError_t kn_dev_zero(void *p, size_t bytes, cudaStream_t) {
-    memset(p, 0, bytes);
-    return cudaSuccess;
-}
-cudaError_t kn_dev_open(char *name, size_t name_size) {
-    snprintf(name, name_size, "the CPU emulator of kernels/emu.h");
-    return cudaSuccess;
-}
-cudaError_t kn_dev_sync(void) { return cudaGetLastError(); }
-#else
+/* The same calls on a GPU and on the emulator (emu_rt.h), whose runtime refuses what a GPU refuses during a
+ * stream capture: a copy or an allocation there fails as it would on the device. */
 cudaError_t kn_dev_alloc(void **p, size_t bytes) {
     cudaError_t e = cudaMalloc(p, bytes ? bytes : 1);
     if (e == cudaSuccess) e = cudaMemset(*p, 0, bytes ? bytes : 1);
@@ -56,6 +27,16 @@ cudaError_t kn_dev_copy(void *dst, const void *src, size_t bytes, cudaStream_t s
     return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s);
 }
 cudaError_t kn_dev_zero(void *p, size_t bytes, cudaStream_t s) { return cudaMemsetAsync(p, 0, bytes, s); }
+cudaError_t kn_dev_sync(void) {
+    cudaError_t e = cudaDeviceSynchronize();
+    return e != cudaSuccess ? e : cudaGetLastError();
+}
+#ifdef KN_EMU
+cudaError_t kn_dev_open(char *name, size_t name_size) {
+    snprintf(name, name_size, "the CPU emulator of kernels/emu.h");
+    return cudaSuccess;
+}
+#else
 cudaError_t kn_dev_open(char *name, size_t name_size) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -65,10 +46,6 @@ cudaError_t kn_dev_open(char *name, size_t name_size) {
     if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess) return e;
     snprintf(name, name_size, "%s", prop.name);
     return cudaSuccess;
-}
-cudaError_t kn_dev_sync(void) {
-    cudaError_t e = cudaDeviceSynchronize();
-    return e != cudaSuccess ? e : cudaGetLastError();
 }
 #endif
 

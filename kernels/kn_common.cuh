@@ -14,7 +14,7 @@
 #include "emu.h"
 /* Returns the launch's cudaError_t, like the GPU form below. */
 #define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
-    emu_launch((grid), (block), (smem), [=] { kernel(__VA_ARGS__); })
+    emu_launch((grid), (block), (smem), (stream), [=] { kernel(__VA_ARGS__); })
 #define KN_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()
 #else
 #include <cuda_runtime.h>

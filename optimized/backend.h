@@ -198,6 +198,25 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
 /* The CUDA backend on the first CUDA device (or, in a build for the emulator, on the kernels' CPU emulator);
  * fails with a message in a build without it or on a machine without a device. */
 int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err);
+/* How the CUDA backend issues a pass's launches (optimized/cuda/graph_cache.h): one by one as the host calls the
+ * ops, or captured into a CUDA graph per pass shape — the decode step, each verify size — updated to every
+ * pass's arguments and launched as one. STALE is a planted bug for the tests: a shape's graph is never updated
+ * after its first capture, so it replays the first step's context length. */
+enum { CUDA_GRAPHS_OFF = 0, CUDA_GRAPHS_ON = 1, CUDA_GRAPHS_STALE = 2 };
+typedef struct {
+    long passes;       /* passes captured (a shape's first pass is launched op by op: not counted) */
+    long segments;     /* ... in so many graphs (a long pass is captured and launched in segments) */
+    long instantiated; /* executable graphs made (a new shape, or an update refused) */
+    long updated;      /* ... updated to a new capture's arguments instead */
+    long launched;     /* graph launches */
+} cuda_graph_stats;
+/* Sets the mode of a CUDA backend (graphs are on from backend_cuda_build); returns the previous mode, or −1 (b
+ * is not a CUDA backend, or mode is none of the three). */
+int backend_cuda_graphs(engine_backend *b, int mode);
+/* A pass's graph is cut after every `norms` RMSNorms (16 from backend_cuda_build: 8 layers), each segment
+ * launched while the host captures the next; returns the previous count, or −1 (not a CUDA backend, norms < 1). */
+int backend_cuda_graph_segments(engine_backend *b, int norms);
+cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b); /* zeros when b is not a CUDA backend */
 /* 1 when this build's CUDA backend runs on a device that is present (the fastest backend then), else 0 (no
  * backend, the emulator, no device). */
 int backend_cuda_on_device(void);

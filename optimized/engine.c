@@ -9,7 +9,7 @@
 #include "footprint.h"
 
 engine_options engine_defaults(void) {
-    engine_options o = {1, 0, 0};
+    engine_options o = {1, 0, 0, 0};
     return o;
 }
 
@@ -136,6 +136,7 @@ static int open_engine(engine *e, const char *dir, const engine_options *o, uint
             memset(e, 0, sizeof *e);
             return -1;
         }
+        if (e->opt.cuda_eager) backend_cuda_graphs(&e->be, CUDA_GRAPHS_OFF);
     } else {
         backend_cpu_build(&e->be, &e->cfg, e->opt.threads, e->opt.f32_weights);
     }

@@ -19,9 +19,11 @@ typedef struct {
     int f32_weights; /* 1: the exact cross-test mode: matrices in float32, products added in the reference's
                       * order (the reference's floats, bit for bit; slower); 0: bf16, products in lanes */
     int cuda;        /* 1: the CUDA backend (bf16 weights and KV); 0: the CPU's */
+    int cuda_eager;  /* CUDA backend: 1 launches each op as the host issues it; 0 (default) captures each pass
+                      * into a CUDA graph (backend_cuda_graphs) */
 } engine_options;
 
-engine_options engine_defaults(void); /* 1 thread, bf16 */
+engine_options engine_defaults(void); /* 1 thread, bf16, CUDA graphs */
 
 /* One sequence: committed positions in the KV cache and a DeltaNet slot,
  * and the last verified tree until it is committed (its nodes' keys and

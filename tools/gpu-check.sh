@@ -56,7 +56,7 @@ esac
 status=0
 # family:seconds — guards that add up to 6 minutes (with the build, under 7);
 # a normal run takes a fraction of each.
-for spec in copy:30 matvec:150 norm:30 rope_kv:30 attention:45 deltanet:40 sample:40; do
+for spec in copy:30 matvec:150 norm:30 rope_kv:30 attention:45 deltanet:40 sample:40 graph:15; do
     fam=${spec%%:*} limit=${spec##*:}
     t0=$SECONDS
     timeout --signal=KILL "$limit" "$bin" --only "$fam" --seed "$seed" --results "$results"

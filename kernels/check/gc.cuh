@@ -123,6 +123,7 @@ void gc_family_rope_kv(gc_ctx *c);
 void gc_family_attention(gc_ctx *c);
 void gc_family_deltanet(gc_ctx *c);
 void gc_family_sample(gc_ctx *c);
+void gc_family_graph(gc_ctx *c); /* stream capture and graphs: the rules the emulator shares with the device */
 
 typedef struct {
     const char *name;

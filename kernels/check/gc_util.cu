@@ -201,6 +201,7 @@ static const gc_family families[] = {
     {"attention", gc_family_attention, "paged decode / tree attention, split-K"},
     {"deltanet", gc_family_deltanet, "causal conv step and gated delta rule over chains and trees"},
     {"sample", gc_family_sample, "processed distribution, exponential race, chain and tree acceptance"},
+    {"graph", gc_family_graph, "stream capture and CUDA graphs as the engine uses them, with their controls"},
 };
 
 const gc_family *gc_families(int *count) {

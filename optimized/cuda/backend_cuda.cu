@@ -17,7 +17,11 @@
  * DeltaNet kernels write its state in place (no scratch, no copy). A verify
  * pass under the exact rule ends in kn_probs and kn_accept_chain (or
  * kn_accept_tree) on the device, so only the result of the round comes
- * back (accept). */
+ * back (accept). The launches of a pass are captured into a CUDA graph per
+ * pass shape and launched as one (graph_cache.h; backend_cuda_graphs turns
+ * that off): the pass's inputs reach the device through pinned buffers the
+ * backend owns, copied by the graph itself, and every call that is not one
+ * of a pass's ops first ends the capture and launches the graph. */
 extern "C" {
 #include "dtype.h"
 }
@@ -28,6 +32,7 @@ extern "C" {
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph_cache.h"
 #include "kn_attention.h"
 #include "kn_deltanet.h"
 #include "kn_engine_ops.h"
@@ -44,11 +49,15 @@ typedef struct {
     int *tokens, *table, *pos, *slot, *parent, *state_slot, *tables, *result;
     uint64_t *mask;
     int n_blocks;
-    size_t tokens_cap, table_cap, result_cap;
+    size_t tokens_cap, table_cap, result_cap, host_table_cap;
     float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
     size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
-    int *host_table; /* [table_cap] */
+    int *host_table;  /* [host_table_cap] pinned: the pass arrays as c_begin_pass writes them */
+    int *host_tokens; /* [host_tokens_cap] pinned: the token ids c_embed copies to the device */
+    size_t host_tokens_cap;
+    int tokens_staged; /* host_tokens already holds the open capture's tokens */
+    graph_cache graphs;
     /* the version of each kernel family the engine runs */
     kn_rmsnorm_fn rmsnorm;
     kn_gatednorm_fn gatednorm;
@@ -71,7 +80,21 @@ static void check(engine_backend *b, cudaError_t e, const char *what) {
     snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device, cudaGetErrorString(e));
 }
 
+/* Ends the pass's capture, if one is open, and launches its graph: first thing in every call that is not one of a
+ * pass's ops (a copy, an allocation, a wait), which could not be part of a graph. */
+static void flush(engine_backend *b) {
+    cuda_impl *c = impl(b);
+    check(b, graph_end(&c->graphs, c->stream), "a pass's CUDA graph");
+}
+
+/* Waits until the stream has run what was issued: a pinned buffer the issued work reads may then be rewritten. */
+static void drain(engine_backend *b) {
+    flush(b);
+    check(b, cudaStreamSynchronize(impl(b)->stream), "a wait on the stream");
+}
+
 static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
+    flush(b);
     void *p = NULL;
     cudaError_t e = kn_dev_alloc(&p, bytes);
     if (e != cudaSuccess) { /* as sp_xcalloc on the host: nothing sensible can go on */
@@ -81,23 +104,49 @@ static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
     }
     return p;
 }
-static void c_free(engine_backend *b, void *p) { check(b, kn_dev_free(p), "cudaFree"); }
+static void c_free(engine_backend *b, void *p) {
+    flush(b);
+    check(b, kn_dev_free(p), "cudaFree");
+}
 static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    flush(b);
     check(b, kn_dev_upload(dst, src, bytes), "a copy to the device");
 }
 static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    flush(b);
     check(b, kn_dev_download(dst, src, bytes), "a copy from the device");
     b->waits++; /* the copy waits for the work queued before it */
     impl(b)->queued = 0;
 }
 static void c_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    flush(b);
     check(b, kn_dev_copy(dst, src, bytes, impl(b)->stream), "a copy on the device");
 }
 static void c_zero(engine_backend *b, void *p, size_t bytes) {
+    flush(b);
     check(b, kn_dev_zero(p, bytes, impl(b)->stream), "cudaMemset");
 }
 
-/* *p holds at least `bytes` of device scratch. */
+/* *p holds at least `count` elements of pinned host memory (its contents lost when it grows). */
+template <class T> static T *pinned(engine_backend *b, T **p, size_t *cap, size_t count, const char *what) {
+    if (count <= *cap) return *p;
+    drain(b); /* issued work may still read the old buffer */
+    if (*p) check(b, cudaFreeHost(*p), "cudaFreeHost");
+    *p = NULL;
+    const size_t grown = count > 2 * *cap ? count : 2 * *cap;
+    cudaError_t e = cudaMallocHost((void **)p, grown * sizeof(T));
+    if (e != cudaSuccess) {
+        fprintf(stderr, "specula: out of pinned host memory allocating %zu bytes for %s (%s)\n", grown * sizeof(T),
+                what, cudaGetErrorString(e));
+        exit(2);
+    }
+    *cap = grown;
+    return *p;
+}
+
+/* *p holds at least `bytes` of device scratch. A pass's scratch is reserved before its capture opens
+ * (reserve_pass); growing it during one ends the capture there (c_free, c_alloc), the rest of the pass launched
+ * op by op: a recorded graph never holds a buffer that was freed. */
 template <class T> static T *scratch(engine_backend *b, T **p, size_t *cap, size_t count, const char *what) {
     if (count > *cap) {
         if (*p) c_free(b, *p);
@@ -298,11 +347,18 @@ static void c_matmul_group(engine_backend *b, const ematmul_part *parts, int n_p
 static void c_embed(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     cuda_impl *c = impl(b);
     int *d_tokens = scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
-    c_upload(b, d_tokens, tokens, (size_t)m * sizeof(int));
+    if (c->tokens_staged) flush(b);     /* a second embed in one capture would overwrite the first's tokens */
+    if (!c->graphs.capturing) drain(b); /* the last copy from host_tokens has run */
+    int *staged = pinned(b, &c->host_tokens, &c->host_tokens_cap, (size_t)m, "token ids");
+    memcpy(staged, tokens, (size_t)m * sizeof(int));
+    check(b, cudaMemcpyAsync(d_tokens, staged, (size_t)m * sizeof(int), cudaMemcpyHostToDevice, c->stream),
+          "a copy of the token ids to the device");
+    c->tokens_staged = c->graphs.capturing;
     check(b, kn_embed_bf16(x, (const uint16_t *)E->data, d_tokens, m, D, c->stream), "embed");
 }
 
 static void c_rmsnorm(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps) {
+    check(b, graph_mark(&impl(b)->graphs, impl(b)->stream), "a pass's CUDA graph"); /* a layer's start: a cut */
     check(b, impl(b)->rmsnorm(y, x, w, rows, n, eps, impl(b)->stream), "rmsnorm");
 }
 
@@ -316,18 +372,35 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 
 /* ---- attention ----------------------------------------------------------------------- */
 
+/* The scratch of every op of a pass of m nodes after `base` positions, reserved before its capture opens. */
+static void reserve_pass(engine_backend *b, int m, int base) {
+    cuda_impl *c = impl(b);
+    const model_config *cfg = b->cfg;
+    const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim;
+    const size_t qk = (size_t)m * cfg->lin_k_heads * cfg->lin_k_dim, v = (size_t)m * cfg->lin_v_heads * cfg->lin_v_dim;
+    scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
+    pinned(b, &c->host_tokens, &c->host_tokens_cap, (size_t)m, "token ids");
+    scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
+    scratch(b, &c->att_work, &c->att_work_cap, kn_attention_work_floats(base, m, H, Hkv, Dh), "attention scratch");
+    scratch(b, &c->dq, &c->dq_cap, qk, "DeltaNet queries");
+    scratch(b, &c->dk, &c->dk_cap, qk, "DeltaNet keys");
+    scratch(b, &c->dv, &c->dv_cap, v, "DeltaNet values");
+}
+
 /* Node t's RoPE position, cache slot, parent, visible nodes (its ancestors in the pass and itself) and DeltaNet
  * state slot, and every attention layer's block table in the kernels' numbering (kv_cache.h's layout: block b of
- * layer l is b·La + l), uploaded once per pass: [La, n_blocks] after the five node arrays in one buffer. */
+ * layer l is b·La + l), copied once per pass: [La, n_blocks] after the five node arrays in one buffer, written to
+ * pinned memory here and copied by the pass's first node, so that its graph copies each pass's own. */
 static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
     const epass_seq *seq = &p->seqs[0]; /* one sequence a pass (multi_seq = 0): the host runs one pass per job */
     const int m = p->m, La = p->kv->n_layers, n = seq->table->n;
     const size_t ints = 6 * (size_t)KN_TREE_MAX + (size_t)La * n;
-    if (ints > c->table_cap) {
-        scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
-        c->host_table = (int *)sp_xrealloc(c->host_table, c->table_cap, sizeof(int), "pass arrays");
-    }
+    flush(b); /* a pass still unlaunched goes first */
+    scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
+    pinned(b, &c->host_table, &c->host_table_cap, ints, "pass arrays");
+    reserve_pass(b, m, seq->base);
+    drain(b); /* the last pass's copy from host_table has run */
     int *pos = c->host_table, *slot = pos + KN_TREE_MAX, *parent = slot + KN_TREE_MAX;
     uint64_t mask[KN_TREE_MAX];
     for (int t = 0; t < m; t++) {
@@ -342,7 +415,10 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     int *tables = state_slot + KN_TREE_MAX;
     for (int la = 0; la < La; la++)
         for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = seq->table->blocks[j] * La + la;
-    c_upload(b, c->table, c->host_table, ints * sizeof(int));
+    check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs, p->kv), "a pass's capture");
+    c->tokens_staged = 0;
+    check(b, cudaMemcpyAsync(c->table, c->host_table, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
+          "a copy of the pass arrays to the device");
     c->pos = c->table;
     c->slot = c->table + KN_TREE_MAX;
     c->parent = c->table + 2 * KN_TREE_MAX;
@@ -402,6 +478,7 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
 
 static void c_probs(engine_backend *b, float *out, const float *logits, int m, int V, const sampler_params *sp) {
     cuda_impl *c = impl(b);
+    flush(b);
     float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)m * V, "processed distributions");
     const size_t work_doubles = kn_probs_work_doubles(m, V);
     double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
@@ -418,6 +495,7 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
                      int V, int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round,
                      int base_position) {
     cuda_impl *c = impl(b);
+    flush(b);
     float *probs = scratch(b, &c->probs, &c->probs_cap, (size_t)n * V, "processed distributions");
     const size_t work_doubles = kn_probs_work_doubles(n, V);
     double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
@@ -445,6 +523,7 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
 
 static int c_status(engine_backend *b, sp_error *err) {
     cuda_impl *c = impl(b);
+    flush(b);
     const int queued = c->queued;
     check(b, kn_dev_sync(), "a kernel");
     b->waits += queued; /* a sync with nothing queued returns at once */
@@ -457,12 +536,17 @@ static int c_status(engine_backend *b, sp_error *err) {
 
 static void c_release(engine_backend *b) {
     cuda_impl *c = impl(b);
+    flush(b);
+    kn_dev_sync();
+    graph_cache_free(&c->graphs);
     void *bufs[] = {c->tokens, c->table, c->q_rot,      c->att_work, c->dq,         c->dk,
                     c->dv,     c->probs, c->probs_work, c->result,   c->accept_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     cuda_mtp_release(b);
-    free(c->host_table);
+    if (c->host_table) cudaFreeHost(c->host_table);
+    if (c->host_tokens) cudaFreeHost(c->host_tokens);
+    if (c->stream) cudaStreamDestroy(c->stream);
     free(c);
     b->impl = NULL;
 }
@@ -504,6 +588,13 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
         free(c);
         return sp_fail(err, "--backend cuda: no usable CUDA device (%s)", cudaGetErrorString(e));
     }
+    /* a stream of its own: the legacy stream cannot be captured; a blocking one, so that the synchronous copies
+     * (on the legacy stream) stay ordered with the pass's launches as before */
+    if ((e = cudaStreamCreate(&c->stream)) != cudaSuccess) {
+        free(c);
+        return sp_fail(err, "--backend cuda: cannot create a stream (%s)", cudaGetErrorString(e));
+    }
+    graph_cache_init(&c->graphs);
     c->rmsnorm = newest(kn_rmsnorm_versions)->fn;
     c->gatednorm = newest(kn_gatednorm_versions)->fn;
     c->swiglu = newest(kn_swiglu_versions)->fn;
@@ -545,10 +636,37 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     return 0;
 }
 
+/* b is a CUDA backend (a test may have wrapped some of its ops, never its release). */
+static int is_cuda(const engine_backend *b) { return b->impl && b->release == c_release; }
+
+int backend_cuda_graphs(engine_backend *b, int mode) {
+    if (!is_cuda(b) || (mode != CUDA_GRAPHS_OFF && mode != CUDA_GRAPHS_ON && mode != CUDA_GRAPHS_STALE)) return -1;
+    flush(b);
+    cuda_impl *c = impl(b);
+    const int old = c->graphs.mode;
+    c->graphs.mode = mode;
+    return old;
+}
+
+int backend_cuda_graph_segments(engine_backend *b, int norms) {
+    if (!is_cuda(b) || norms < 1) return -1;
+    flush(b);
+    cuda_impl *c = impl(b);
+    const int old = c->graphs.marks_per_segment;
+    c->graphs.marks_per_segment = norms;
+    return old;
+}
+
+cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b) {
+    if (!is_cuda(b)) return cuda_graph_stats{0, 0, 0, 0, 0};
+    return ((const cuda_impl *)b->impl)->graphs.stats;
+}
+
 /* ---- for the other files of the backend (cuda_backend.h) ----------------------------- */
 
 cudaStream_t cuda_stream(engine_backend *b) { return impl(b)->stream; }
 void cuda_check(engine_backend *b, cudaError_t e, const char *what) { check(b, e, what); }
+void cuda_flush(engine_backend *b) { flush(b); }
 void *cuda_scratch(engine_backend *b, void **p, size_t *cap, size_t bytes, const char *what) {
     return scratch(b, (unsigned char **)p, cap, bytes, what);
 }

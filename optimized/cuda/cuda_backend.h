@@ -17,6 +17,8 @@ typedef struct cuda_mtp cuda_mtp;
 cudaStream_t cuda_stream(engine_backend *b);
 /* Records the first failure, as every op of the backend does. */
 void cuda_check(engine_backend *b, cudaError_t e, const char *what);
+/* Ends a pass's open capture and launches its graph (graph_cache.h): first thing in an op that is not a pass's. */
+void cuda_flush(engine_backend *b);
 /* Device scratch of at least `bytes`, grown (never shrunk) in *p of capacity *cap bytes. */
 void *cuda_scratch(engine_backend *b, void **p, size_t *cap, size_t bytes, const char *what);
 /* The mtp_device.cu state of b. */

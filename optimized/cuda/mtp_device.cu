@@ -23,6 +23,8 @@ static cuda_mtp *state(engine_backend *b) { return *cuda_mtp_of(b); }
  * after the round's download: no step reads past the embedding for it). */
 __global__ void embeddable_kernel(int *token, const int *drawn) { *token = *drawn < 0 ? 0 : *drawn; }
 
+/* One of a pass's ops (the verify pass's embedding, after begin_pass: in its graph) or of the MTP step's, before
+ * its pass: the tokens are already on the device, so nothing is staged. */
 static void c_embed_drawn(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     cuda_check(b, kn_embed_bf16(x, (const uint16_t *)E->data, tokens, m, D, cuda_stream(b)), "embed");
 }
@@ -36,6 +38,7 @@ static double *probs_work(engine_backend *b, int m, int V) {
 
 static void c_draft(engine_backend *b, int *token, int *drawn, float *q, const float *logits, int V,
                     const sampler_params *sp, uint64_t seed, uint64_t index) {
+    cuda_flush(b); /* not one of a pass's ops: after the pass's graph */
     const cudaStream_t st = cuda_stream(b);
     double *work = probs_work(b, 1, V);
     cuda_check(b, kn_probs(q, logits, 1, V, *sp, work, state(b)->work_cap / sizeof(double), st), "probs");
@@ -46,6 +49,7 @@ static void c_draft(engine_backend *b, int *token, int *drawn, float *q, const f
 static void c_accept_drawn(engine_backend *b, int *out, int *record, int n_record, const float *logits, const float *q,
                            const int *token, int n, int V, const sampler_params *sp, uint64_t seed, uint64_t round,
                            int base_position) {
+    cuda_flush(b);
     cuda_mtp *s = state(b);
     const cudaStream_t st = cuda_stream(b);
     float *p =

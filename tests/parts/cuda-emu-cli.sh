@@ -35,6 +35,10 @@ run "a build without the backend names the one with it" 2 "build/specula-emu run
 run "--threads is the CPU engine's" 2 "only applies to --backend cpu (the CUDA backend runs on the device)" \
     "$emu" generate --backend cuda --threads 2 --max-tokens 2
 run "--dtype is the CPU engine's" 2 "computes with bf16 weights" "$emu" generate --backend cuda --dtype f32 --max-tokens 2
+run "--cuda-graphs is the CUDA engine's" 2 "only applies to --backend cuda" "$emu" generate --backend cpu \
+    --cuda-graphs off --max-tokens 2
+run "--cuda-graphs takes on or off" 2 "expects on or off, got 'maybe'" "$emu" generate --backend cuda \
+    --cuda-graphs maybe --max-tokens 2
 
 # the synthetic bench's whole path runs in gpu-session-dry.sh; here what it refuses
 "$build/genmodel" --quiet --preset micro-tied --seed 5 "$tmp/mt" || { echo "cuda-emu-cli: genmodel failed"; exit 1; }
@@ -51,9 +55,21 @@ if [ -f models/tiny-shakespeare/model.safetensors ]; then
         run "generate --method $method" 0 "6 tokens in" "$emu" generate --backend cuda --method $method \
             --prompt "ROMEO:" --max-tokens 6 --temperature 0.8 --seed 3
     done
+    # the same greedy text with the passes as CUDA graphs and launched op by op (verify passes: --method spec)
+    for graphs in on off; do
+        "$emu" generate --backend cuda --cuda-graphs $graphs --method spec --k 3 --prompt "ROMEO:" --max-tokens 6 \
+            --temperature 0 >"$tmp/graphs-$graphs" 2>&1
+    done
+    if [ -s "$tmp/graphs-on" ] && grep -q "6 tokens in" "$tmp/graphs-on" &&
+        [ "$(head -1 "$tmp/graphs-on")" = "$(head -1 "$tmp/graphs-off")" ]; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL cuda-emu-cli: greedy text with --cuda-graphs on and off: $(head -1 "$tmp/graphs-on") / $(head -1 "$tmp/graphs-off")"
+    fi
 else
-    skip=$((skip + 1))
-    echo "cuda-emu-cli: skipped 1 run: models/tiny-shakespeare has no weights here"
+    skip=$((skip + 2))
+    echo "cuda-emu-cli: skipped 2 runs: models/tiny-shakespeare has no weights here"
 fi
 
 echo "cuda-emu-cli: $pass passed, $fail failed, $skip skipped"

@@ -1,6 +1,7 @@
 /* test_kernels_emu.c — every CUDA kernel version, run on the CPU emulator
  * (kernels/emu.h) on small and odd shapes, against its CPU twin: the same
- * validation code as gpucheck, with the same bounds. Under the sanitizer
+ * validation code as gpucheck, with the same bounds; and the emulator's
+ * stream capture and graphs, against the rules gpucheck checks on a GPU. Under the sanitizer
  * build this also catches out-of-bounds reads and writes of the kernels. */
 #include <check.h>
 #include <stdint.h>
@@ -37,6 +38,11 @@ END_TEST
 START_TEST(test_sample) { run_family("sample", 16); }
 END_TEST
 
+/* The emulator's stream capture and graphs (kernels/emu_rt.h): recorded, not run; arguments as at the launch;
+ * updates; and the controls, each a capture that must end invalidated (a synchronous copy among them). */
+START_TEST(test_graph) { run_family("graph", 17); }
+END_TEST
+
 Suite *kernels_emu_suite(void) {
     Suite *s = suite_create("kernels_emu");
     TCase *tc = harness_tcase("families", 120);
@@ -46,6 +52,7 @@ Suite *kernels_emu_suite(void) {
     tcase_add_test(tc, test_attention);
     tcase_add_test(tc, test_deltanet);
     tcase_add_test(tc, test_sample);
+    tcase_add_test(tc, test_graph);
     suite_add_tcase(s, tc);
     return s;
 }
