@@ -523,8 +523,8 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
 
 static int c_status(engine_backend *b, sp_error *err) {
     cuda_impl *c = impl(b);
+    const int queued = c->queued; /* read first: flush's check marks work queued even when no graph was open */
     flush(b);
-    const int queued = c->queued;
     check(b, kn_dev_sync(), "a kernel");
     b->waits += queued; /* a sync with nothing queued returns at once */
     c->queued = 0;
