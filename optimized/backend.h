@@ -187,6 +187,10 @@ struct engine_backend {
     /* Waits on the device so far (a GPU's: downloads, and syncs with work queued since the last wait): the tests
      * count them per round. 0 on the CPU. */
     long waits;
+    /* Host stalls that bring no result back (a GPU's: the stream drained before a pinned buffer is rewritten, a
+     * synchronous copy to the device behind queued work), counted apart: what is left between a round's launches
+     * and its one wait. 0 on the CPU. */
+    long stalls;
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);

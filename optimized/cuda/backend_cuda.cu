@@ -89,8 +89,12 @@ static void flush(engine_backend *b) {
 
 /* Waits until the stream has run what was issued: a pinned buffer the issued work reads may then be rewritten. */
 static void drain(engine_backend *b) {
+    cuda_impl *c = impl(b);
+    const int queued = c->queued;
     flush(b);
-    check(b, cudaStreamSynchronize(impl(b)->stream), "a wait on the stream");
+    check(b, cudaStreamSynchronize(c->stream), "a wait on the stream");
+    b->stalls += queued; /* no result comes back: a stall, not a wait (backend.h) */
+    c->queued = 0;
 }
 
 static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
@@ -109,8 +113,11 @@ static void c_free(engine_backend *b, void *p) {
     check(b, kn_dev_free(p), "cudaFree");
 }
 static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    const int queued = impl(b)->queued;
     flush(b);
     check(b, kn_dev_upload(dst, src, bytes), "a copy to the device");
+    b->stalls += queued; /* the synchronous copy waits for the work queued before it */
+    impl(b)->queued = 0;
 }
 static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
     flush(b);

@@ -106,16 +106,21 @@ static void rig_close(mtp_rig *g) {
  * (whose count holds the prompt's) in waits[] when not NULL: *n_rounds of them. */
 typedef struct {
     engine *e;
-    long last;
+    long last, last_stalls;
     long *waits;
     int n;
+    long stalls; /* the backend's stalls (backend.h) in the rounds counted */
 } wait_log;
 
 static void on_commit(const int *tokens, int n, void *user) {
     (void)tokens, (void)n;
     wait_log *w = user;
-    if (w->last >= 0 && w->n < MAX_TOKENS) w->waits[w->n++] = w->e->be.waits - w->last;
+    if (w->last >= 0 && w->n < MAX_TOKENS) {
+        w->waits[w->n++] = w->e->be.waits - w->last;
+        w->stalls += w->e->be.stalls - w->last_stalls;
+    }
     w->last = w->e->be.waits;
+    w->last_stalls = w->e->be.stalls;
 }
 
 /* One run's output: its tokens and every draft of it. */
@@ -140,7 +145,7 @@ static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, 
     sp_error err;
     ck_assert_msg(method_build(&b, &s, &parts, &err) == 0, "%s: %s", flags, err.msg);
     long w[MAX_TOKENS];
-    wait_log log = {&g->e, -1, waits ? waits : w, 0};
+    wait_log log = {&g->e, -1, 0, waits ? waits : w, 0, 0};
     b.options.on_commit = on_commit;
     b.options.user = &log;
     const int prompt[3] = {1, 5, 2};
@@ -153,6 +158,9 @@ static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, 
     memcpy(o->drafts, g->drafts, sizeof(int) * (size_t)g->n_drafts);
     o->n_drafts = g->n_drafts;
     if (n_rounds) *n_rounds = log.n;
+    if (waits)
+        printf("mtp rounds, %s: %d counted, %.2f stalls a round\n", t == &g->host ? "host-drafted" : "device-drafted",
+               log.n, log.n ? (double)log.stalls / log.n : 0.0);
     decode_output_free(&out);
     method_release(&b);
 }
