@@ -1,5 +1,7 @@
 /* bench_batch.c — `specula bench MODEL --batch B,...`: what one pass over
- * B sequences buys on the CPU engine. For each B, B sequences decode side
+ * B sequences buys on the engine (the CPU backend, or with --backend cuda
+ * the CUDA one: on a GPU, or slowly on the kernels' emulator in a build
+ * for it). For each B, B sequences decode side
  * by side, round after round, two ways on the same prompts: every round
  * one verify pass over all B sequences' nodes (engine_target.c's batched
  * verify), and every round B passes of one sequence each. Two tables. The
@@ -32,13 +34,14 @@ typedef struct {
     const char *dir, *draft_dir;
     int n_batches, batches[MAX_BATCHES];
     int runs, rounds, k, threads, prompt_tokens, tokens;
+    int cuda; /* --backend cuda */
     float temperature;
 } batch_args;
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula bench [MODEL] --batch B,... [options]\n"
-            "Times B sequences decoded together on the CPU engine (bf16): per round one verify pass over every\n"
+            "Times B sequences decoded together on the engine (bf16): per round one verify pass over every\n"
             "sequence's nodes, against one pass per sequence. First bare rounds: plain greedy decoding (one node a\n"
             "sequence) and a chain of k + 1 nodes a sequence committed whole (a spec/MTP round at full acceptance,\n"
             "with no proposer: its verify and commit only). Then the methods through the decoding layer's batched\n"
@@ -53,7 +56,9 @@ static void usage(FILE *f) {
             "                       drafts sampled, the exact rule)\n"
             "  --draft DIR          the draft model of the spec rows (default: MODEL-draft when it exists)\n"
             "  -k N                 drafts per chain and per spec/MTP round (default 3: chains of 4 nodes)\n"
-            "  --threads N          the products' threads (default 1)\n"
+            "  --backend cpu|cuda   the engine's backend (default cpu; cuda: the GPU's, or the kernels' emulator\n"
+            "                       in a build for it, the draft model on it too)\n"
+            "  --threads N          the CPU products' threads (default 1)\n"
             "  --prompt-tokens N    each sequence's prompt length (default 4)\n",
             ENGINE_MAX_BATCH, MAX_BATCHES);
 }
@@ -72,6 +77,16 @@ static int parse_batches(const char *v, batch_args *a) {
         p = *end ? end + 1 : end;
     }
     return a->n_batches ? 0 : -1;
+}
+
+/* --backend's value: *cuda 1 for cuda, 0 for cpu; −1 with a message for anything else. */
+static int parse_backend(const char *v, int *cuda) {
+    if (strcmp(v, "cpu") && strcmp(v, "cuda")) {
+        fprintf(stderr, "specula bench --batch: --backend expects cpu or cuda, got '%s'\n", v);
+        return -1;
+    }
+    *cuda = !strcmp(v, "cuda");
+    return 0;
 }
 
 /* 0, 1 for --help, or 2 on a bad flag. */
@@ -99,6 +114,8 @@ static int parse(int argc, char **argv, batch_args *a) {
             bad = !(a->draft_dir = arg_value(argc, argv, &i));
         } else if (!strcmp(f, "-k")) {
             bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, ENGINE_MAX_TREE_NODES - 1, &a->k);
+        } else if (!strcmp(f, "--backend")) {
+            bad = !(v = arg_value(argc, argv, &i)) || parse_backend(v, &a->cuda);
         } else if (!strcmp(f, "--threads")) {
             bad = !(v = arg_value(argc, argv, &i)) || arg_int(f, v, 1, 1024, &a->threads);
         } else if (!strcmp(f, "--prompt-tokens")) {
@@ -275,6 +292,7 @@ int bench_batch(int argc, char **argv) {
     const char *dir = a.dir ? a.dir : default_model_dir();
     engine_options o = engine_defaults();
     o.threads = a.threads;
+    o.cuda = a.cuda;
     engine e, ed;
     sp_error err;
     if (engine_open(&e, dir, &o, &err)) {
@@ -294,8 +312,12 @@ int bench_batch(int argc, char **argv) {
     decode_target t, dt;
     engine_target_build(&t, &e);
     if (have_draft) engine_target_build(&dt, &ed);
-    printf("specula bench --batch: the CPU engine (bf16, %d thread%s) on %s; %d rounds a run, median of %d runs\n",
-           a.threads, a.threads > 1 ? "s" : "", dir, a.rounds, a.runs);
+    if (a.cuda)
+        printf("specula bench --batch: the CUDA engine (bf16) on %s, %s; %d rounds a run, median of %d runs\n",
+               e.be.device, dir, a.rounds, a.runs);
+    else
+        printf("specula bench --batch: the CPU engine (bf16, %d thread%s) on %s; %d rounds a run, median of %d runs\n",
+               a.threads, a.threads > 1 ? "s" : "", dir, a.rounds, a.runs);
     printf("tokens/s summed over the B sequences; 'one pass': every round one verify pass over all B sequences,\n"
            "'B passes': one pass per sequence. Chain rounds: k + 1 = %d nodes a sequence, committed whole (full\n"
            "acceptance, no proposer).\n\n",

@@ -1,16 +1,21 @@
 /* engine_target.c — the target interface over the engine. A verify pass
  * runs every node of a tree in one engine pass — on a backend that takes
- * several sequences a pass (the CPU's), every job's tree in the same pass,
- * so one read of the weights serves them all. The root is consumed into the
- * sequence (it is committed whatever is accepted), every other node writes
- * its keys and values after the committed positions and logs its DeltaNet
- * step (CPU) or writes its state into a slot of its own (GPU). A commit
- * moves the accepted path's keys and values into place and replays its
- * logged steps on the sequence's state, or takes the last accepted node's
- * slot as the sequence's state. On a backend that accepts where the logits
- * are (accept: the CUDA one), a tree's pass and its exact acceptance are one
- * call (verify_accept), and only the result and the accepted path's hidden
- * states cross to the host. */
+ * several sequences a pass (the CPU's and the CUDA one), every job's tree
+ * in the same pass, so one read of the weights serves them all. The root is
+ * consumed into the sequence (it is committed whatever is accepted), every
+ * other node writes its keys and values after the committed positions and
+ * logs its DeltaNet step (CPU) or writes its state into a slot of its own
+ * (GPU). A commit moves the accepted path's keys and values into place and
+ * replays its logged steps on the sequence's state, or takes the last
+ * accepted node's slot as the sequence's state. On a backend that accepts
+ * where the logits are (accept: the CUDA one), a tree's pass and its exact
+ * acceptance are one call (verify_accept), and only the result and the
+ * accepted path's hidden states cross to the host. That call stays one
+ * job's (the device's walk takes one tree): the batched round loop
+ * (decode_batch.c) verifies several jobs in one pass through verify with
+ * the processed distributions, and each job accepts on the host at the rng
+ * sites its verify_accept would use (tests/gpu/test_engine_cuda_batch.c:
+ * the same tokens either way). */
 #include "engine_target.h"
 
 #include <stdlib.h>

@@ -10,8 +10,9 @@
 #      beside the CPU engine's seed for seed (tools/gpu-coupling.sh: the
 #      runs that differ bound the total-variation distance of the laws);
 #   3. specula bench --synthetic models/qwen3.8-27b: the 27B's passes on
-#      random weights made on the device, and the embedded model's decode on
-#      the CUDA and CPU engines;
+#      random weights made on the device, the embedded model's decode on
+#      the CUDA and CPU engines, and its bench --batch on the CUDA engine
+#      (one pass over B sequences against a pass each);
 #   4. the GPU peer: transformers with a random qwen3_5 of the same shapes.
 # The engine binary: built here when the machine has the C libraries
 # (pkg-config finds them), else the one `make gpu-carry` left in
@@ -63,6 +64,8 @@ synthetic=${GPU_SESSION_SYNTHETIC:-models/qwen3.8-27b} contexts=${GPU_SESSION_CO
 runs=${GPU_SESSION_RUNS:-10} tokens=${GPU_SESSION_TOKENS:-128} greedy=${GPU_SESSION_GREEDY_TOKENS:-48}
 n_logits=${GPU_SESSION_LOGIT_TOKENS:-70} bench_runs=${GPU_SESSION_BENCH_RUNS:-5}
 coupling_seeds=${GPU_SESSION_COUPLING_SEEDS:-10} # 60 runs: each CUDA one starts a context (~0.5 s)
+batches=${GPU_SESSION_BATCHES:-1,8} batch_rounds=${GPU_SESSION_BATCH_ROUNDS:-8} # bench --batch: small, ~25 s
+batch_model=${GPU_SESSION_BATCH_MODEL:-models/tiny-shakespeare} # the dry run's: micro-tied, the emulator being slow
 spec=${GPU_SESSION_ENGINE:-}
 
 # 1. the kernels (their own log, TSV and table land in $out)
@@ -123,6 +126,10 @@ step "bench: embedded model, cuda" 40 "$spec" bench "$model" --backend cuda --pl
     >"$out/embedded-bench.txt"
 step "bench: embedded model, cpu" 40 "$spec" bench "$model" --backend cpu --threads "$(nproc)" --plain \
     --runs "$bench_runs" --tokens "$tokens" >>"$out/embedded-bench.txt"
+# several sequences a pass (performance.md's batch section, on the GPU): at most 3 runs and 32 tokens a sequence
+step "bench --batch: embedded model, cuda" 45 "$spec" bench "$batch_model" --backend cuda --batch "$batches" \
+    --runs "$((bench_runs < 3 ? bench_runs : 3))" --rounds "$batch_rounds" --tokens "$((tokens < 32 ? tokens : 32))" \
+    >>"$out/embedded-bench.txt"
 cat "$out/embedded-bench.txt"
 
 # 4. the peer

@@ -41,15 +41,25 @@ extern "C" {
 #include "kn_paged.h"
 #include "kn_sample.h"
 
+/* One sequence of a pass as its own launches of the per-sequence kernels take it (c_begin_pass): the attention
+ * kernels read one block table, one context and one tree mask a call, the DeltaNet kernels one committed state. */
+typedef struct {
+    int first, n, base; /* its nodes [first, first + n) of the pass, after its base committed positions */
+    int n_blocks;       /* its block table's length */
+    size_t tables;      /* its [La, n_blocks] block tables in the pass arrays: an offset in ints */
+} cuda_seq;
+
 typedef struct {
     cudaStream_t stream;
     char device[160];
     char failure[512]; /* the first failed launch since the last status call ("" none) */
-    /* device scratch, grown as passes grow; pos .. tables point into `table`, the pass's arrays (c_begin_pass) */
-    int *tokens, *table, *pos, *slot, *parent, *state_slot, *tables, *result;
+    /* device scratch, grown as passes grow; mask .. state_slot point into `table`, the pass's arrays (c_begin_pass) */
+    int *tokens, *table, *pos, *slot, *parent, *state_slot, *result;
     uint64_t *mask;
-    int n_blocks;
     size_t tokens_cap, table_cap, result_cap, host_table_cap;
+    cuda_seq *seqs; /* [n_seqs] the pass's sequences (host memory, seqs_cap of room) */
+    int n_seqs, seqs_cap;
+    const int *host_parent; /* [m] the pass's parents, sequence-relative, in host_table */
     float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
     size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
@@ -379,94 +389,161 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 
 /* ---- attention ----------------------------------------------------------------------- */
 
-/* The scratch of every op of a pass of m nodes after `base` positions, reserved before its capture opens. */
-static void reserve_pass(engine_backend *b, int m, int base) {
+/* The scratch of every op of a pass of m nodes over the sequences of c->seqs, reserved before its capture opens
+ * (the attention's for the largest of its sequences' launches). */
+static void reserve_pass(engine_backend *b, int m) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
     const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim;
     const size_t qk = (size_t)m * cfg->lin_k_heads * cfg->lin_k_dim, v = (size_t)m * cfg->lin_v_heads * cfg->lin_v_dim;
+    size_t work_floats = 0;
+    for (int s = 0; s < c->n_seqs; s++) {
+        const size_t w = kn_attention_work_floats(c->seqs[s].base, c->seqs[s].n, H, Hkv, Dh);
+        if (w > work_floats) work_floats = w;
+    }
     scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
     pinned(b, &c->host_tokens, &c->host_tokens_cap, (size_t)m, "token ids");
     scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
-    scratch(b, &c->att_work, &c->att_work_cap, kn_attention_work_floats(base, m, H, Hkv, Dh), "attention scratch");
+    scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
     scratch(b, &c->dq, &c->dq_cap, qk, "DeltaNet queries");
     scratch(b, &c->dk, &c->dk_cap, qk, "DeltaNet keys");
     scratch(b, &c->dv, &c->dv_cap, v, "DeltaNet values");
 }
 
-/* Node t's RoPE position, cache slot, parent, visible nodes (its ancestors in the pass and itself) and DeltaNet
- * state slot, and every attention layer's block table in the kernels' numbering (kv_cache.h's layout: block b of
- * layer l is b·La + l), copied once per pass: [La, n_blocks] after the five node arrays in one buffer, written to
- * pinned memory here and copied by the pass's first node, so that its graph copies each pass's own. */
+/* The pass's node arrays, uploaded once per pass in one buffer (ints): node t's tree mask (uint64, first so that
+ * it is aligned: the nodes of its own sequence it sees, bit i for the sequence's i-th node), RoPE position, cache
+ * slot, parent and DeltaNet state slot, [m] each; then each sequence's block table per attention layer in the
+ * kernels' numbering (kv_cache.h's layout: block b of layer l is b·La + l), [La, n_blocks] a sequence. Masks and
+ * parents are relative to the node's sequence (a parent is an index among its sequence's nodes, −1 for its first
+ * node), so each sequence's launches see the arrays of a pass of its own. Written to pinned memory here and copied
+ * by the pass's first node, so that its graph copies each pass's own. */
 static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
-    const epass_seq *seq = &p->seqs[0]; /* one sequence a pass (multi_seq = 0): the host runs one pass per job */
-    const int m = p->m, La = p->kv->n_layers, n = seq->table->n;
-    const size_t ints = 6 * (size_t)KN_TREE_MAX + (size_t)La * n;
+    const int m = p->m, La = p->kv->n_layers;
     flush(b); /* a pass still unlaunched goes first */
+    if (p->n_seqs > c->seqs_cap) {
+        c->seqs = (cuda_seq *)sp_xrealloc(c->seqs, (size_t)p->n_seqs, sizeof *c->seqs, "pass sequences");
+        c->seqs_cap = p->n_seqs;
+    }
+    size_t ints = 6 * (size_t)m;
+    for (int s = 0; s < p->n_seqs; s++) {
+        const epass_seq *q = &p->seqs[s];
+        if (q->n > KN_TREE_MAX && !c->failure[0]) /* the host keeps a share within max_tree_nodes */
+            snprintf(c->failure, sizeof c->failure, "cuda engine: a pass share of %d nodes (the kernels take %d)", q->n,
+                     KN_TREE_MAX);
+        c->seqs[s] = cuda_seq{q->first, q->n, q->base, q->table->n, ints};
+        ints += (size_t)La * q->table->n;
+    }
+    c->n_seqs = p->n_seqs;
     scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
     pinned(b, &c->host_table, &c->host_table_cap, ints, "pass arrays");
-    reserve_pass(b, m, seq->base);
+    reserve_pass(b, m);
     drain(b); /* the last pass's copy from host_table has run */
-    int *pos = c->host_table, *slot = pos + KN_TREE_MAX, *parent = slot + KN_TREE_MAX;
-    uint64_t mask[KN_TREE_MAX];
+    uint64_t *mask = (uint64_t *)c->host_table;
+    int *pos = c->host_table + 2 * (size_t)m, *slot = pos + m, *parent = slot + m, *state_slot = parent + m;
     for (int t = 0; t < m; t++) {
-        pos[t] = seq->base + p->depth[t];
-        slot[t] = seq->base + t;
-        parent[t] = p->parent[t];
-        mask[t] = ((uint64_t)1 << t) | (p->parent[t] >= 0 ? mask[p->parent[t]] : 0);
+        const epass_seq *q = epass_seq_of(p, t);
+        const int u = t - q->first, up = p->parent[t] < 0 ? -1 : p->parent[t] - q->first;
+        pos[t] = q->base + p->depth[t];
+        slot[t] = epass_slot(p, t);
+        parent[t] = up;
+        mask[t] = ((uint64_t)1 << (u & 63)) | (up >= 0 ? mask[q->first + up] : 0);
     }
-    memcpy(parent + KN_TREE_MAX, mask, (size_t)m * sizeof(uint64_t)); /* 2·KN_TREE_MAX ints hold the masks */
-    int *state_slot = parent + 3 * KN_TREE_MAX;
     if (p->state_slot) memcpy(state_slot, p->state_slot, (size_t)m * sizeof(int)); /* none in the MTP module's */
-    int *tables = state_slot + KN_TREE_MAX;
-    for (int la = 0; la < La; la++)
-        for (int j = 0; j < n; j++) tables[(size_t)la * n + j] = seq->table->blocks[j] * La + la;
+    for (int s = 0; s < p->n_seqs; s++) {
+        const kv_table *table = p->seqs[s].table;
+        int *tables = c->host_table + c->seqs[s].tables;
+        for (int la = 0; la < La; la++)
+            for (int j = 0; j < table->n; j++) tables[(size_t)la * table->n + j] = table->blocks[j] * La + la;
+    }
     check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs, p->kv), "a pass's capture");
     c->tokens_staged = 0;
     check(b, cudaMemcpyAsync(c->table, c->host_table, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
           "a copy of the pass arrays to the device");
-    c->pos = c->table;
-    c->slot = c->table + KN_TREE_MAX;
-    c->parent = c->table + 2 * KN_TREE_MAX;
-    c->mask = (uint64_t *)(c->table + 3 * KN_TREE_MAX);
-    c->state_slot = c->table + 5 * KN_TREE_MAX;
-    c->tables = c->table + 6 * KN_TREE_MAX;
-    c->n_blocks = n;
+    c->mask = (uint64_t *)c->table;
+    c->pos = c->table + 2 * (size_t)m;
+    c->slot = c->pos + m;
+    c->parent = c->slot + m;
+    c->state_slot = c->parent + m;
+    c->host_parent = parent;
 }
 
-static void c_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
+/* Sequence s's nodes through one attention layer: q and k normed and rotated, its keys and values into its
+ * cache, then its nodes attending to its committed positions and their ancestors — the launches a pass of this
+ * sequence alone makes, on its rows of the pass's arrays. q: [m, H·Dh] rotated-query scratch; work: the
+ * attention's scratch, room for every sequence of the pass. */
+static void attention_seq(engine_backend *b, const cuda_seq *s, int la, const epass *p, const attention_args *a,
+                          float *q, float *work) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
-    const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim, m = p->m;
-    const int *table = c->tables + (size_t)la * c->n_blocks;
-    float *q = scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
+    const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim, f = s->first;
+    const int *table = c->table + s->tables + (size_t)la * s->n_blocks;
     uint16_t *Kc = (uint16_t *)p->kv->keys, *Vc = (uint16_t *)p->kv->values;
+    float *qs = q + (size_t)f * H * Dh;
+    const float *qg = a->qg + (size_t)f * 2 * H * Dh;
     check(b,
-          c->rope_kv(q, Kc, Vc, table, a->qg, a->k, a->v, a->q_norm, a->k_norm, c->pos, c->slot, m, H, Hkv, Dh,
-                     cfg->rotary_dim, cfg->rope_theta, cfg->rms_norm_eps, c->stream),
+          c->rope_kv(qs, Kc, Vc, table, qg, a->k + (size_t)f * Hkv * Dh, a->v + (size_t)f * Hkv * Dh, a->q_norm,
+                     a->k_norm, c->pos + f, c->slot + f, s->n, H, Hkv, Dh, cfg->rotary_dim, cfg->rope_theta,
+                     cfg->rms_norm_eps, c->stream),
           "rope_kv");
-    const size_t work_floats = kn_attention_work_floats(p->seqs[0].base, m, H, Hkv, Dh);
-    float *work = scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
     check(b,
-          c->attention(a->out, q, a->qg, Kc, Vc, table, p->seqs[0].base, m, c->mask, H, Hkv, Dh,
+          c->attention(a->out + (size_t)f * H * Dh, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh,
                        1.0f / sqrtf((float)Dh), work, c->att_work_cap, c->stream),
           "attention");
 }
 
+/* One launch pair per sequence (the kernels take one block table, one context and one tree mask a call); the
+ * products around it ran over all m rows at once. */
+static void c_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
+    cuda_impl *c = impl(b);
+    const model_config *cfg = b->cfg;
+    const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim;
+    float *q = scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)p->m * H * Dh, "rotated queries");
+    size_t work_floats = 0; /* sized before the first launch: growing it between launches would free a buffer in use */
+    for (int s = 0; s < c->n_seqs; s++) {
+        const size_t w = kn_attention_work_floats(c->seqs[s].base, c->seqs[s].n, H, Hkv, Dh);
+        if (w > work_floats) work_floats = w;
+    }
+    float *work = scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
+    for (int s = 0; s < c->n_seqs; s++) attention_seq(b, &c->seqs[s], la, p, a, q, work);
+}
+
 /* ---- Gated DeltaNet --------------------------------------------------------------------- */
 
+/* Sequence s's causal convolution: its first node starts from its own sequence's committed state
+ * (conv_from[first]), its others from their parents' slots (the pass's slot table, sequence-relative parents). */
+static void conv_seq(engine_backend *b, const cuda_seq *s, const deltanet_args *a) {
+    cuda_impl *c = impl(b);
+    const int C = config_conv_dim(b->cfg), f = s->first;
+    check(b,
+          c->conv(a->mixed + (size_t)f * C, a->conv_slots, c->state_slot + f, a->slot_stride, a->conv_from[f],
+                  a->qkv + (size_t)f * C, a->conv_w, c->parent + f, s->n, C, b->cfg->conv_kernel, c->stream),
+          "conv_step");
+}
+
+/* Sequence s's gated delta step, from its own committed state (rec_from[first]) as conv_seq. q, k, v: the
+ * convolution's output split into [m, Hk·Dk], [m, Hk·Dk], [m, Hv·Dv]. */
+static void delta_seq(engine_backend *b, const cuda_seq *s, const deltanet_args *a, const float *q, const float *k,
+                      const float *v) {
+    cuda_impl *c = impl(b);
+    const model_config *cfg = b->cfg;
+    const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim, f = s->first;
+    check(b,
+          c->delta(a->out + (size_t)f * Hv * Dv, a->rec_slots, c->state_slot + f, a->slot_stride, a->rec_from[f],
+                   q + (size_t)f * Hk * Dk, k + (size_t)f * Hk * Dk, v + (size_t)f * Hv * Dv, a->a + (size_t)f * Hv,
+                   a->b + (size_t)f * Hv, a->A_log, a->dt_bias, c->parent + f, s->n, Hk, Hv, Dk, Dv, c->stream),
+          "delta_step");
+}
+
 /* The convolution and the delta step write every node's state straight into its slot (the pass's slot table,
- * c_begin_pass): no scratch, no copy. */
+ * c_begin_pass): no scratch, no copy. They run once per sequence (each starts from one committed state); the
+ * split of their rows and the gated norm run over all m rows at once. */
 static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
-    const int C = config_conv_dim(cfg), K = cfg->conv_kernel, m = p->m;
+    const int C = config_conv_dim(cfg), m = p->m;
     const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim;
-    check(b,
-          c->conv(a->mixed, a->conv_slots, c->state_slot, a->slot_stride, a->conv_from[0], a->qkv, a->conv_w, c->parent,
-                  m, C, K, c->stream),
-          "conv_step");
+    for (int s = 0; s < c->n_seqs; s++) conv_seq(b, &c->seqs[s], a);
     /* the convolution's output [m, q | k | v] as the three arrays the delta step reads */
     float *q = scratch(b, &c->dq, &c->dq_cap, (size_t)m * Hk * Dk, "DeltaNet queries");
     float *k = scratch(b, &c->dk, &c->dk_cap, (size_t)m * Hk * Dk, "DeltaNet keys");
@@ -474,10 +551,7 @@ static void c_deltanet(engine_backend *b, const epass *p, const deltanet_args *a
     check(b, kn_copy_rows(q, Hk * Dk, a->mixed, C, Hk * Dk, m, c->stream), "copy_rows");
     check(b, kn_copy_rows(k, Hk * Dk, a->mixed + Hk * Dk, C, Hk * Dk, m, c->stream), "copy_rows");
     check(b, kn_copy_rows(v, Hv * Dv, a->mixed + 2 * Hk * Dk, C, Hv * Dv, m, c->stream), "copy_rows");
-    check(b,
-          c->delta(a->out, a->rec_slots, c->state_slot, a->slot_stride, a->rec_from[0], q, k, v, a->a, a->b, a->A_log,
-                   a->dt_bias, c->parent, m, Hk, Hv, Dk, Dv, c->stream),
-          "delta_step");
+    for (int s = 0; s < c->n_seqs; s++) delta_seq(b, &c->seqs[s], a, q, k, v);
     check(b, c->gatednorm(a->out, a->out, a->norm_w, a->z, m * Hv, Dv, cfg->rms_norm_eps, c->stream), "gatednorm");
 }
 
@@ -508,7 +582,11 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
     double *work = scratch(b, &c->probs_work, &c->probs_work_cap, work_doubles, "probs scratch");
     int *d_result = scratch(b, &c->result, &c->result_cap, (size_t)3 + KN_TREE_MAX, "acceptance result");
     check(b, kn_probs(probs, logits, n, V, *sp, work, c->probs_work_cap, c->stream), "probs");
-    const int *parent = c->host_table + 2 * KN_TREE_MAX; /* the pass's parents, as c_begin_pass uploaded them */
+    /* the pass's parents, as c_begin_pass uploaded them: a pass of this one tree (verify_accept's pass is one job's,
+     * engine_target.c), so its sequence-relative parents are the tree's */
+    if (c->n_seqs != 1 && !c->failure[0])
+        snprintf(c->failure, sizeof c->failure, "cuda engine: acceptance after a pass over %d sequences", c->n_seqs);
+    const int *parent = c->host_parent;
     int chain = 1;
     for (int i = 1; i < n && chain; i++) chain = parent[i] == i - 1;
     if (chain) {
@@ -554,6 +632,7 @@ static void c_release(engine_backend *b) {
     if (c->host_table) cudaFreeHost(c->host_table);
     if (c->host_tokens) cudaFreeHost(c->host_tokens);
     if (c->stream) cudaStreamDestroy(c->stream);
+    free(c->seqs);
     free(c);
     b->impl = NULL;
 }
@@ -614,7 +693,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->threads = 1;
     b->kv_bf16 = 1;
     b->max_tree_nodes = KN_TREE_MAX;
-    b->multi_seq = 0; /* the kernels take one KV table and one tree mask a pass */
+    b->multi_seq = 1; /* the attention and DeltaNet kernels run once per sequence of a pass (c_begin_pass) */
     b->cfg = cfg;
     b->impl = c;
     b->alloc = c_alloc;

@@ -205,6 +205,7 @@ row bench "--batch with a flag it does not take" 2 "--plain" -- bench "$m" --bat
 row bench "--batch past the context" 2 "max_position_embeddings" -- bench "$m" --batch 2 --rounds 4000
 row bench "--batch --temperature -1" 2 "--temperature" -- bench "$m" --batch 2 --temperature -1
 row bench "--batch --tokens 0" 2 "--tokens" -- bench "$m" --batch 2 --tokens 0
+row bench "--batch --backend tpu" 2 "expects cpu or cuda" -- bench "$m" --batch 2 --backend tpu
 row bench "--batch with a missing draft" 2 "the draft model" -- bench "$m" --batch 2 --draft "$tmp/nope"
 
 # ---- the other commands ---------------------------------------------------------------

@@ -3,7 +3,8 @@
 # build/specula-emu runs the engine's CUDA backend on the kernels' CPU
 # emulator, so a speculative method goes through the CUDA host path here
 # (the embedded model with its draft on the same backend; the MTP module
-# and Medusa's trees are tested in the suite, tests/gpu/test_engine_cuda.c);
+# and Medusa's trees are tested in the suite, tests/gpu/test_engine_cuda.c),
+# and so does `bench --batch` (passes over several sequences);
 # a binary
 # without the backend says where it is; the CPU engine's flags are refused
 # with the reason. Writes "passed failed skipped" to COUNTS. (The numbers
@@ -48,6 +49,12 @@ run "bench --synthetic refuses a context past the model's 1024 positions" 2 "pas
     --synthetic "$tmp/mt" --contexts 1000
 run "bench --synthetic without a GPU build" 2 "built without the CUDA backend" "$build/specula" bench \
     --synthetic "$tmp/mt"
+# bench --batch on the CUDA backend: one pass over both sequences' nodes against a pass each, bare rounds and the
+# method rows (plain, MTP), at the smallest settings (the emulator takes about a tenth of a second a pass)
+run "bench --batch --backend cuda" 0 "2 mtp " "$emu" bench "$tmp/mt" --batch 2 --backend cuda --runs 1 --rounds 1 \
+    --tokens 2 -k 1
+run "bench --batch --backend cuda without a GPU build" 2 "built without the CUDA backend" "$build/specula" bench \
+    "$tmp/mt" --batch 2 --backend cuda
 
 if [ -f models/tiny-shakespeare/model.safetensors ]; then
     # 6 tokens each: the emulator runs a pass of the embedded model in about a tenth of a second

@@ -17,13 +17,15 @@ fi
 "$build/genmodel" --quiet --preset micro-tied --seed 5 "$tmp/mt" || { echo "gpu-session-dry: genmodel failed"; exit 1; }
 OUT=$tmp/out GPU_SESSION_ENGINE=$build/specula-emu GPU_SESSION_SYNTHETIC=$tmp/mt GPU_SESSION_CONTEXTS=8 \
     GPU_SESSION_RUNS=1 GPU_SESSION_TOKENS=4 GPU_SESSION_GREEDY_TOKENS=4 GPU_SESSION_LOGIT_TOKENS=20 \
-    GPU_SESSION_BENCH_RUNS=1 GPU_SESSION_COUPLING_SEEDS=1 GPU_SESSION_PEER=0 \
+    GPU_SESSION_BENCH_RUNS=1 GPU_SESSION_COUPLING_SEEDS=1 GPU_SESSION_BATCHES=2 GPU_SESSION_BATCH_ROUNDS=1 \
+    GPU_SESSION_BATCH_MODEL=$tmp/mt \
+    GPU_SESSION_PEER=0 \
     tools/gpu-session.sh >"$tmp/log" 2>&1
 rc=$?
 pass=0 fail=0
 if [ $rc -eq 0 ] && grep -q "cuda vs reference: 10240 logits" "$tmp/log" && grep -q "verify tree, 64 nodes" "$tmp/log" &&
     grep -q "the same, no CUDA graph" "$tmp/log" &&
-    grep -q "sampled tokens, cuda beside cpu: . of 3 runs" "$tmp/log"; then
+    grep -q "sampled tokens, cuda beside cpu: . of 3 runs" "$tmp/log" && grep -q "   2 mtp " "$tmp/log"; then
     pass=1
 else
     fail=1

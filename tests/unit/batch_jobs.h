@@ -1,5 +1,6 @@
 /* batch_jobs.h — jobs of the batched round loop (decode_batch.h) for the
- * tests (test_decode_batch.c, tests/stat/test_batch_spec_dist.c): a method
+ * tests (test_decode_batch.c, tests/stat/test_batch_spec_dist.c,
+ * tests/gpu/test_engine_cuda_batch.c): a method
  * of `specula generate` flags built for one sequence with its own stepper —
  * on the reference (the target and draft models) or on CPU engines opened
  * on the same checkpoints — so that each job of a batch has the proposer
@@ -34,5 +35,20 @@ typedef struct {
 void batch_job_build(batch_job *b, const batch_models *bm, const char *flags, const int *prompt, int n, int tokens,
                      uint64_t seed, decode_job *job);
 void batch_job_release(batch_job *b);
+
+#define BATCH_MAX_JOBS 4
+
+/* One job of a batch as the tests write it: `specula generate` flags, a prompt, a budget. */
+typedef struct {
+    const char *flags;
+    int prompt[5], n, tokens;
+} batch_row;
+
+/* rows[0..B) (B ≤ BATCH_MAX_JOBS, seeds 40 + j) run as one batch (pass_per_job as given) and each alone through
+ * decode_run on bm's target: fails the test unless every job gets the same tokens both ways and its stream equals
+ * its output (`where` names the target in the message). *bo: the batch's counts. Returns the jobs' rounds,
+ * summed. */
+long batch_rows_equal_alone(const batch_models *bm, const char *where, const batch_row *rows, int B, int pass_per_job,
+                            decode_batch_options *bo);
 
 #endif

@@ -1,8 +1,9 @@
-/* engine_plants.h — cross-sequence slips planted in the CPU engine's
- * backend, for the negative controls of the batched-pass tests
- * (test_engine_batch.c, tests/stat/test_engine_batch_dist.c): wrappers
- * around the backend's own cores that feed the second sequence of a pass
- * something of the first one's. They also count the passes begun. One
+/* engine_plants.h — cross-sequence slips planted in the engine's backend
+ * (the CPU's or the CUDA one), for the negative controls of the
+ * batched-pass tests (engine_batch_compare.c, tests/stat/
+ * test_engine_batch_dist.c): wrappers around the backend's own begin_pass
+ * and cores that feed the second sequence of a pass something of the first
+ * one's. They also count the passes begun. One
  * engine at a time: the wrapped cores are kept in file-level pointers. */
 #ifndef SPECULA_TEST_ENGINE_PLANTS_H
 #define SPECULA_TEST_ENGINE_PLANTS_H

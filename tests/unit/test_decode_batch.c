@@ -16,36 +16,19 @@
 #include "reference_target.h"
 #include "verify_cases.h"
 
-#define MAX_JOBS 4
-
-typedef struct {
-    const char *flags;
-    int prompt[5], n, tokens;
-} job_row;
-
 /* Mixed: MTP sampled and greedy, a draft model, plain sampling; different prompts, budgets and temperatures. */
-static const job_row mixed[MAX_JOBS] = {
+static const batch_row mixed[BATCH_MAX_JOBS] = {
     {"--method mtp --k 3 --temperature 0.8", {3, 1, 4, 1, 5}, 5, 11},
     {"--method spec --k 2 --temperature 1", {2, 6}, 2, 9},
     {"--method sample --temperature 1", {7}, 1, 6},
     {"--method mtp --k 2 --temperature 0", {0, 2, 4}, 3, 10},
 };
 /* One sampling for all: one verify call a round. */
-static const job_row shared[3] = {
+static const batch_row shared[3] = {
     {"--method mtp --k 3 --temperature 1", {3, 1, 4, 1, 5}, 5, 10},
     {"--method spec --k 2 --temperature 1", {2, 6}, 2, 10},
     {"--method sample --temperature 1", {7}, 1, 10},
 };
-
-/* A job's stream, collected. */
-typedef struct {
-    int tokens[64], n;
-} stream;
-
-static void collect(const int *tokens, int n, void *user) {
-    stream *s = user;
-    for (int i = 0; i < n && s->n < 64; i++) s->tokens[s->n++] = tokens[i];
-}
 
 /* The models of the world: reference (e == NULL) or engine. */
 typedef struct {
@@ -87,52 +70,16 @@ static void world_close(world *w) {
     fixture_model_close(&w->t);
 }
 
-/* rows[0..B) batched (pass_per_job as given) against each alone through decode_run: equal tokens, streams equal
- * to the outputs. *bo: the batch's counts. Returns the rounds of the jobs, summed. */
-static long batch_equals_alone(world *w, const job_row *rows, int B, int pass_per_job, decode_batch_options *bo) {
-    batch_job built[MAX_JOBS];
-    decode_job jobs[MAX_JOBS];
-    decode_output out[MAX_JOBS];
-    stream streams[MAX_JOBS];
-    sp_error err;
-    for (int j = 0; j < B; j++) {
-        batch_job_build(&built[j], &w->bm, rows[j].flags, rows[j].prompt, rows[j].n, rows[j].tokens, 40 + j, &jobs[j]);
-        streams[j].n = 0;
-        jobs[j].opt.on_commit = collect;
-        jobs[j].opt.user = &streams[j];
-    }
-    bo->pass_per_job = pass_per_job;
-    ck_assert_msg(decode_batch_run(&w->target, jobs, B, bo, out, &err) == 0, "%s", err.msg);
-    for (int j = 0; j < B; j++) batch_job_release(&built[j]);
-    long rounds = 0;
-    for (int j = 0; j < B; j++) {
-        batch_job alone;
-        decode_job job;
-        decode_output a;
-        batch_job_build(&alone, &w->bm, rows[j].flags, rows[j].prompt, rows[j].n, rows[j].tokens, 40 + j, &job);
-        ck_assert_msg(decode_run(&w->target, job.prop, job.prompt, job.n_prompt, &job.opt, &a, &err) == 0, "%s",
-                      err.msg);
-        batch_job_release(&alone);
-        ck_assert_int_eq(out[j].n, rows[j].tokens);
-        ck_assert_int_eq(a.n, out[j].n);
-        for (int i = 0; i < a.n; i++)
-            ck_assert_msg(a.tokens[i] == out[j].tokens[i], "%s (%s): token %d is %d in the batch, %d alone",
-                          rows[j].flags, w->on_engine ? "engine" : "reference", i, out[j].tokens[i], a.tokens[i]);
-        ck_assert_int_eq(a.acc.committed, out[j].acc.committed);
-        rounds += out[j].acc.target_passes; /* its rounds: one verify pass each */
-        ck_assert_int_eq(streams[j].n, out[j].n);
-        ck_assert(memcmp(streams[j].tokens, out[j].tokens, (size_t)out[j].n * sizeof(int)) == 0);
-        decode_output_free(&a);
-        decode_output_free(&out[j]);
-    }
-    return rounds;
+/* rows[0..B) batched against each alone (batch_rows_equal_alone). */
+static long batch_equals_alone(world *w, const batch_row *rows, int B, int pass_per_job, decode_batch_options *bo) {
+    return batch_rows_equal_alone(&w->bm, w->on_engine ? "engine" : "reference", rows, B, pass_per_job, bo);
 }
 
 START_TEST(test_batch_equals_alone_on_the_reference) {
     world w;
     world_open(&w, 0);
     decode_batch_options bo;
-    batch_equals_alone(&w, mixed, MAX_JOBS, 0, &bo);
+    batch_equals_alone(&w, mixed, BATCH_MAX_JOBS, 0, &bo);
     batch_equals_alone(&w, shared, 3, 0, &bo);
     ck_assert_int_eq(bo.passes, bo.rounds); /* one verify call a round: the reference runs it a job at a time */
     world_close(&w);
@@ -143,8 +90,8 @@ START_TEST(test_batch_equals_alone_on_the_engine) {
     world w;
     world_open(&w, 1);
     decode_batch_options bo, each;
-    batch_equals_alone(&w, mixed, MAX_JOBS, 0, &bo);
-    const long rounds = batch_equals_alone(&w, mixed, MAX_JOBS, 1, &each);
+    batch_equals_alone(&w, mixed, BATCH_MAX_JOBS, 0, &bo);
+    const long rounds = batch_equals_alone(&w, mixed, BATCH_MAX_JOBS, 1, &each);
     ck_assert_int_eq(bo.rounds, each.rounds);
     ck_assert_int_eq(each.passes, rounds); /* a pass a sequence a round */
     ck_assert_int_lt(bo.passes, rounds);   /* three samplings: three calls a round at most, for four sequences */
