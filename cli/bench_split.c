@@ -85,6 +85,17 @@ static int tt_verify_accept(decode_target *t, const target_job *job, const sampl
     return rc;
 }
 
+/* An MTP round handed to the target (target.h): its drafting on the target's side, pass and acceptance in one
+ * call, timed as a pass — the proposer's share of it is not told apart. */
+static int tt_mtp_verify_accept(decode_target *t, const target_job *job, const mtp_chain_call *call,
+                                const sampler_params *sp, accept_site site, accept_result *r, sp_error *err) {
+    timed_target *w = (timed_target *)t;
+    const double t0 = bench_now_s();
+    int rc = w->inner->mtp_verify_accept(w->inner, job, call, sp, site, r, err);
+    record_pass(w, bench_now_s() - t0);
+    return rc;
+}
+
 static int tt_commit(decode_target *t, int seq, int node, sp_error *err) {
     timed_target *w = (timed_target *)t;
     const double t0 = bench_now_s();
@@ -103,6 +114,7 @@ static void timed_target_build(timed_target *w, decode_target *inner, bench_spli
     w->t.prefill = tt_prefill;
     w->t.verify = tt_verify;
     w->t.verify_accept = inner->verify_accept ? tt_verify_accept : NULL;
+    w->t.mtp_verify_accept = inner->mtp_verify_accept ? tt_mtp_verify_accept : NULL;
     w->t.commit = tt_commit;
     w->t.position = tt_position;
     w->t.memory = tt_memory;
@@ -137,6 +149,15 @@ static int tp_commit(proposer *self, const int *path, const float *hidden, int l
     return rc;
 }
 
+/* The round handed to the target: timed there (tt_mtp_verify_accept). */
+static int tp_propose_verify(proposer *self, decode_target *t, int seq, token_tree *tree, const propose_call *call,
+                             accept_site site, accept_result *r, sp_error *err) {
+    timed_proposer *w = self->impl;
+    int rc = w->inner->propose_verify(w->inner, t, seq, tree, call, site, r, err);
+    self->steps = w->inner->steps;
+    return rc;
+}
+
 int bench_generate(const method_spec *s, const method_parts *parts, const int *prompt, int n_prompt, decode_output *out,
                    bench_split *split, sp_error *err) {
     method_built b;
@@ -150,6 +171,7 @@ int bench_generate(const method_spec *s, const method_parts *parts, const int *p
         tp = *b.proposer;
         tp.propose = tp_propose;
         tp.commit = tp_commit;
+        tp.propose_verify = b.proposer->propose_verify ? tp_propose_verify : NULL;
         tp.release = NULL; /* method_release releases the inner one */
         tp.impl = &tw;
     }

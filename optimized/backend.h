@@ -169,6 +169,29 @@ struct engine_backend {
     void (*accept)(engine_backend *b, int *result, const float *logits, const float *q, const int *token, int n, int V,
                    int without_replacement, const sampler_params *sp, uint64_t seed, uint64_t round, int base_position);
 
+    /* ---- an MTP chain drafted where the logits are (optional: NULL on the CPU, whose drafts the proposer draws
+     * from host memory). Nothing here waits but accept_drawn's one download. ---- */
+    /* x[m, D] = rows tokens[0..m) (backend memory: drawn there) of the embedding E[V, D], as float32. */
+    void (*embed_drawn)(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D);
+    /* One draft: q[V] = the processed distribution (sampler_probs under sp) of logits[V], and drawn[0] = the draw
+     * from q at {seed, RNG_DRAFT, index} (sampler_sample's race: on a one-hot q, its token; −1 when q is all
+     * zero), token[0] = the same draw, or 0 for −1 (what the next step may embed). All backend memory. */
+    void (*draft)(engine_backend *b, int *token, int *drawn, float *q, const float *logits, int V,
+                  const sampler_params *sp, uint64_t seed, uint64_t index);
+    /* accept on a chain of n nodes (token[1..n): the drafts), its result in record[0..3) (backend memory), then
+     * record[0..n_record) — the result and what the round's drafts wrote after it — downloaded to out (host
+     * memory): the round's one wait. */
+    void (*accept_drawn)(engine_backend *b, int *out, int *record, int n_record, const float *logits, const float *q,
+                         const int *token, int n, int V, const sampler_params *sp, uint64_t seed, uint64_t round,
+                         int base_position);
+    /* Waits on the device so far (a GPU's: downloads, and syncs with work queued since the last wait): the tests
+     * count them per round. 0 on the CPU. */
+    long waits;
+    /* Host stalls that bring no result back (a GPU's: the stream drained before a pinned buffer is rewritten, a
+     * synchronous copy to the device behind queued work), counted apart: what is left between a round's launches
+     * and its one wait. 0 on the CPU. */
+    long stalls;
+
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);
     void (*release)(engine_backend *b);

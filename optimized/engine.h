@@ -146,6 +146,7 @@ typedef struct {
     const int *tokens, *parent, *depth; /* [m] */
     int m, n_in_place;
     float *logits, *hidden; /* [m, V], [m, D] host memory, or NULL */
+    const int *drawn;       /* [m] the tokens in backend memory, drawn there (tokens then NULL), or NULL */
 } epart;
 
 /* One pass over the nodes of n_parts sequences (distinct; several only on a backend with multi_seq): every
@@ -164,6 +165,11 @@ int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, con
  * round on a GPU waits on the device once. */
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
                             int n_in_place, sp_error *err);
+
+/* engine_forward_in_place with the tokens in backend memory, drawn there (be.draft): a pass over an MTP chain
+ * drafted on the device. */
+int engine_forward_drawn(engine *e, eseq *s, const int *drawn, const int *parent, const int *depth, int m,
+                         int n_in_place, sp_error *err);
 
 /* Room for passes of m rows. */
 void engine_act_reserve(engine *e, int m);

@@ -132,7 +132,7 @@ static int check_part(const engine *e, const epart *q, sp_error *err) {
             (i < q->n_in_place && q->parent[i] != i - 1))
             return sp_fail(err, "%s engine: node %d has parent %d, which this pass cannot place", e->be.name, i,
                            q->parent[i]);
-    for (int i = 0; i < q->m; i++)
+    for (int i = 0; i < q->m && !q->drawn; i++) /* drawn tokens come from the backend's own draws */
         if (q->tokens[i] < 0 || q->tokens[i] >= V)
             return sp_fail(err, "%s engine: token %d is outside the vocabulary [0, %d)", e->be.name, q->tokens[i], V);
     return 0;
@@ -155,7 +155,7 @@ static int gather(engine *e, const epart *parts, int n_parts) {
         kv_table_reserve(&e->kv, &q->s->kv, q->s->pos, q->s->pos + q->m); /* node i's keys and values at pos + i */
         a->seqs[j] = (epass_seq){&q->s->kv, q->s->pos, at, q->m};
         for (int i = 0; i < q->m; i++, at++) {
-            a->tokens[at] = q->tokens[i];
+            a->tokens[at] = q->drawn ? -1 : q->tokens[i];
             a->parent[at] = q->parent[i] < 0 ? -1 : a->seqs[j].first + q->parent[i];
             a->depth[at] = q->depth[i];
             a->seq_of[at] = j;
@@ -172,6 +172,9 @@ int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_plac
     if (n_parts > 1 && !e->be.multi_seq)
         return sp_fail(err, "%s engine: this backend runs one sequence a pass (%d given)", e->be.name, n_parts);
     for (int j = 0; j < n_parts; j++) {
+        if (parts[j].drawn && (n_parts > 1 || !e->be.embed_drawn))
+            return sp_fail(err, "%s engine: tokens drawn on the backend in a pass of %d sequences", e->be.name,
+                           n_parts);
         if (check_part(e, &parts[j], err)) return -1;
         for (int k = 0; k < j; k++)
             if (parts[k].s == parts[j].s) return sp_fail(err, "%s engine: one sequence twice in a pass", e->be.name);
@@ -180,7 +183,10 @@ int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_plac
     eact *a = &e->act;
     const epass p = {&e->kv, a->seqs, a->seq_of, a->parent, a->depth, m, n_parts, a->state_slot};
     e->be.begin_pass(&e->be, &p);
-    e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), a->tokens, m, D);
+    if (parts[0].drawn) /* one part (checked above) */
+        e->be.embed_drawn(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), parts[0].drawn, m, D);
+    else
+        e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), a->tokens, m, D);
     int n_full = 0, n_lin = 0;
     for (int l = 0; l < c->num_layers; l++) {
         const layer_type type = c->layer_types[l];
@@ -215,12 +221,18 @@ int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_plac
 
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err) {
-    const epart part = {s, tokens, parent, depth, m, n_in_place, logits, hidden};
+    const epart part = {s, tokens, parent, depth, m, n_in_place, logits, hidden, NULL};
     return engine_forward_parts(e, &part, 1, 0, err);
 }
 
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
                             int n_in_place, sp_error *err) {
-    const epart part = {s, tokens, parent, depth, m, n_in_place, NULL, NULL};
+    const epart part = {s, tokens, parent, depth, m, n_in_place, NULL, NULL, NULL};
+    return engine_forward_parts(e, &part, 1, 1, err);
+}
+
+int engine_forward_drawn(engine *e, eseq *s, const int *drawn, const int *parent, const int *depth, int m,
+                         int n_in_place, sp_error *err) {
+    const epart part = {s, NULL, parent, depth, m, n_in_place, NULL, NULL, drawn};
     return engine_forward_parts(e, &part, 1, 1, err);
 }

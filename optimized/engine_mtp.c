@@ -2,29 +2,23 @@
  * positions in one pass (fc over [norm(embedding), norm(hidden)], the
  * module's attention layer over its own KV cache, its final norm, the shared
  * lm_head for the last position). A mark is a position: the module has no
- * DeltaNet state, so a rewind drops the KV entries written since. */
+ * DeltaNet state, so a rewind drops the KV entries written since. On a
+ * backend that drafts where the logits are (be.draft), the last step's
+ * outputs also stay in backend memory (engine_mtp.h), where the MTP round on
+ * the target's side (engine_mtp_round.c) draws from them. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine_target.h"
+#include "engine_mtp.h"
 #include "footprint.h"
-
-typedef struct {
-    engine *e;
-    kv_cache kv; /* one attention layer */
-    kv_table table;
-    int pos;
-    int marks[STEPPER_MAX_MARKS];
-} mtp_stepper;
 
 static const float *small(const engine *e, tensor_role r) { return (const float *)engine_bweight(e, -1, r)->data; }
 
-/* One pass over n ≤ ENGINE_PREFILL_CHUNK positions (tokens checked by m_step). */
-static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n, float *logits, float *hidden,
-                        sp_error *err) {
+void engine_mtp_launch(mtp_stepper *s, const int *tokens, const int *drawn, const float *h, int h_dev, int n,
+                       float *logits, float *hidden) {
     engine *e = s->e;
     engine_backend *be = &e->be;
-    const int D = e->cfg.hidden_size;
+    const int D = e->cfg.hidden_size, V = e->cfg.vocab_size;
     const float eps = e->cfg.rms_norm_eps;
     int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
     for (int i = 0; i < n; i++) parent[i] = i - 1, depth[i] = i;
@@ -32,9 +26,15 @@ static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n
     engine_act_reserve(e, n);
     eact *a = &e->act;
     /* the input of position i: [norm(embedding of token i), norm(hidden state i)] → fc */
-    be->embed(be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, n, D);
+    if (drawn)
+        be->embed_drawn(be, a->x, engine_bweight(e, 0, ROLE_EMBED), drawn, n, D);
+    else
+        be->embed(be, a->x, engine_bweight(e, 0, ROLE_EMBED), tokens, n, D);
     be->rmsnorm(be, a->xn, a->x, small(e, ROLE_MTP_NORM_EMBED), n, D, eps);
-    be->upload(be, a->hidden_in, h, (size_t)n * D * sizeof(float));
+    if (h_dev)
+        be->copy(be, a->hidden_in, h, (size_t)n * D * sizeof(float));
+    else
+        be->upload(be, a->hidden_in, h, (size_t)n * D * sizeof(float));
     be->rmsnorm(be, a->out, a->hidden_in, small(e, ROLE_MTP_NORM_HIDDEN), n, D, eps);
     for (int i = 0; i < n; i++) {
         be->copy(be, a->mtp_in + (size_t)i * 2 * D, a->xn + (size_t)i * D, (size_t)D * sizeof(float));
@@ -47,11 +47,23 @@ static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n
     be->begin_pass(be, &p);
     engine_decoder_layer(e, &p, -1, LAYER_FULL_ATTENTION, 0);
     be->rmsnorm(be, a->xn, a->x + (size_t)(n - 1) * D, small(e, ROLE_MTP_NORM), 1, D, eps);
-    if (logits) engine_logits(e, logits, a->xn, 1);
-    if (hidden) engine_download(e, hidden, a->xn, (size_t)D);
-    if (be->status(be, err)) return -1;
     s->pos += n;
-    return 0;
+    if (!s->logits) { /* nothing kept: the outputs go to the host only */
+        if (logits) engine_logits(e, logits, a->xn, 1);
+        if (hidden) engine_download(e, hidden, a->xn, (size_t)D);
+        return;
+    }
+    be->matmul(be, s->logits, engine_bweight(e, 0, ROLE_LM_HEAD), a->xn, 1, V, D);
+    be->copy(be, s->hidden, a->xn, (size_t)D * sizeof(float));
+    if (logits) engine_download(e, logits, s->logits, (size_t)V);
+    if (hidden) engine_download(e, hidden, s->hidden, (size_t)D);
+}
+
+/* One pass over n ≤ ENGINE_PREFILL_CHUNK positions (tokens checked by m_step), waited for. */
+static int m_step_chunk(mtp_stepper *s, const int *tokens, const float *h, int n, float *logits, float *hidden,
+                        sp_error *err) {
+    engine_mtp_launch(s, tokens, NULL, h, 0, n, logits, hidden);
+    return s->e->be.status(&s->e->be, err);
 }
 
 /* n positions in passes of at most ENGINE_PREFILL_CHUNK (a prompt's real steps come as one commit of any
@@ -69,6 +81,12 @@ static int m_step(stepper *st, const int *tokens, const float *h, int n, float *
             return -1;
     }
     return 0;
+}
+
+mtp_stepper *engine_mtp_of(stepper *st, const engine *e) {
+    if (st->step != m_step) return NULL;
+    mtp_stepper *s = st->impl;
+    return s->e == e ? s : NULL;
 }
 
 static int m_position(const stepper *st) { return ((const mtp_stepper *)st->impl)->pos; }
@@ -92,6 +110,9 @@ static void m_reset(stepper *st) {
 
 static void m_release(stepper *st) {
     mtp_stepper *s = st->impl;
+    engine_backend *be = &s->e->be;
+    if (s->logits) be->free(be, s->logits), be->free(be, s->hidden);
+    if (s->target_hidden) be->free(be, s->target_hidden), be->free(be, s->record);
     kv_table_free(&s->kv, &s->table);
     kv_cache_free(&s->kv);
     free(s);
@@ -103,6 +124,13 @@ int engine_mtp_stepper_build(stepper *st, engine *e, sp_error *err) {
     mtp_stepper *s = sp_xcalloc(1, sizeof *s, "MTP stepper");
     s->e = e;
     kv_cache_build(&s->kv, &e->be, 1, e->cfg.num_kv_heads, e->cfg.head_dim, e->be.kv_bf16 ? 2 : sizeof(float));
+    if (e->be.draft) { /* the outputs stay where they are computed, for the MTP round on the target's side */
+        s->logits = e->be.alloc(&e->be, (size_t)e->cfg.vocab_size * sizeof(float), "MTP logits");
+        s->hidden = e->be.alloc(&e->be, (size_t)e->cfg.hidden_size * sizeof(float), "MTP hidden state");
+        s->target_hidden = e->be.alloc(&e->be, (size_t)e->be.max_tree_nodes * e->cfg.hidden_size * sizeof(float),
+                                       "target hidden states for the MTP module");
+        s->record = e->be.alloc(&e->be, (size_t)(3 + e->be.max_tree_nodes) * sizeof(int), "MTP round record");
+    }
     memset(st, 0, sizeof *st);
     st->name = "MTP module";
     st->path = e->path;

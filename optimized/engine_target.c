@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "accept.h"
+#include "engine_mtp.h"
 
 static engine *eng(const decode_target *t) { return t->impl; }
 
@@ -62,7 +63,7 @@ static int begin_job(engine *e, const target_job *job, epart *part, sp_error *er
     if (!s) return -1;
     const token_tree *tree = job->tree;
     if (engine_seq_begin_tree(e, s, tree->parent, tree->depth, tree->n, err)) return -1;
-    *part = (epart){s, tree->token, s->parent, s->depth, tree->n, 1, job->p, job->hidden};
+    *part = (epart){s, tree->token, s->parent, s->depth, tree->n, 1, job->p, job->hidden, NULL};
     return 0;
 }
 
@@ -187,7 +188,8 @@ void engine_target_build(decode_target *t, engine *e) {
     t->seq_close = e_seq_close;
     t->prefill = e_prefill;
     t->verify = e_verify;
-    t->verify_accept = e->be.accept ? e_verify_accept : NULL; /* the CPU's: verify + accept_exact */
+    t->verify_accept = e->be.accept ? e_verify_accept : NULL;             /* the CPU's: verify + accept_exact */
+    t->mtp_verify_accept = e->be.draft ? engine_mtp_verify_accept : NULL; /* an MTP chain drafted where p is */
     t->commit = e_commit;
     t->position = e_position;
     t->memory = e_memory;

@@ -23,9 +23,9 @@
  * backend owns, copied by the graph itself, and every call that is not one
  * of a pass's ops first ends the capture and launches the graph. */
 extern "C" {
-#include "backend.h"
 #include "dtype.h"
 }
+#include "cuda_backend.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -76,6 +76,8 @@ typedef struct {
     kn_attention_fn attention;
     kn_conv_fn conv;
     kn_delta_fn delta;
+    int queued;    /* work launched since the last wait */
+    cuda_mtp *mtp; /* the MTP chain's scratch (mtp_device.cu) */
 } cuda_impl;
 
 static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
@@ -83,6 +85,7 @@ static cuda_impl *impl(engine_backend *b) { return (cuda_impl *)b->impl; }
 /* Records the first failure; the pass goes on (its results are discarded when status reports it). */
 static void check(engine_backend *b, cudaError_t e, const char *what) {
     cuda_impl *c = impl(b);
+    c->queued = 1;
     if (e == cudaSuccess || c->failure[0]) return;
     snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device, cudaGetErrorString(e));
 }
@@ -96,8 +99,12 @@ static void flush(engine_backend *b) {
 
 /* Waits until the stream has run what was issued: a pinned buffer the issued work reads may then be rewritten. */
 static void drain(engine_backend *b) {
+    cuda_impl *c = impl(b);
+    const int queued = c->queued;
     flush(b);
-    check(b, cudaStreamSynchronize(impl(b)->stream), "a wait on the stream");
+    check(b, cudaStreamSynchronize(c->stream), "a wait on the stream");
+    b->stalls += queued; /* no result comes back: a stall, not a wait (backend.h) */
+    c->queued = 0;
 }
 
 static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
@@ -116,12 +123,17 @@ static void c_free(engine_backend *b, void *p) {
     check(b, kn_dev_free(p), "cudaFree");
 }
 static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes) {
+    const int queued = impl(b)->queued;
     flush(b);
     check(b, kn_dev_upload(dst, src, bytes), "a copy to the device");
+    b->stalls += queued; /* the synchronous copy waits for the work queued before it */
+    impl(b)->queued = 0;
 }
 static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
     flush(b);
     check(b, kn_dev_download(dst, src, bytes), "a copy from the device");
+    b->waits++; /* the copy waits for the work queued before it */
+    impl(b)->queued = 0;
 }
 static void c_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
     flush(b);
@@ -596,8 +608,11 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
 
 static int c_status(engine_backend *b, sp_error *err) {
     cuda_impl *c = impl(b);
+    const int queued = c->queued; /* read first: flush's check marks work queued even when no graph was open */
     flush(b);
     check(b, kn_dev_sync(), "a kernel");
+    b->waits += queued; /* a sync with nothing queued returns at once */
+    c->queued = 0;
     if (!c->failure[0]) return 0;
     sp_fail(err, "%s", c->failure);
     c->failure[0] = 0;
@@ -613,6 +628,7 @@ static void c_release(engine_backend *b) {
                     c->dv,     c->probs, c->probs_work, c->result,   c->accept_work};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
+    cuda_mtp_release(b);
     if (c->host_table) cudaFreeHost(c->host_table);
     if (c->host_tokens) cudaFreeHost(c->host_tokens);
     if (c->stream) cudaStreamDestroy(c->stream);
@@ -702,6 +718,7 @@ int backend_cuda_build(engine_backend *b, const model_config *cfg, sp_error *err
     b->accept = c_accept;
     b->status = c_status;
     b->release = c_release;
+    cuda_mtp_install(b);
     return 0;
 }
 
@@ -730,6 +747,16 @@ cuda_graph_stats backend_cuda_graph_stats(const engine_backend *b) {
     if (!is_cuda(b)) return cuda_graph_stats{0, 0, 0, 0, 0};
     return ((const cuda_impl *)b->impl)->graphs.stats;
 }
+
+/* ---- for the other files of the backend (cuda_backend.h) ----------------------------- */
+
+cudaStream_t cuda_stream(engine_backend *b) { return impl(b)->stream; }
+void cuda_check(engine_backend *b, cudaError_t e, const char *what) { check(b, e, what); }
+void cuda_flush(engine_backend *b) { flush(b); }
+void *cuda_scratch(engine_backend *b, void **p, size_t *cap, size_t bytes, const char *what) {
+    return scratch(b, (unsigned char **)p, cap, bytes, what);
+}
+cuda_mtp **cuda_mtp_of(engine_backend *b) { return &impl(b)->mtp; }
 
 int backend_cuda_on_device(void) {
 #ifdef KN_EMU

@@ -25,6 +25,8 @@ typedef struct {
     int pending, position, done, out_cap;
     uint64_t round;  /* this sequence's rounds so far: its rng sites' round */
     accept_result r; /* the round's acceptance */
+    int on_target;   /* 1: its proposer hands each round to the target (propose_verify), until it says it cannot */
+    int handed;      /* 1: this round's was handed: proposed, verified and accepted already */
 } seq_run;
 
 static int context_build(seq_run *c, decode_target *t, int cap, int with_hidden, sp_error *err) {
@@ -182,18 +184,29 @@ static int seq_start(decode_target *t, decode_job *job, decode_output *out, seq_
     const char *plain_name = job->opt.sampling.temperature == 0 ? "greedy" : "sample";
     accounting_init(&out->acc, prop ? prop->name : plain_name, prop ? prop->depth : 0, t->weight_bytes_per_pass,
                     prop ? prop->bytes_per_step : 0);
+    c->on_target = prop && prop->propose_verify && !job->opt.custom_accept && job->opt.rule == RULE_EXACT;
     return prefill(t, c, err);
 }
 
 static int seq_live(const seq_run *c) { return !c->done && c->out->n < c->job->opt.max_tokens; }
 
-/* The tree of the round: the root (the pending token), and the proposer's nodes while the budget leaves room. */
-static int seq_propose(seq_run *c, sp_error *err) {
+/* The tree of the round: the root (the pending token), and the proposer's nodes while the budget leaves room —
+ * or the whole round in one call to the target, when the proposer hands it over (c->handed). */
+static int seq_propose(decode_target *t, seq_run *c, sp_error *err) {
     const decode_options *opt = &c->job->opt;
     proposer *prop = c->job->prop;
     const int remaining = opt->max_tokens - c->out->n;
     tree_reset(&c->tree, c->pending, prop ? prop->kind : CHILDREN_IID);
     const propose_call call = {&opt->sampling, opt->seed, c->round, c->position, remaining - 1};
+    if (c->on_target) {
+        const int rc = prop->propose_verify(prop, t, c->seq, &c->tree, &call, round_site(c), &c->r, err);
+        if (rc < 0) return -1;
+        if (rc == 0) {
+            c->handed = 1;
+            return 0;
+        }
+        c->on_target = 0; /* the target cannot: the proposal here, the pass and the rule below, from now on */
+    }
     return prop && remaining > 1 ? prop->propose(prop, &c->tree, &call, err) : 0;
 }
 
@@ -232,26 +245,32 @@ static int run_rounds(decode_target *t, seq_run *s, int B, decode_batch_options 
     seq_run **live = sp_xcalloc((size_t)B, sizeof *live, "live sequences");
     target_job *tj = sp_xcalloc((size_t)B, sizeof *tj, "verify jobs");
     char *grouped = sp_xcalloc((size_t)B, 1, "verify groups");
+    seq_run **unverified = sp_xcalloc((size_t)B, sizeof *unverified, "sequences to verify");
     int rc = 0, n = 0;
     do {
         n = 0;
+        int nv = 0; /* the live sequences whose round was not handed to the target whole */
         for (int j = 0; j < B && !rc; j++)
             if (seq_live(&s[j])) {
                 live[n++] = &s[j];
-                if ((rc = seq_propose(&s[j], err))) *failed = j;
+                s[j].handed = 0;
+                if ((rc = seq_propose(t, &s[j], err))) *failed = j;
+                if (!s[j].handed) unverified[nv++] = &s[j];
             }
         if (rc || !n) break;
         bo->rounds++;
-        if (n == 1 || bo->pass_per_job) {
-            for (int i = 0; i < n && !rc; i++, bo->passes++)
-                if ((rc = verify_and_accept(t, live[i], err))) *failed = (int)(live[i] - s);
-        } else if ((rc = verify_together(t, live, n, tj, grouped, &bo->passes, err))) {
+        bo->passes += n - nv; /* a handed round: its pass is the target's */
+        if (nv == 1 || bo->pass_per_job) {
+            for (int i = 0; i < nv && !rc; i++, bo->passes++)
+                if ((rc = verify_and_accept(t, unverified[i], err))) *failed = (int)(unverified[i] - s);
+        } else if (nv && (rc = verify_together(t, unverified, nv, tj, grouped, &bo->passes, err))) {
             *failed = -1; /* a pass over several sequences: the message says which part failed */
         }
         for (int i = 0; i < n && !rc; i++)
             if ((rc = seq_settle(t, live[i], t0, err))) *failed = (int)(live[i] - s);
     } while (!rc);
     free(live);
+    free(unverified);
     free(tj);
     free(grouped);
     return rc;

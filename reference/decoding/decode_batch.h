@@ -5,7 +5,9 @@
  * target->verify, which is one pass over all B sequences' nodes on a target
  * that takes several sequences a pass (the engine on a multi_seq backend)
  * and one pass a sequence on one that does not (the reference) — then each
- * job accepts, commits and realigns on its own. A job draws at exactly the
+ * job accepts, commits and realigns on its own. A job whose proposer hands
+ * its rounds to the target (proposer.h, propose_verify: an MTP chain on the
+ * CUDA engine) is proposed, verified and accepted in that one call instead. A job draws at exactly the
  * rng sites decode_run gives it alone (its seed, its round, its position),
  * so its output law is the law of decode_run on its own: the batch changes
  * only which pass computes its distributions. decode_run is this loop with

@@ -11,7 +11,12 @@
  * dynamic tree (a budget, tree_grow.h) grows best first: the module returns
  * to the deepest marked node it holds on the next node's path and steps the
  * rest of the path in one call, each position fed the output hidden state
- * its parent had when it was first stepped (kept per node). */
+ * its parent had when it was first stepped (kept per node).
+ * A chain on a target that drafts where its distributions are (target.h,
+ * mtp_verify_accept: the CUDA engine) is handed to it whole: the target
+ * runs the real steps of the last commit (the hidden states never come to
+ * the host), draws the k drafts at draw_child's sites and verifies them,
+ * and only the result and the drafts come back. */
 #include "mtp.h"
 
 #include <stdlib.h>
@@ -37,6 +42,9 @@ typedef struct {
     int stepped;    /* the depth of the deepest chain step on the path the module holds */
     int *following; /* [following_cap] the token each real step pairs with its hidden state */
     int following_cap;
+    int on_target; /* 1: the rounds are handed to the target (mtp_verify_accept) */
+    int pending;   /* then: the real steps of the last commit, following[0..pending), not yet run */
+    int drafts[MTP_MAX_K];
     tree_growth *grow;  /* a dynamic tree's growth (NULL: static shape) */
     held_path held;     /* the chain steps the module holds (depth 0: the root, after the real steps) */
     float *node_hidden; /* [budget + 1, D] a dynamic tree's output hidden state of each stepped node */
@@ -156,6 +164,32 @@ static int mtp_propose(proposer *self, token_tree *tree, const propose_call *cal
     return walk(self, tree, 0, depth, call, err);
 }
 
+/* The chain round handed to the target: the real steps the last commit left pending, the drafts at
+ * draw_child's sites (j = 0 at each depth), the pass and the rule; the drafts come back into the tree. */
+static int mtp_propose_verify(proposer *self, decode_target *t, int seq, token_tree *tree, const propose_call *call,
+                              accept_site site, accept_result *r, sp_error *err) {
+    mtp_impl *s = self->impl;
+    if (!t->mtp_verify_accept) return 1;
+    const int at = s->mtp->position(s->mtp) + s->pending;
+    if (at != call->root_position && (s->have_first || s->pending))
+        return sp_fail(err, "MTP state at position %d, proposal rooted at %d: out of step", at, call->root_position);
+    int k = s->shape.depth < call->max_depth ? s->shape.depth : call->max_depth;
+    if (!s->have_first && !s->pending) k = 0; /* a one-token prompt: nothing to chain from yet */
+    const mtp_chain_call c = {s->mtp,           s->following, s->pending,  MARK_REAL,           k > 0 ? k : 0,
+                              s->sample_drafts, call->seed,   call->round, call->root_position, s->drafts};
+    const target_job job = {seq, tree, NULL, NULL};
+    const int rc = t->mtp_verify_accept(t, &job, &c, call->sampling, site, r, err);
+    if (rc) return rc;
+    s->on_target = 1;
+    self->steps += (s->pending > 0) + (c.k > 1 ? c.k - 1 : 0); /* the real steps' pass, the chain steps */
+    s->have_first |= s->pending > 0;
+    s->pending = 0;
+    for (int d = 0; d < c.k; d++)
+        if (tree_add(tree, d, s->drafts[d]) < 0)
+            return sp_fail(err, "MTP proposal: tree capacity %d exceeded", tree->cap);
+    return 0;
+}
+
 static int mtp_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     mtp_impl *s = self->impl;
     if (s->grow) tree_grow_learn(s->grow, path, len); /* the verdict calibrates the next growths */
@@ -166,6 +200,10 @@ static int mtp_commit(proposer *self, const int *path, const float *hidden, int 
         s->following = sp_xrealloc(s->following, (size_t)s->following_cap, sizeof(int), "MTP real-step tokens");
     }
     for (int i = 0; i < len; i++) s->following[i] = i + 1 < len ? path[i + 1] : next_token;
+    if (s->on_target) { /* the target runs them in the next round, on the hidden states it kept */
+        s->pending = len;
+        return 0;
+    }
     /* the real steps of one commit form one batched MTP pass */
     if (s->mtp->step(s->mtp, s->following, hidden, len, s->first_logits, s->first_hidden, err)) return -1;
     s->have_first = 1;
@@ -227,6 +265,9 @@ int mtp_tree_proposer_build(proposer *p, stepper *mtp, const tree_shape *shape, 
     p->needs_hidden = 1;
     p->propose = mtp_propose;
     p->commit = mtp_commit;
+    /* a chain (one child a node: drawn alike i.i.d. or without replacement) of drafts drawn from q */
+    if (!shape->budget && kind != CHILDREN_TOP_RANKS && tree_shape_nodes(shape) == shape->depth)
+        p->propose_verify = mtp_propose_verify;
     p->release = mtp_release;
     p->bytes_per_step = mtp->bytes_per_step;
     p->tree_capacity = tree_shape_nodes(shape);

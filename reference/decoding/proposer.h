@@ -12,6 +12,7 @@
 #include "accept.h" /* accept_draw_index: the rng index of a draft */
 #include "error.h"
 #include "sampler.h"
+#include "target.h" /* propose_verify hands a round to a target */
 #include "tree.h"
 
 /* What one round asks of the proposer. The sampler params and the seed are
@@ -37,6 +38,14 @@ struct proposer {
 
     /* Adds nodes under the root of `tree` (already reset to the pending token). */
     int (*propose)(proposer *self, token_tree *tree, const propose_call *call, sp_error *err);
+    /* Optional (NULL: propose only). The round's proposal, verify pass and exact acceptance in one call to the
+     * target on sequence seq, where the target offers it (target.h: mtp_verify_accept): the drafts are added to
+     * `tree` (their q rows left unwritten: they stay on the target's side) and r is accept_exact's result at
+     * `site`. Called every round of a run under the exact rule, the last ones too (call->max_depth 0). Returns 1
+     * when the target cannot take it (the loop then proposes and verifies itself, for the whole run), 0 done,
+     * −1 with a message. */
+    int (*propose_verify)(proposer *self, decode_target *t, int seq, token_tree *tree, const propose_call *call,
+                          accept_site site, accept_result *r, sp_error *err);
     /* The target has consumed path[0..len) (their hidden states hidden[len, D]
      * when needs_hidden, else NULL) and next_token follows, not yet consumed.
      * Also called once after the prompt, with the prompt minus its last token. */

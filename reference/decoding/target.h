@@ -27,6 +27,7 @@
 #include "config.h"
 #include "error.h"
 #include "sampler.h"
+#include "stepper.h"
 #include "tree.h"
 
 /* One sequence's share of a verify pass. */
@@ -37,6 +38,23 @@ typedef struct {
                              * (raw logits when the pass is given no sampler params) */
     float *hidden;          /* out [tree->n, D]: final-normed hidden state after node i, or NULL */
 } target_job;
+
+/* An MTP chain round as a proposer hands it to the target (mtp_verify_accept): the drafts to draw with the
+ * proposer's own module, at the proposer's own rng sites (mtp.c's draw_child: child 0 of the node at depth d − 1
+ * at {seed, RNG_DRAFT, accept_draw_index(round, root_position + d, 0)}). */
+typedef struct {
+    stepper *mtp;           /* the proposer's MTP module */
+    const int *real_tokens; /* [n_real] the last commit's real steps, not yet run: the token each pairs with the
+                             * target's hidden state of its position, the rows 0 .. n_real − 1 of the last round's
+                             * chain (kept on the target's side) */
+    int n_real;
+    int real_mark; /* the mark the module takes after them */
+    int k;         /* drafts (0: the root alone is verified) */
+    int sample_drafts;
+    uint64_t seed, round; /* the drafts' rng sites, as propose_call's */
+    int root_position;
+    int *drafts; /* out [k] */
+} mtp_chain_call;
 
 /* What the sequences hold, for the figures of beam search. */
 typedef struct {
@@ -73,6 +91,17 @@ struct decode_target {
      * job->hidden, when not NULL, holds at least the rows of the accepted path's nodes. */
     int (*verify_accept)(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
                          accept_result *r, sp_error *err);
+    /* Optional (NULL: the proposer drafts on its side, then verify_accept or verify). One MTP chain round where
+     * the target's distributions are: the module's pending real steps, then k drafts, each drawn from its step's
+     * processed distribution (argmax drafts: from its one-hot) at the proposer's rng sites and fed to the next
+     * step there, then verify_accept's pass and rule over the chain. For the same distributions the drafts and
+     * the result are the proposer's and verify_accept's; only the result and the drafts cross (a GPU's one wait
+     * of the round). job->tree holds the root; the drafts go to call->drafts, the tree is left to the caller,
+     * the q rows stay on the target's side, and job->p and job->hidden are not written: the final-normed hidden
+     * states of the chain stay there for the next round's real steps. Returns 1 (nothing done) when call->mtp is
+     * not this target's own module. */
+    int (*mtp_verify_accept)(decode_target *t, const target_job *job, const mtp_chain_call *call,
+                             const sampler_params *sp, accept_site site, accept_result *r, sp_error *err);
     /* The sequence becomes the state after `node` of its last verified tree (node 0: the root alone). */
     int (*commit)(decode_target *t, int seq, int node, sp_error *err);
     /* Positions consumed by the sequence. */

@@ -36,6 +36,12 @@ static int p_verify_accept(decode_target *t, const target_job *job, const sample
     if (((planted *)t->impl)->bug == PLANT_ENGINE_ACCEPT_ROUND) site.round++;
     return inner(t)->verify_accept(inner(t), job, sp, site, r, err);
 }
+/* An MTP round drafted on the engine's side: its acceptance carries the same slip as verify_accept's. */
+static int p_mtp_verify_accept(decode_target *t, const target_job *job, const mtp_chain_call *call,
+                               const sampler_params *sp, accept_site site, accept_result *r, sp_error *err) {
+    if (((planted *)t->impl)->bug == PLANT_ENGINE_ACCEPT_ROUND) site.round++;
+    return inner(t)->mtp_verify_accept(inner(t), job, call, sp, site, r, err);
+}
 static int p_position(const decode_target *t, int seq) { return inner(t)->position(inner(t), seq); }
 static void p_memory(const decode_target *t, const int *seqs, int n, target_memory *out) {
     inner(t)->memory(inner(t), seqs, n, out);
@@ -87,6 +93,7 @@ void planted_engine_target_build(decode_target *t, engine *e, planted_engine_bug
     t->prefill = p_prefill;
     t->verify = p_verify;
     t->verify_accept = p->inner.verify_accept ? p_verify_accept : NULL;
+    t->mtp_verify_accept = p->inner.mtp_verify_accept ? p_mtp_verify_accept : NULL;
     t->commit = p_commit;
     t->position = p_position;
     t->memory = p_memory;

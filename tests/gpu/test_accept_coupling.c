@@ -105,6 +105,7 @@ START_TEST(test_device_acceptance_couples_with_the_host) {
                   "the CUDA engine accepts where its logits are, the CPU engine on the host");
     decode_target host_t = gpu.t; /* the same engine, the round loop's verify + accept_exact */
     host_t.verify_accept = NULL;
+    host_t.mtp_verify_accept = NULL; /* and the MTP drafts drawn by the proposer (test_mtp_device.c: the device's) */
     decode_target control_t;
     planted_engine_target_build(&control_t, &gpu.te, PLANT_ENGINE_ACCEPT_ROUND);
     method_parts host = gpu.parts, control = gpu.parts;

@@ -58,7 +58,7 @@ run "bench --batch --backend cuda without a GPU build" 2 "built without the CUDA
 
 if [ -f models/tiny-shakespeare/model.safetensors ]; then
     # 6 tokens each: the emulator runs a pass of the embedded model in about a tenth of a second
-    for method in "spec --k 3"; do
+    for method in "spec --k 3" "mtp --k 3 --mtp-sample"; do # the MTP chain drafted on the device (engine_mtp_round.c)
         run "generate --method $method" 0 "6 tokens in" "$emu" generate --backend cuda --method $method \
             --prompt "ROMEO:" --max-tokens 6 --temperature 0.8 --seed 3
     done
