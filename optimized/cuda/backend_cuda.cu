@@ -49,6 +49,18 @@ typedef struct {
     size_t tables;      /* its [La, n_blocks] block tables in the pass arrays: an offset in ints */
 } cuda_seq;
 
+/* The pinned buffers a pass's first nodes copy to the device: its arrays (c_begin_pass) and its token ids (c_embed).
+ * A ring of them, one set per pass: a pass rewrites the set of the pass PASS_STAGES before it, whose copies have run
+ * if the stream has been waited on since (a round waits once, for its result), so the passes of a round follow
+ * each other without the host draining the stream between them. */
+#define PASS_STAGES 8
+typedef struct {
+    int *table, *tokens;
+    size_t table_cap, tokens_cap;
+    int used;
+    unsigned long staged_at; /* cuda_impl.syncs when its last copy was queued */
+} pass_stage;
+
 typedef struct {
     cudaStream_t stream;
     char device[160];
@@ -56,17 +68,17 @@ typedef struct {
     /* device scratch, grown as passes grow; mask .. state_slot point into `table`, the pass's arrays (c_begin_pass) */
     int *tokens, *table, *pos, *slot, *parent, *state_slot, *result;
     uint64_t *mask;
-    size_t tokens_cap, table_cap, result_cap, host_table_cap;
+    size_t tokens_cap, table_cap, result_cap;
     cuda_seq *seqs; /* [n_seqs] the pass's sequences (host memory, seqs_cap of room) */
     int n_seqs, seqs_cap;
-    const int *host_parent; /* [m] the pass's parents, sequence-relative, in host_table */
+    const int *host_parent; /* [m] the pass's parents, sequence-relative, in its stage's table */
     float *q_rot, *att_work, *dq, *dk, *dv, *probs, *accept_work;
     double *probs_work;
     size_t q_rot_cap, att_work_cap, dq_cap, dk_cap, dv_cap, probs_cap, probs_work_cap, accept_work_cap;
-    int *host_table;  /* [host_table_cap] pinned: the pass arrays as c_begin_pass writes them */
-    int *host_tokens; /* [host_tokens_cap] pinned: the token ids c_embed copies to the device */
-    size_t host_tokens_cap;
-    int tokens_staged; /* host_tokens already holds the open capture's tokens */
+    pass_stage stages[PASS_STAGES];
+    int stage;           /* the pass's, in stages */
+    int tokens_staged;   /* the pass's stage already holds token ids queued for a copy */
+    unsigned long syncs; /* waits on the whole stream so far (drain, the synchronous copies, status) */
     graph_cache graphs;
     /* the version of each kernel family the engine runs */
     kn_rmsnorm_fn rmsnorm;
@@ -105,6 +117,7 @@ static void drain(engine_backend *b) {
     check(b, cudaStreamSynchronize(c->stream), "a wait on the stream");
     b->stalls += queued; /* no result comes back: a stall, not a wait (backend.h) */
     c->queued = 0;
+    c->syncs++;
 }
 
 static void *c_alloc(engine_backend *b, size_t bytes, const char *what) {
@@ -128,12 +141,14 @@ static void c_upload(engine_backend *b, void *dst, const void *src, size_t bytes
     check(b, kn_dev_upload(dst, src, bytes), "a copy to the device");
     b->stalls += queued; /* the synchronous copy waits for the work queued before it */
     impl(b)->queued = 0;
+    impl(b)->syncs++;
 }
 static void c_download(engine_backend *b, void *dst, const void *src, size_t bytes) {
     flush(b);
     check(b, kn_dev_download(dst, src, bytes), "a copy from the device");
     b->waits++; /* the copy waits for the work queued before it */
     impl(b)->queued = 0;
+    impl(b)->syncs++;
 }
 static void c_copy(engine_backend *b, void *dst, const void *src, size_t bytes) {
     flush(b);
@@ -364,13 +379,14 @@ static void c_matmul_group(engine_backend *b, const ematmul_part *parts, int n_p
 static void c_embed(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     cuda_impl *c = impl(b);
     int *d_tokens = scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
-    if (c->tokens_staged) flush(b);     /* a second embed in one capture would overwrite the first's tokens */
-    if (!c->graphs.capturing) drain(b); /* the last copy from host_tokens has run */
-    int *staged = pinned(b, &c->host_tokens, &c->host_tokens_cap, (size_t)m, "token ids");
+    pass_stage *st = &c->stages[c->stage];
+    if (c->tokens_staged) drain(b); /* a second embed of one pass: the first's copy from the stage has run */
+    int *staged = pinned(b, &st->tokens, &st->tokens_cap, (size_t)m, "token ids");
     memcpy(staged, tokens, (size_t)m * sizeof(int));
     check(b, cudaMemcpyAsync(d_tokens, staged, (size_t)m * sizeof(int), cudaMemcpyHostToDevice, c->stream),
           "a copy of the token ids to the device");
-    c->tokens_staged = c->graphs.capturing;
+    c->tokens_staged = 1;
+    st->staged_at = c->syncs;
     check(b, kn_embed_bf16(x, (const uint16_t *)E->data, d_tokens, m, D, c->stream), "embed");
 }
 
@@ -391,7 +407,7 @@ static void c_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 
 /* The scratch of every op of a pass of m nodes over the sequences of c->seqs, reserved before its capture opens
  * (the attention's for the largest of its sequences' launches). */
-static void reserve_pass(engine_backend *b, int m) {
+static void reserve_pass(engine_backend *b, pass_stage *st, int m) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
     const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim;
@@ -402,7 +418,7 @@ static void reserve_pass(engine_backend *b, int m) {
         if (w > work_floats) work_floats = w;
     }
     scratch(b, &c->tokens, &c->tokens_cap, (size_t)m, "token ids");
-    pinned(b, &c->host_tokens, &c->host_tokens_cap, (size_t)m, "token ids");
+    pinned(b, &st->tokens, &st->tokens_cap, (size_t)m, "token ids");
     scratch(b, &c->q_rot, &c->q_rot_cap, (size_t)m * H * Dh, "rotated queries");
     scratch(b, &c->att_work, &c->att_work_cap, work_floats, "attention scratch");
     scratch(b, &c->dq, &c->dq_cap, qk, "DeltaNet queries");
@@ -415,8 +431,8 @@ static void reserve_pass(engine_backend *b, int m) {
  * slot, parent and DeltaNet state slot, [m] each; then each sequence's block table per attention layer in the
  * kernels' numbering (kv_cache.h's layout: block b of layer l is b·La + l), [La, n_blocks] a sequence. Masks and
  * parents are relative to the node's sequence (a parent is an index among its sequence's nodes, −1 for its first
- * node), so each sequence's launches see the arrays of a pass of its own. Written to pinned memory here and copied
- * by the pass's first node, so that its graph copies each pass's own. */
+ * node), so each sequence's launches see the arrays of a pass of its own. Written to the pass's stage (pinned, one
+ * of a ring: PASS_STAGES) and copied by the pass's first node, so that its graph copies each pass's own. */
 static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_impl *c = impl(b);
     const int m = p->m, La = p->kv->n_layers;
@@ -436,11 +452,14 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     }
     c->n_seqs = p->n_seqs;
     scratch(b, &c->table, &c->table_cap, ints, "pass arrays");
-    pinned(b, &c->host_table, &c->host_table_cap, ints, "pass arrays");
-    reserve_pass(b, m);
-    drain(b); /* the last pass's copy from host_table has run */
-    uint64_t *mask = (uint64_t *)c->host_table;
-    int *pos = c->host_table + 2 * (size_t)m, *slot = pos + m, *parent = slot + m, *state_slot = parent + m;
+    c->stage = (c->stage + 1) % PASS_STAGES;
+    pass_stage *st = &c->stages[c->stage];
+    if (st->used && st->staged_at == c->syncs) drain(b); /* its last copies may still be queued */
+    st->used = 1;
+    int *host = pinned(b, &st->table, &st->table_cap, ints, "pass arrays");
+    reserve_pass(b, st, m);
+    uint64_t *mask = (uint64_t *)host;
+    int *pos = host + 2 * (size_t)m, *slot = pos + m, *parent = slot + m, *state_slot = parent + m;
     for (int t = 0; t < m; t++) {
         const epass_seq *q = epass_seq_of(p, t);
         const int u = t - q->first, up = p->parent[t] < 0 ? -1 : p->parent[t] - q->first;
@@ -452,14 +471,15 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     if (p->state_slot) memcpy(state_slot, p->state_slot, (size_t)m * sizeof(int)); /* none in the MTP module's */
     for (int s = 0; s < p->n_seqs; s++) {
         const kv_table *table = p->seqs[s].table;
-        int *tables = c->host_table + c->seqs[s].tables;
+        int *tables = host + c->seqs[s].tables;
         for (int la = 0; la < La; la++)
             for (int j = 0; j < table->n; j++) tables[(size_t)la * table->n + j] = table->blocks[j] * La + la;
     }
     check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs, p->kv), "a pass's capture");
     c->tokens_staged = 0;
-    check(b, cudaMemcpyAsync(c->table, c->host_table, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
+    check(b, cudaMemcpyAsync(c->table, host, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
           "a copy of the pass arrays to the device");
+    st->staged_at = c->syncs;
     c->mask = (uint64_t *)c->table;
     c->pos = c->table + 2 * (size_t)m;
     c->slot = c->pos + m;
@@ -613,6 +633,7 @@ static int c_status(engine_backend *b, sp_error *err) {
     check(b, kn_dev_sync(), "a kernel");
     b->waits += queued; /* a sync with nothing queued returns at once */
     c->queued = 0;
+    c->syncs++;
     if (!c->failure[0]) return 0;
     sp_fail(err, "%s", c->failure);
     c->failure[0] = 0;
@@ -629,8 +650,10 @@ static void c_release(engine_backend *b) {
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) kn_dev_free(bufs[i]);
     cuda_mtp_release(b);
-    if (c->host_table) cudaFreeHost(c->host_table);
-    if (c->host_tokens) cudaFreeHost(c->host_tokens);
+    for (int i = 0; i < PASS_STAGES; i++) {
+        if (c->stages[i].table) cudaFreeHost(c->stages[i].table);
+        if (c->stages[i].tokens) cudaFreeHost(c->stages[i].tokens);
+    }
     if (c->stream) cudaStreamDestroy(c->stream);
     free(c->seqs);
     free(c);
