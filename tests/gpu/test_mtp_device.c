@@ -224,8 +224,9 @@ START_TEST(test_one_wait_per_mtp_round) {
          * int behind the deferred real steps: at most one stall a round, where drafting on the host stalls more. */
         ck_assert_msg(dev_stalls <= n_dev, "%s: %ld stalls in %d device-drafted rounds", draftings[m].flags, dev_stalls,
                       n_dev);
-        ck_assert_msg(host_stalls > dev_stalls, "%s: control: host-drafted rounds stalled %ld times, device-drafted %ld",
-                      draftings[m].flags, host_stalls, dev_stalls);
+        ck_assert_msg(host_stalls > dev_stalls,
+                      "%s: control: host-drafted rounds stalled %ld times, device-drafted %ld", draftings[m].flags,
+                      host_stalls, dev_stalls);
         ck_assert_msg(n_dev >= 2 && n_host >= 2, "%s: %d and %d rounds after the first", draftings[m].flags, n_dev,
                       n_host);
         for (int r = 0; r < n_dev; r++)
