@@ -329,11 +329,16 @@ static void host_stack(uintptr_t *lo, uintptr_t *hi) {
     *lo = stack_lo, *hi = stack_hi;
 }
 
-/* The word of arg that points into the host thread's stack (or AddressSanitizer's stand-in frames for it), or
- * 0. A kernel argument never legitimately does: the device cannot read the host's stack. */
+/* The word of arg that points into the live part of the host thread's stack (or AddressSanitizer's stand-in
+ * frames for it), or 0. A kernel argument never legitimately does: the device cannot read the host's stack. Only
+ * the frames above this one count (the stack grows down): a launcher's lambda that captured by reference holds
+ * addresses in the launcher's frame, a caller of this one, while a closure's padding or a member left unset can
+ * hold stale bytes, most often addresses in frames that have since returned, which are no sign of anything. */
 static uintptr_t stack_pointer_in(const void *arg, size_t size) {
     uintptr_t lo, hi;
     host_stack(&lo, &hi);
+    const uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here > lo && here < hi) lo = here;
     for (size_t at = 0; at + sizeof(uintptr_t) <= size; at += sizeof(uintptr_t)) {
         uintptr_t w;
         memcpy(&w, (const char *)arg + at, sizeof w);
