@@ -12,21 +12,34 @@
 #include "deltanet.h"
 #include "ops.h"
 
-static void reserve(cpu_attention_scratch *s, int n) {
-    if (n <= s->cap) return;
-    const int cap = n > 2 * s->cap ? n : 2 * s->cap;
-    s->scores = sp_xrealloc(s->scores, (size_t)cap, sizeof(float), "attention scores");
-    s->keys = sp_xrealloc(s->keys, (size_t)cap, sizeof *s->keys, "attention keys");
-    s->values = sp_xrealloc(s->values, (size_t)cap, sizeof *s->values, "attention values");
-    s->path = sp_xrealloc(s->path, (size_t)cap, sizeof(int), "attention path");
+/* Room for contexts of n positions on T threads (before a parallel region: the threads only read it). */
+static void reserve(cpu_attention_scratch *s, int n, int T) {
+    if (n <= s->cap && T <= s->threads) return;
+    const int cap = n > 2 * s->cap ? n : 2 * s->cap, threads = T > s->threads ? T : s->threads;
+    if (threads > s->threads) {
+        s->thread = sp_xrealloc(s->thread, (size_t)threads, sizeof *s->thread, "attention scratch");
+        memset(s->thread + s->threads, 0, (size_t)(threads - s->threads) * sizeof *s->thread);
+    }
+    for (int t = 0; t < threads; t++) {
+        cpu_attention_thread *u = &s->thread[t];
+        u->scores = sp_xrealloc(u->scores, (size_t)cap, sizeof(float), "attention scores");
+        u->keys = sp_xrealloc(u->keys, (size_t)cap, sizeof *u->keys, "attention keys");
+        u->values = sp_xrealloc(u->values, (size_t)cap, sizeof *u->values, "attention values");
+        u->path = sp_xrealloc(u->path, (size_t)cap, sizeof(int), "attention path");
+    }
     s->cap = cap;
+    s->threads = threads;
 }
 
 void cpu_attention_scratch_free(cpu_attention_scratch *s) {
-    free(s->scores);
-    free(s->keys);
-    free(s->values);
-    free(s->path);
+    for (int t = 0; t < s->threads; t++) {
+        cpu_attention_thread *u = &s->thread[t];
+        free(u->scores);
+        free(u->keys);
+        free(u->values);
+        free(u->path);
+    }
+    free(s->thread);
     memset(s, 0, sizeof *s);
 }
 
@@ -40,53 +53,80 @@ static int ancestors(const epass *p, int i, int *path) {
     return n;
 }
 
-void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, const epass *p, int la,
-                         const attention_args *a) {
+/* Node i's q and k normed and rotated at its position, its keys and values into its cache slot. */
+static void place_node(const engine_backend *b, const epass *p, int la, const attention_args *a, int i) {
     const model_config *c = b->cfg;
     const kv_cache *kv = p->kv;
-    const int H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim, m = p->m;
-    const int kv_dim = Hkv * Dh, group = H / Hkv;
-    float *keys = kv->keys, *values = kv->values;
-    int reach = 0;                /* the most positions a node sees */
-    for (int i = 0; i < m; i++) { /* norms, RoPE, and the node's keys and values into place */
-        const epass_seq *seq = epass_seq_of(p, i);
-        const int pos = seq->base + p->depth[i];
-        if (seq->base + seq->n > reach) reach = seq->base + seq->n;
-        for (int h = 0; h < H; h++) {
-            float *q = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
-            op_rmsnorm(q, q, a->q_norm, Dh, c->rms_norm_eps);
-            op_rope(q, c->rotary_dim, pos, c->rope_theta);
-        }
-        for (int h = 0; h < Hkv; h++) {
-            float *k = a->k + (size_t)i * kv_dim + (size_t)h * Dh;
-            op_rmsnorm(k, k, a->k_norm, Dh, c->rms_norm_eps);
-            op_rope(k, c->rotary_dim, pos, c->rope_theta);
-            const size_t at = kv_offset(kv, seq->table, la, epass_slot(p, i), h);
-            memcpy(keys + at, k, (size_t)Dh * sizeof(float));
-            memcpy(values + at, a->v + (size_t)i * kv_dim + (size_t)h * Dh, (size_t)Dh * sizeof(float));
-        }
+    const int H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim, kv_dim = Hkv * Dh;
+    const epass_seq *seq = epass_seq_of(p, i);
+    const int pos = seq->base + p->depth[i];
+    for (int h = 0; h < H; h++) {
+        float *q = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
+        op_rmsnorm(q, q, a->q_norm, Dh, c->rms_norm_eps);
+        op_rope(q, c->rotary_dim, pos, c->rope_theta);
     }
+    for (int h = 0; h < Hkv; h++) {
+        float *k = a->k + (size_t)i * kv_dim + (size_t)h * Dh;
+        op_rmsnorm(k, k, a->k_norm, Dh, c->rms_norm_eps);
+        op_rope(k, c->rotary_dim, pos, c->rope_theta);
+        const size_t at = kv_offset(kv, seq->table, la, epass_slot(p, i), h);
+        memcpy((float *)kv->keys + at, k, (size_t)Dh * sizeof(float));
+        memcpy((float *)kv->values + at, a->v + (size_t)i * kv_dim + (size_t)h * Dh, (size_t)Dh * sizeof(float));
+    }
+}
+
+/* Head h of node i: its sequence's committed positions, then its ancestors and itself, gated. */
+static void attend(const engine_backend *b, cpu_attention_thread *u, const epass *p, int la, const attention_args *a,
+                   int i, int h) {
+    const model_config *c = b->cfg;
+    const kv_cache *kv = p->kv;
+    const int H = c->num_heads, Dh = c->head_dim, group = H / c->num_kv_heads, g = h / group;
+    const epass_seq *seq = epass_seq_of(p, i);
+    const int base = seq->base, n_path = ancestors(p, i, u->path), n = base + n_path;
+    for (int t = 0; t < n; t++) {
+        const int pos = t < base ? t : epass_slot(p, u->path[t - base]);
+        const size_t at = kv_offset(kv, seq->table, la, pos, g);
+        u->keys[t] = (const float *)kv->keys + at;
+        u->values[t] = (const float *)kv->values + at;
+    }
+    const float *qh = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
+    float *oh = a->out + (size_t)i * H * Dh + (size_t)h * Dh;
     const float scale = 1.0f / sqrtf((float)Dh);
-    reserve(s, reach);
-    for (int i = 0; i < m; i++) {
-        const epass_seq *seq = epass_seq_of(p, i);
-        const int base = seq->base, n_path = ancestors(p, i, s->path), n = base + n_path;
-        for (int h = 0; h < H; h++) {
-            const int g = h / group;
-            for (int t = 0; t < n; t++) { /* its sequence's committed positions, then its ancestors and itself */
-                const int pos = t < base ? t : epass_slot(p, s->path[t - base]);
-                const size_t at = kv_offset(kv, seq->table, la, pos, g);
-                s->keys[t] = keys + at;
-                s->values[t] = values + at;
-            }
-            const float *qh = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
-            float *oh = a->out + (size_t)i * H * Dh + (size_t)h * Dh;
-            if (b->in_order) /* the exact cross-test mode: the reference's sums */
-                op_attention_head(oh, qh, s->keys, s->values, n, Dh, scale, s->scores);
-            else
-                cpu_attention_head(oh, qh, s->keys, s->values, n, Dh, scale, s->scores);
-            op_output_gate(oh, qh + Dh, Dh);
+    if (b->in_order) /* the exact cross-test mode: the reference's sums */
+        op_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
+    else
+        cpu_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
+    op_output_gate(oh, qh + Dh, Dh);
+}
+
+/* The nodes placed (every key and value of the pass in the cache before any node attends: a node reads its
+ * ancestors'), then the (node, head) pairs, on the products' threads when there are several: pairs share
+ * nothing but what they read. One thread enters no OpenMP region, as cpu_gemm. */
+void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, const epass *p, int la,
+                         const attention_args *a) {
+    const int H = b->cfg->num_heads, m = p->m, pairs = m * H;
+    int reach = 0; /* the most positions a node sees */
+    for (int j = 0; j < p->n_seqs; j++)
+        if (p->seqs[j].base + p->seqs[j].n > reach) reach = p->seqs[j].base + p->seqs[j].n;
+    const int T = b->threads < pairs ? b->threads : pairs;
+    reserve(s, reach, T);
+    int done = 0;
+#ifdef _OPENMP
+    if (T > 1) {
+#pragma omp parallel num_threads(T)
+        {
+            cpu_attention_thread *u = &s->thread[omp_get_thread_num()];
+#pragma omp for schedule(static)
+            for (int i = 0; i < m; i++) place_node(b, p, la, a, i);
+#pragma omp for schedule(static)
+            for (int w = 0; w < pairs; w++) attend(b, u, p, la, a, w / H, w % H);
         }
+        done = 1;
+    }
+#endif
+    if (!done) {
+        for (int i = 0; i < m; i++) place_node(b, p, la, a, i);
+        for (int w = 0; w < pairs; w++) attend(b, &s->thread[0], p, la, a, w / H, w % H);
     }
 }
 

@@ -7,12 +7,15 @@
 
 #include "backend.h"
 
-/* Scratch of the attention core, grown as contexts grow. */
+/* Scratch of the attention core, one set per thread, grown as contexts grow. */
 typedef struct {
     float *scores;
     const float **keys, **values; /* [cap] one head's vectors of the attended positions */
     int *path;                    /* [cap] the attended nodes of the pass */
-    int cap;
+} cpu_attention_thread;
+typedef struct {
+    cpu_attention_thread *thread; /* [threads] */
+    int threads, cap;
 } cpu_attention_scratch;
 
 /* Scratch of the DeltaNet core: the states of a pass's logged nodes (backend.h), which live only while their
