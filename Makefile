@@ -78,9 +78,10 @@ GEMM_ISA_FLAGS_avx512bf16 := $(GEMM_ISA_FLAGS_avx512) -mavx512bf16
 $(foreach i,avx2 avx512 avx512bf16,$(eval $(BUILD)/obj/optimized/cpu/gemm_$(i).o \
     $(BUILD)/asan/optimized/cpu/gemm_$(i).o: ALL_CFLAGS += $$(GEMM_ISA_FLAGS_$(i))))
 endif
-# The DeltaNet step's row loops and attention's lanes are left to the vectoriser (deltanet.c, attention.c: one clone per
-# instruction set on x86-64).
-$(BUILD)/obj/optimized/cpu/deltanet.o $(BUILD)/obj/optimized/cpu/attention.o: ALL_CFLAGS += -O3
+# The DeltaNet step's row loops, attention's lanes and the activations are left to the vectoriser (deltanet.c,
+# attention.c, activations.c: one clone per instruction set on x86-64).
+$(BUILD)/obj/optimized/cpu/deltanet.o $(BUILD)/obj/optimized/cpu/attention.o $(BUILD)/obj/optimized/cpu/activations.o: \
+    ALL_CFLAGS += -O3
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) -MMD -MP $(LAYER_INC) $(PKG_CFLAGS)
 # The CPU engine (optimized/cpu) threads its products with OpenMP when the compiler has it; without it the
 # pragmas are ignored and every product runs on one thread.

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "cpu/activations.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
 #include "dtype.h"
@@ -84,9 +85,17 @@ static void cpu_embed(engine_backend *b, float *x, const eweight *E, const int *
         dtype_to_f32(x + (size_t)i * D, (const char *)E->data + (size_t)tokens[i] * D * elem, E->dtype, (size_t)D);
 }
 
+/* Outside the exact cross-test mode the norms and SwiGLU are the engine's vectorised forms (cpu/activations.h). */
 static void cpu_rmsnorm(engine_backend *b, float *y, const float *x, const float *w, int rows, int n, float eps) {
-    (void)b;
-    for (int i = 0; i < rows; i++) op_rmsnorm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+    void (*norm)(float *, const float *, const float *, int, float) = b->in_order ? op_rmsnorm : cpu_act_rmsnorm;
+    for (int i = 0; i < rows; i++) norm(y + (size_t)i * n, x + (size_t)i * n, w, n, eps);
+}
+
+static void swiglu_range(const engine_backend *b, float *g, const float *u, size_t begin, size_t end) {
+    if (b->in_order)
+        op_swiglu(g + begin, g + begin, u + begin, (int)(end - begin));
+    else
+        cpu_act_swiglu(g + begin, u + begin, (int)(end - begin));
 }
 
 static void cpu_add(engine_backend *b, float *x, const float *y, size_t n) {
@@ -100,10 +109,10 @@ static void cpu_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
 #pragma omp parallel for num_threads(T) schedule(static)
         for (int t = 0; t < T; t++) {
             const size_t begin = n * t / T, end = n * (t + 1) / T;
-            op_swiglu(g + begin, g + begin, u + begin, (int)(end - begin));
+            swiglu_range(b, g, u, begin, end);
         }
     } else {
-        op_swiglu(g, g, u, (int)n);
+        swiglu_range(b, g, u, 0, n);
     }
 }
 

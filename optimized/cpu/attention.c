@@ -4,7 +4,7 @@
  * the same order (ISO C mode: multiply and add are never fused). */
 #include "attention.h"
 
-#include "ops.h"
+#include "activations.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -30,7 +30,7 @@ ATTENTION_CLONES
 void cpu_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n, int Dh,
                         float scale, float *scores) {
     for (int t = 0; t < n; t++) scores[t] = dot_lanes(q, keys[t], Dh) * scale;
-    op_softmax(scores, n);
+    cpu_act_softmax(scores, n);
     for (int d = 0; d < Dh; d++) out[d] = 0.0f;
     for (int t = 0; t < n; t++) { /* each out[d] adds its n terms in order t = 0, 1, …, as the reference does */
         const float s = scores[t], *v = values[t];

@@ -2,10 +2,10 @@
  * op_attention_head (core/ops.h) with its dot products q·k added in 16
  * lanes (lane l takes the terms d ≡ l mod 16, then a fixed tree over the
  * lanes, then the last Dh mod 16 terms in order), which the compiler
- * vectorises; the softmax and the weighted sum of the values are the
- * reference's operations in the reference's order. Only the scores' last
- * bits differ from the reference's; the engine's exact cross-test mode
- * (float32 weights) calls op_attention_head itself. */
+ * vectorises; the softmax is cpu_act_softmax (activations.h) and the
+ * weighted sum of the values the reference's, each out[d] adding its terms
+ * in order. Only the last bits differ from the reference's; the engine's
+ * exact cross-test mode (float32 weights) calls op_attention_head itself. */
 #ifndef SPECULA_CPU_ATTENTION_H
 #define SPECULA_CPU_ATTENTION_H
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activations.h"
 #include "ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
@@ -130,4 +131,17 @@ void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv) {
             row[j] = decayed + ki * u[j];
         }
     }
+}
+
+void cpu_conv_step(float *out, float *state, const float *x, const float *w, int C, int K) {
+    for (int c = 0; c < C; c++) {
+        float *st = state + (size_t)c * (K - 1);
+        const float *wc = w + (size_t)c * K;
+        float acc = wc[K - 1] * x[c];
+        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
+        for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
+        if (K > 1) st[K - 2] = x[c];
+        out[c] = acc;
+    }
+    cpu_act_silu(out, C);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "activations.h"
 #include "attention.h"
 #include "deltanet.h"
 #include "ops.h"
@@ -53,6 +54,11 @@ static int ancestors(const epass *p, int i, int *path) {
     return n;
 }
 
+/* The reference's RMSNorm in the exact cross-test mode, else the engine's (activations.h). */
+static void rmsnorm(const engine_backend *b, float *out, const float *x, const float *w, int n, float eps) {
+    (b->in_order ? op_rmsnorm : cpu_act_rmsnorm)(out, x, w, n, eps);
+}
+
 /* Node i's q and k normed and rotated at its position, its keys and values into its cache slot. */
 static void place_node(const engine_backend *b, const epass *p, int la, const attention_args *a, int i) {
     const model_config *c = b->cfg;
@@ -62,12 +68,12 @@ static void place_node(const engine_backend *b, const epass *p, int la, const at
     const int pos = seq->base + p->depth[i];
     for (int h = 0; h < H; h++) {
         float *q = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
-        op_rmsnorm(q, q, a->q_norm, Dh, c->rms_norm_eps);
+        rmsnorm(b, q, q, a->q_norm, Dh, c->rms_norm_eps);
         op_rope(q, c->rotary_dim, pos, c->rope_theta);
     }
     for (int h = 0; h < Hkv; h++) {
         float *k = a->k + (size_t)i * kv_dim + (size_t)h * Dh;
-        op_rmsnorm(k, k, a->k_norm, Dh, c->rms_norm_eps);
+        rmsnorm(b, k, k, a->k_norm, Dh, c->rms_norm_eps);
         op_rope(k, c->rotary_dim, pos, c->rope_theta);
         const size_t at = kv_offset(kv, seq->table, la, epass_slot(p, i), h);
         memcpy((float *)kv->keys + at, k, (size_t)Dh * sizeof(float));
@@ -96,7 +102,10 @@ static void attend(const engine_backend *b, cpu_attention_thread *u, const epass
         op_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
     else
         cpu_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
-    op_output_gate(oh, qh + Dh, Dh);
+    if (b->in_order)
+        op_output_gate(oh, qh + Dh, Dh);
+    else
+        cpu_act_gate(oh, qh + Dh, Dh);
 }
 
 /* The nodes placed (every key and value of the pass in the cache before any node attends: a node reads its
@@ -164,7 +173,8 @@ static void conv_channels(const engine_backend *b, const epass *p, const deltane
             a->conv_from[i] ? a->conv_from[i] + at : conv_nodes + (size_t)p->parent[i] * node_floats + at;
         if (state != from) memcpy(state, from, (size_t)n * (K - 1) * sizeof(float));
         const float *x = a->qkv + (size_t)i * C + c_begin;
-        op_conv_step(a->mixed + (size_t)i * C + c_begin, state, x, a->conv_w + (size_t)c_begin * K, n, K);
+        (b->in_order ? op_conv_step : cpu_conv_step)(a->mixed + (size_t)i * C + c_begin, state, x,
+                                                     a->conv_w + (size_t)c_begin * K, n, K);
         if (a->log[i]) memcpy(a->log[i] + c_begin, x, (size_t)n * sizeof(float));
     }
 }
@@ -193,7 +203,8 @@ static void recurrent_head(const engine_backend *b, const epass *p, const deltan
         const float *from = a->rec_from[i] ? a->rec_from[i] + state_at : rec_nodes + (size_t)p->parent[i] * node_floats;
         float *step_log = a->log[i] ? a->log[i] + C + (size_t)h * (1 + Dk + Dv) : NULL;
         cpu_delta_step(oh, S, from, qh, kh, v + (size_t)h * Dv, g, beta, Dk, Dv, step_log);
-        op_rmsnorm_gated(oh, oh, a->norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
+        (b->in_order ? op_rmsnorm_gated : cpu_act_rmsnorm_gated)(
+            oh, oh, a->norm_w, a->z + (size_t)i * Hv * Dv + (size_t)h * Dv, Dv, c->rms_norm_eps);
     }
 }
 
