@@ -192,6 +192,11 @@ struct engine_backend {
      * and its one wait. 0 on the CPU. */
     long stalls;
 
+    /* body(ctx) with the backend's threads held for its duration, so that the ops it calls start no thread team
+     * of their own (the CPU's: cpu/team.h; a pass's ops run one after another, microseconds each on a small
+     * model). NULL: the engine calls body itself. */
+    void (*hold)(engine_backend *b, void (*body)(void *), void *ctx);
+
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */
     int (*status)(engine_backend *b, sp_error *err);
     void (*release)(engine_backend *b);

@@ -14,6 +14,7 @@
 #include "cpu/activations.h"
 #include "cpu/gemm.h"
 #include "cpu/layers.h"
+#include "cpu/team.h"
 #include "dtype.h"
 #include "engine_target.h"
 #include "ops.h"
@@ -103,17 +104,21 @@ static void cpu_add(engine_backend *b, float *x, const float *y, size_t n) {
     for (size_t i = 0; i < n; i++) x[i] += y[i];
 }
 
+typedef struct {
+    const engine_backend *b;
+    float *g;
+    const float *u;
+    size_t n;
+} swiglu_work;
+
+static void swiglu_share(void *ctx, int t, int T) {
+    const swiglu_work *w = ctx;
+    swiglu_range(w->b, w->g, w->u, w->n * t / T, w->n * (t + 1) / T);
+}
+
 static void cpu_swiglu(engine_backend *b, float *g, const float *u, size_t n) {
-    const int T = b->threads; /* elementwise: split into one range per thread when there are several */
-    if (T > 1 && n >= SPLIT_MIN_ELEMENTS) {
-#pragma omp parallel for num_threads(T) schedule(static)
-        for (int t = 0; t < T; t++) {
-            const size_t begin = n * t / T, end = n * (t + 1) / T;
-            swiglu_range(b, g, u, begin, end);
-        }
-    } else {
-        swiglu_range(b, g, u, 0, n);
-    }
+    swiglu_work w = {b, g, u, n}; /* elementwise: one range per thread when there are several */
+    cpu_team_run(n >= SPLIT_MIN_ELEMENTS ? b->threads : 1, swiglu_share, &w);
 }
 
 static void cpu_attention(engine_backend *b, const epass *p, int la, const attention_args *a) {
@@ -133,6 +138,9 @@ static void cpu_probs(engine_backend *b, float *out, const float *logits, int m,
     (void)b;
     for (int i = 0; i < m; i++) sampler_probs(sp, logits + (size_t)i * V, out + (size_t)i * V, V);
 }
+
+/* The pass's threads held from its first op to its last (cpu/team.h): each op hands its work to them. */
+static void cpu_hold(engine_backend *b, void (*body)(void *), void *ctx) { cpu_team_hold(b->threads, body, ctx); }
 
 static int cpu_status(engine_backend *b, sp_error *err) {
     (void)b;
@@ -178,6 +186,7 @@ void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, 
     b->deltanet = cpu_deltanet;
     b->deltanet_replay = cpu_deltanet_replay_op;
     b->probs = cpu_probs;
+    b->hold = cpu_hold;
     b->status = cpu_status;
     b->release = cpu_release;
 }

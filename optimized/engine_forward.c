@@ -165,6 +165,31 @@ static int gather(engine *e, const epart *parts, int n_parts) {
     return m;
 }
 
+typedef struct {
+    engine *e;
+    const epart *parts;
+    const epass *p;
+} trunk_work;
+
+/* The pass's embeddings, its layers and the final norm, into e->act.xn. */
+static void trunk(void *ctx) {
+    const trunk_work *w = ctx;
+    engine *e = w->e;
+    const model_config *c = &e->cfg;
+    eact *a = &e->act;
+    const int D = c->hidden_size, m = w->p->m;
+    if (w->parts[0].drawn) /* one part (engine_forward_parts checks) */
+        e->be.embed_drawn(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), w->parts[0].drawn, m, D);
+    else
+        e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), a->tokens, m, D);
+    int n_full = 0, n_lin = 0;
+    for (int l = 0; l < c->num_layers; l++) {
+        const layer_type type = c->layer_types[l];
+        decoder_layer(e, w->parts, w->p, l, type, type == LAYER_FULL_ATTENTION ? n_full++ : n_lin++);
+    }
+    e->be.rmsnorm(&e->be, a->xn, a->x, small(e, 0, ROLE_FINAL_NORM), m, D, c->rms_norm_eps);
+}
+
 int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_place, sp_error *err) {
     const model_config *c = &e->cfg;
     const int D = c->hidden_size, V = c->vocab_size;
@@ -183,16 +208,11 @@ int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_plac
     eact *a = &e->act;
     const epass p = {&e->kv, a->seqs, a->seq_of, a->parent, a->depth, m, n_parts, a->state_slot};
     e->be.begin_pass(&e->be, &p);
-    if (parts[0].drawn) /* one part (checked above) */
-        e->be.embed_drawn(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), parts[0].drawn, m, D);
+    trunk_work w = {e, parts, &p};
+    if (e->be.hold)
+        e->be.hold(&e->be, trunk, &w);
     else
-        e->be.embed(&e->be, a->x, engine_bweight(e, 0, ROLE_EMBED), a->tokens, m, D);
-    int n_full = 0, n_lin = 0;
-    for (int l = 0; l < c->num_layers; l++) {
-        const layer_type type = c->layer_types[l];
-        decoder_layer(e, parts, &p, l, type, type == LAYER_FULL_ATTENTION ? n_full++ : n_lin++);
-    }
-    e->be.rmsnorm(&e->be, a->xn, a->x, small(e, 0, ROLE_FINAL_NORM), m, D, c->rms_norm_eps);
+        trunk(&w);
     if (in_place) { /* launched, not waited for (engine.h): the caller reads what it needs where it is, then waits */
         engine_act_reserve_logits(e, m);
         matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);

@@ -14,8 +14,20 @@
 
 static const float *small(const engine *e, tensor_role r) { return (const float *)engine_bweight(e, -1, r)->data; }
 
-void engine_mtp_launch(mtp_stepper *s, const int *tokens, const int *drawn, const float *h, int h_dev, int n,
-                       float *logits, float *hidden) {
+typedef struct {
+    mtp_stepper *s;
+    const int *tokens, *drawn;
+    const float *h;
+    int h_dev, n;
+    float *logits, *hidden;
+} launch_args;
+
+static void launch(void *ctx) {
+    const launch_args *l = ctx;
+    mtp_stepper *s = l->s;
+    const int *tokens = l->tokens, *drawn = l->drawn, h_dev = l->h_dev, n = l->n;
+    const float *h = l->h;
+    float *logits = l->logits, *hidden = l->hidden;
     engine *e = s->e;
     engine_backend *be = &e->be;
     const int D = e->cfg.hidden_size, V = e->cfg.vocab_size;
@@ -57,6 +69,16 @@ void engine_mtp_launch(mtp_stepper *s, const int *tokens, const int *drawn, cons
     be->copy(be, s->hidden, a->xn, (size_t)D * sizeof(float));
     if (logits) engine_download(e, logits, s->logits, (size_t)V);
     if (hidden) engine_download(e, hidden, s->hidden, (size_t)D);
+}
+
+void engine_mtp_launch(mtp_stepper *s, const int *tokens, const int *drawn, const float *h, int h_dev, int n,
+                       float *logits, float *hidden) {
+    launch_args l = {s, tokens, drawn, h, h_dev, n, logits, hidden};
+    engine_backend *be = &s->e->be;
+    if (be->hold) /* the step's products and attention hand their work to threads held for the whole step */
+        be->hold(be, launch, &l);
+    else
+        launch(&l);
 }
 
 /* One pass over n ≤ ENGINE_PREFILL_CHUNK positions (tokens checked by m_step), waited for. */

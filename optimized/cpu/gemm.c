@@ -8,6 +8,7 @@
 
 #include "gemm.h"
 #include "gemm_kernels.h"
+#include "team.h"
 
 /* Each thread gets a contiguous range of whole groups of this many W rows (a multiple of every kernel's tile). */
 #define GEMM_ROW_GROUP 16
@@ -182,20 +183,25 @@ static void run_span(gemm_rows_fn *const *rows, const gemm_problem *p, int n_par
     }
 }
 
-/* The parts' rows of W taken together, in n_threads contiguous ranges of whole row groups: one parallel region
- * for every part, no barrier between them. With one thread (or one group) no OpenMP region is entered:
- * single-threaded use never starts the OpenMP runtime's threads. */
+/* One product (or group) as the threads see it: thread t of T takes the t-th of T contiguous ranges of whole
+ * row groups. */
+typedef struct {
+    gemm_rows_fn *const *rows;
+    const gemm_problem *p;
+    int n_parts, groups;
+} rows_work;
+
+static void rows_share(void *ctx, int t, int T) {
+    const rows_work *w = ctx;
+    run_span(w->rows, w->p, w->n_parts, (int)((long)w->groups * t / T), (int)((long)w->groups * (t + 1) / T));
+}
+
+/* The parts' rows of W taken together, in n_threads contiguous ranges of whole row groups: one team for every
+ * part, no barrier between them (cpu/team.h: with one thread, or one group, on the caller alone). */
 static void run_rows(gemm_rows_fn *const *rows, const gemm_problem *p, int n_parts, int n_threads) {
-    int groups = 0;
-    for (int j = 0; j < n_parts; j++) groups += (p[j].n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
-    int threads = n_threads < groups ? n_threads : groups;
-    if (threads <= 1) {
-        run_span(rows, p, n_parts, 0, groups);
-        return;
-    }
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (int t = 0; t < threads; t++)
-        run_span(rows, p, n_parts, (int)((long)groups * t / threads), (int)((long)groups * (t + 1) / threads));
+    rows_work w = {rows, p, n_parts, 0};
+    for (int j = 0; j < n_parts; j++) w.groups += (p[j].n + GEMM_ROW_GROUP - 1) / GEMM_ROW_GROUP;
+    cpu_team_run(n_threads < w.groups ? n_threads : w.groups, rows_share, &w);
 }
 
 void cpu_gemm_group(cpu_gemm_isa isa, const cpu_gemm_part *parts, int n_parts, const float *x, int m, int k,

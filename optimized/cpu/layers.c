@@ -1,9 +1,6 @@
 /* layers.c — the CPU backend's attention and DeltaNet cores (see layers.h). */
 #include "layers.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +9,7 @@
 #include "attention.h"
 #include "deltanet.h"
 #include "ops.h"
+#include "team.h"
 
 /* Room for contexts of n positions on T threads (before a parallel region: the threads only read it). */
 static void reserve(cpu_attention_scratch *s, int n, int T) {
@@ -108,35 +106,40 @@ static void attend(const engine_backend *b, cpu_attention_thread *u, const epass
         cpu_act_gate(oh, qh + Dh, Dh);
 }
 
+typedef struct {
+    const engine_backend *b;
+    cpu_attention_scratch *s;
+    const epass *p;
+    int la;
+    const attention_args *a;
+} attention_work;
+
+static void place_share(void *ctx, int t, int T) {
+    const attention_work *w = ctx;
+    for (int i = w->p->m * t / T; i < w->p->m * (t + 1) / T; i++) place_node(w->b, w->p, w->la, w->a, i);
+}
+
+static void attend_share(void *ctx, int t, int T) {
+    const attention_work *w = ctx;
+    const int H = w->b->cfg->num_heads, pairs = w->p->m * H;
+    for (int u = pairs * t / T; u < pairs * (t + 1) / T; u++)
+        attend(w->b, &w->s->thread[t], w->p, w->la, w->a, u / H, u % H);
+}
+
 /* The nodes placed (every key and value of the pass in the cache before any node attends: a node reads its
- * ancestors'), then the (node, head) pairs, on the products' threads when there are several: pairs share
- * nothing but what they read. One thread enters no OpenMP region, as cpu_gemm. */
+ * ancestors'), then the (node, head) pairs, on the products' threads when there are several (cpu/team.h):
+ * pairs share nothing but what they read. */
 void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, const epass *p, int la,
                          const attention_args *a) {
-    const int H = b->cfg->num_heads, m = p->m, pairs = m * H;
+    const int pairs = p->m * b->cfg->num_heads;
     int reach = 0; /* the most positions a node sees */
     for (int j = 0; j < p->n_seqs; j++)
         if (p->seqs[j].base + p->seqs[j].n > reach) reach = p->seqs[j].base + p->seqs[j].n;
     const int T = b->threads < pairs ? b->threads : pairs;
     reserve(s, reach, T);
-    int done = 0;
-#ifdef _OPENMP
-    if (T > 1) {
-#pragma omp parallel num_threads(T)
-        {
-            cpu_attention_thread *u = &s->thread[omp_get_thread_num()];
-#pragma omp for schedule(static)
-            for (int i = 0; i < m; i++) place_node(b, p, la, a, i);
-#pragma omp for schedule(static)
-            for (int w = 0; w < pairs; w++) attend(b, u, p, la, a, w / H, w % H);
-        }
-        done = 1;
-    }
-#endif
-    if (!done) {
-        for (int i = 0; i < m; i++) place_node(b, p, la, a, i);
-        for (int w = 0; w < pairs; w++) attend(b, &s->thread[0], p, la, a, w / H, w % H);
-    }
+    attention_work w = {b, s, p, la, a};
+    cpu_team_run(b->threads < p->m ? b->threads : p->m, place_share, &w);
+    cpu_team_run(T, attend_share, &w);
 }
 
 void cpu_deltanet_scratch_free(cpu_deltanet_scratch *s) {
@@ -208,32 +211,34 @@ static void recurrent_head(const engine_backend *b, const epass *p, const deltan
     }
 }
 
+typedef struct {
+    const engine_backend *b;
+    cpu_deltanet_scratch *s;
+    const epass *p;
+    const deltanet_args *a;
+} deltanet_work;
+
+static void conv_share(void *ctx, int t, int T) {
+    const deltanet_work *w = ctx;
+    const int C = config_conv_dim(w->b->cfg);
+    conv_channels(w->b, w->p, w->a, w->s->conv, C * t / T, C * (t + 1) / T);
+}
+
+static void heads_share(void *ctx, int t, int T) {
+    const deltanet_work *w = ctx;
+    const int Hv = w->b->cfg->lin_v_heads;
+    for (int h = Hv * t / T; h < Hv * (t + 1) / T; h++) recurrent_head(w->b, w->p, w->a, w->s->rec[t], h);
+}
+
 void cpu_deltanet_layer(const engine_backend *b, cpu_deltanet_scratch *s, const epass *p, const deltanet_args *a) {
-    const model_config *c = b->cfg;
-    const int C = config_conv_dim(c), Hv = c->lin_v_heads;
     /* The convolution by ranges of channels (each channel's nodes in index order: parents first), then the
-     * recurrent step by heads, on the products' threads: after the products these are most of a prefill. One
-     * thread enters no OpenMP region, as cpu_gemm. */
-    const int T = b->threads < Hv ? b->threads : Hv;
-    deltanet_scratch_reserve(c, s, p->m, T);
-    int done = 0;
-#ifdef _OPENMP
-    if (T > 1) {
-#pragma omp parallel num_threads(T)
-        {
-            const int t = omp_get_thread_num();
-            conv_channels(b, p, a, s->conv, C * t / T, C * (t + 1) / T);
-#pragma omp barrier
-#pragma omp for schedule(static)
-            for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, s->rec[t], h);
-        }
-        done = 1;
-    }
-#endif
-    if (!done) {
-        conv_channels(b, p, a, s->conv, 0, C);
-        for (int h = 0; h < Hv; h++) recurrent_head(b, p, a, s->rec[0], h);
-    }
+     * recurrent step by heads, on the products' threads (cpu/team.h): after the products these are most of a
+     * prefill. */
+    const int Hv = b->cfg->lin_v_heads, T = b->threads < Hv ? b->threads : Hv;
+    deltanet_scratch_reserve(b->cfg, s, p->m, T);
+    deltanet_work w = {b, s, p, a};
+    cpu_team_run(T, conv_share, &w);
+    cpu_team_run(T, heads_share, &w);
 }
 
 /* Head h's logged updates, oldest first, on its committed state. */
@@ -241,6 +246,19 @@ static void replay_head(const model_config *c, float *rec_state, const float *co
     const int C = config_conv_dim(c), Dk = c->lin_k_dim, Dv = c->lin_v_dim;
     for (int s = 0; s < n; s++)
         cpu_delta_replay(rec_state + (size_t)h * Dk * Dv, steps[s] + C + (size_t)h * (1 + Dk + Dv), Dk, Dv);
+}
+
+typedef struct {
+    const model_config *c;
+    float *rec_state;
+    const float *const *steps;
+    int n;
+} replay_work;
+
+static void replay_share(void *ctx, int t, int T) {
+    const replay_work *w = ctx;
+    const int Hv = w->c->lin_v_heads;
+    for (int h = Hv * t / T; h < Hv * (t + 1) / T; h++) replay_head(w->c, w->rec_state, w->steps, w->n, h);
 }
 
 /* One layer's replay: the conv state shifts the logged inputs in (op_conv_step's update), the recurrent state
@@ -255,15 +273,6 @@ void cpu_deltanet_replay(const engine_backend *b, float *conv_state, float *rec_
             for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
             if (K > 1) st[K - 2] = steps[s][ch];
         }
-    const int T = b->threads < Hv ? b->threads : Hv;
-    int done = 0;
-#ifdef _OPENMP
-    if (T > 1) {
-#pragma omp parallel for num_threads(T) schedule(static)
-        for (int h = 0; h < Hv; h++) replay_head(c, rec_state, steps, n, h);
-        done = 1;
-    }
-#endif
-    if (!done)
-        for (int h = 0; h < Hv; h++) replay_head(c, rec_state, steps, n, h);
+    replay_work w = {c, rec_state, steps, n};
+    cpu_team_run(b->threads < Hv ? b->threads : Hv, replay_share, &w);
 }

@@ -288,6 +288,60 @@ START_TEST(test_weight_that_bf16_cannot_hold) {
 }
 END_TEST
 
+/* The engine's prefill logits and hidden states and its MTP module's logits on dir, at a thread count. */
+static void outputs_at(const char *dir, int threads, int f32, float *logits, float *hidden, float *mtp) {
+    engine e;
+    sp_error err;
+    engine_options o = engine_defaults();
+    o.threads = threads, o.f32_weights = f32;
+    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
+    const int V = e.cfg.vocab_size;
+    int tokens[N_PREFILL];
+    for (int i = 0; i < N_PREFILL; i++) tokens[i] = prefill_token(i, V);
+    decode_target t;
+    engine_target_build(&t, &e);
+    prefill_rows(&t, tokens, N_PREFILL, logits, hidden);
+    t.release(&t);
+    stepper s;
+    ck_assert(engine_mtp_stepper_build(&s, &e, &err) == 0);
+    for (int i = 0; i < N_MTP; i++)
+        ck_assert(s.step(&s, &tokens[i + 1], hidden + (size_t)i * e.cfg.hidden_size, 1, mtp + (size_t)i * V, NULL,
+                         &err) == 0);
+    s.release(&s);
+    engine_close(&e);
+}
+
+/* The thread count changes no bit: every product gives a row the same bits on any split of W's rows, and the
+ * cores compute each node, head and channel alone (cpu/gemm.h, cpu/layers.c). 2 and 3 threads on a prefill of
+ * 70 positions (passes of 64 and 6: ranges of every size, more threads than some layers have heads) and MTP
+ * steps, in both modes, against 1 thread — whose passes enter no thread team at all (cpu/team.h). */
+START_TEST(test_thread_count_changes_no_bit) {
+    char dir[512];
+    write_checkpoint(dir, sizeof dir, "small", 1, 81, DTYPE_BF16);
+    model_config c;
+    sp_error err;
+    ck_assert(randmodel_preset("small", &c, &err) == 0);
+    const size_t n_logits = (size_t)N_PREFILL * c.vocab_size, n_hidden = (size_t)N_PREFILL * c.hidden_size,
+                 n_mtp = (size_t)N_MTP * c.vocab_size;
+    float *base[3], *other[3];
+    const size_t sizes[3] = {n_logits, n_hidden, n_mtp};
+    for (int k = 0; k < 3; k++) base[k] = calloc(sizes[k], sizeof(float)), other[k] = calloc(sizes[k], sizeof(float));
+    for (int f32 = 0; f32 < 2; f32++) {
+        outputs_at(dir, 1, f32, base[0], base[1], base[2]);
+        for (int threads = 2; threads <= 3; threads++) {
+            outputs_at(dir, threads, f32, other[0], other[1], other[2]);
+            static const char *what[3] = {"prefill logits", "hidden states", "MTP logits"};
+            for (int k = 0; k < 3; k++)
+                ck_assert_msg(memcmp(base[k], other[k], sizes[k] * sizeof(float)) == 0,
+                              "%s mode, %d threads: the %s differ from 1 thread's", f32 ? "f32" : "bf16", threads,
+                              what[k]);
+        }
+    }
+    for (int k = 0; k < 3; k++) free(base[k]), free(other[k]);
+    harness_rmtree(dir);
+}
+END_TEST
+
 START_TEST(test_missing_directory_and_bad_options) {
     fixture_model f;
     fixture_model_open(&f, "micro", 76, NULL);
@@ -321,6 +375,7 @@ Suite *engine_suite(void) {
     tcase_add_loop_test(tc, test_broken_checkpoints_are_refused_alike, 0, n_broken_checkpoints);
     tcase_add_test(tc, test_weight_that_bf16_cannot_hold);
     tcase_add_test(tc, test_missing_directory_and_bad_options);
+    tcase_add_test(tc, test_thread_count_changes_no_bit);
     suite_add_tcase(s, tc);
     return s;
 }
