@@ -431,10 +431,6 @@ int cmd_bench(int argc, char **argv) {
     /* --plain runs the target alone: no companion is loaded (nor counted in max RSS) */
     const companion_need companions = a.plain_only ? COMPANION_NO : COMPANION_PRESENT;
     if (models_load(&lm, &a.models, companions, companions, "bench")) return EXIT_BAD_INPUT;
-    if (a.models.backend == BACKEND_CPU && a.models.threads > 1 && !getenv("OMP_WAIT_POLICY"))
-        fprintf(stderr, "specula bench: note: OMP_WAIT_POLICY is not set, so the idle threads of the team may sleep "
-                        "between the products of a step; export OMP_WAIT_POLICY=active for the rate "
-                        "docs/performance.md measures\n");
     if (bench_prompt(&a, dir, models_config(&lm)->vocab_size) ||
         context_check(models_config(&lm), a.prompt_text ? NULL : "--prompt-tokens", a.prompt_tokens, "--tokens",
                       a.tokens, "bench")) {
