@@ -5,6 +5,7 @@
  * the scalar loop after the last whole vector compute the same bits (ISO
  * C mode: multiply and add are never fused). */
 #include "activations.h"
+#include "lanes.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -15,8 +16,6 @@
 #else
 #define ACT_CLONES
 #endif
-
-#define LANES 16
 
 static inline float bits_to_float(uint32_t u) {
     float f;
@@ -74,28 +73,15 @@ void cpu_act_gate(float *out, const float *gate, int n) {
     for (int i = 0; i < n; i++) out[i] *= 1.0f / (1.0f + exp_poly(-gate[i]));
 }
 
-/* Σ x[i]² in 16 lanes (lane l takes i ≡ l mod 16), a fixed tree over the lanes, then the last n mod 16 terms. */
-static inline float sum_squares(const float *x, int n) {
-    float lane[LANES] = {0};
-    int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += x[i + l] * x[i + l];
-    for (int half = LANES / 2; half > 0; half /= 2)
-        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
-    float sum = lane[0];
-    for (; i < n; i++) sum += x[i] * x[i];
-    return sum;
-}
-
 ACT_CLONES
 void cpu_act_rmsnorm(float *out, const float *x, const float *w, int n, float eps) {
-    const float r = 1.0f / sqrtf(sum_squares(x, n) / (float)n + eps);
+    const float r = 1.0f / sqrtf(lanes_dot(x, x, n) / (float)n + eps);
     for (int i = 0; i < n; i++) out[i] = x[i] * r * (1.0f + w[i]);
 }
 
 ACT_CLONES
 void cpu_act_rmsnorm_gated(float *out, const float *x, const float *w, const float *z, int n, float eps) {
-    const float r = 1.0f / sqrtf(sum_squares(x, n) / (float)n + eps);
+    const float r = 1.0f / sqrtf(lanes_dot(x, x, n) / (float)n + eps);
     for (int i = 0; i < n; i++) out[i] = x[i] * r * w[i] * (z[i] / (1.0f + exp_poly(-z[i])));
 }
 
@@ -108,11 +94,11 @@ void cpu_act_softmax(float *x, int n) {
         return;
     }
     for (int i = 0; i < n; i++) x[i] = exp_poly(x[i] - max);
-    float lane[LANES] = {0};
+    float lane[CPU_LANES] = {0};
     int i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += x[i + l];
-    for (int half = LANES / 2; half > 0; half /= 2)
+    for (; i + CPU_LANES <= n; i += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++) lane[l] += x[i + l];
+    for (int half = CPU_LANES / 2; half > 0; half /= 2)
         for (int l = 0; l < half; l++) lane[l] += lane[l + half];
     float sum = lane[0];
     for (; i < n; i++) sum += x[i];

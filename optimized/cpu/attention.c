@@ -5,6 +5,7 @@
 #include "attention.h"
 
 #include "activations.h"
+#include "lanes.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
 #define ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
@@ -12,24 +13,10 @@
 #define ATTENTION_CLONES
 #endif
 
-#define LANES 16
-
-static inline float dot_lanes(const float *a, const float *b, int n) {
-    float lane[LANES] = {0};
-    int d = 0;
-    for (; d + LANES <= n; d += LANES)
-        for (int l = 0; l < LANES; l++) lane[l] += a[d + l] * b[d + l];
-    for (int half = LANES / 2; half > 0; half /= 2)
-        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
-    float sum = lane[0];
-    for (; d < n; d++) sum += a[d] * b[d];
-    return sum;
-}
-
 ATTENTION_CLONES
 void cpu_attention_head(float *out, const float *q, const float *const *keys, const float *const *values, int n, int Dh,
                         float scale, float *scores) {
-    for (int t = 0; t < n; t++) scores[t] = dot_lanes(q, keys[t], Dh) * scale;
+    for (int t = 0; t < n; t++) scores[t] = lanes_dot(q, keys[t], Dh) * scale;
     cpu_act_softmax(scores, n);
     for (int d = 0; d < Dh; d++) out[d] = 0.0f;
     for (int t = 0; t < n; t++) { /* each out[d] adds its n terms in order t = 0, 1, …, as the reference does */

@@ -8,12 +8,13 @@
 
 #include "gemm.h"
 #include "gemm_kernels.h"
+#include "lanes.h"
 #include "team.h"
 
 /* Each thread gets a contiguous range of whole groups of this many W rows (a multiple of every kernel's tile). */
 #define GEMM_ROW_GROUP 16
-/* The portable kernel's lanes: a fixed 16-way split of k (its sums do not depend on what the compiler vectorizes),
- * in blocks the compiler turns into vector code without being told the target: 4 SSE registers on x86-64. */
+/* The portable kernel widens bf16 rows in blocks of this many elements, which the compiler turns into vector code
+ * without being told the target (4 SSE registers on x86-64); its sums are lanes_dot's (lanes.h). */
 #define PORTABLE_LANES 16
 
 static void gemm_die(const char *what) {
@@ -22,22 +23,6 @@ static void gemm_die(const char *what) {
 }
 
 /* ---- the portable kernel ------------------------------------------------------------------------------------ */
-
-/* Σ w[t]·x[t] over k terms: 16 lanes (lane l takes t ≡ l mod 16 while 16 terms remain), a fixed tree over the
- * lanes (l + l+8, l + l+4, l + l+2, 0 + 1), then the last k mod 16 terms in order. Multiply and add stay separate under
- * GCC's ISO C mode (-std=c11: no contraction); a compiler that fused them would be more exact, and still the same
- * for every output. */
-static float dot_portable(const float *w, const float *x, int k) {
-    float lane[PORTABLE_LANES] = {0};
-    int t = 0;
-    for (; t + PORTABLE_LANES <= k; t += PORTABLE_LANES)
-        for (int l = 0; l < PORTABLE_LANES; l++) lane[l] += w[t + l] * x[t + l];
-    for (int half = PORTABLE_LANES / 2; half > 0; half /= 2)
-        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
-    float sum = lane[0];
-    for (; t < k; t++) sum += w[t] * x[t];
-    return sum;
-}
 
 /* One W row as fp32: bf16 is the top half of an fp32 (the shift of dtype.h's bf16_to_f32, in blocks of 16). */
 static void row_to_f32(float *dst, const unsigned char *src, dtype_t wdtype, int k) {
@@ -71,7 +56,7 @@ void gemm_rows_portable(const gemm_problem *p, int row_begin, int row_end) {
         for (int j = row_begin; j < row_end; j++) {
             row_to_f32(w_row, p->W + (size_t)j * row_bytes, p->wdtype, p->k);
             for (int i = i_block; i < i_end; i++)
-                p->y[(size_t)i * p->n + j] = dot_portable(w_row, p->x + (size_t)i * p->k, p->k);
+                p->y[(size_t)i * p->n + j] = lanes_dot(w_row, p->x + (size_t)i * p->k, p->k);
         }
     }
     free(w_row);

@@ -1,0 +1,27 @@
+/* lanes.h — the CPU engine's one way of adding a dot product in lanes:
+ * 16 lanes (lane l takes the terms t ≡ l mod 16 while 16 terms remain), a
+ * fixed tree over the lanes (l + l+8, l + l+4, l + l+2, 0 + 1), then the
+ * last n mod 16 terms in order. Plain C that the compiler turns into vector
+ * code for whatever target a file is built for; multiply and add stay
+ * separate under GCC's ISO C mode (-std=c11: no contraction), so every
+ * caller, vectorised or not, gets the same sum for the same inputs. Used by
+ * the portable product (gemm.c), the attention's scores (attention.c) and
+ * the norms' sums of squares (activations.c). */
+#ifndef SPECULA_CPU_LANES_H
+#define SPECULA_CPU_LANES_H
+
+#define CPU_LANES 16
+
+static inline float lanes_dot(const float *a, const float *b, int n) {
+    float lane[CPU_LANES] = {0};
+    int t = 0;
+    for (; t + CPU_LANES <= n; t += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++) lane[l] += a[t + l] * b[t + l];
+    for (int half = CPU_LANES / 2; half > 0; half /= 2)
+        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
+    float sum = lane[0];
+    for (; t < n; t++) sum += a[t] * b[t];
+    return sum;
+}
+
+#endif
