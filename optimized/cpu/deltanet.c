@@ -134,14 +134,6 @@ void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv) {
 }
 
 void cpu_conv_step(float *out, float *state, const float *x, const float *w, int C, int K) {
-    for (int c = 0; c < C; c++) {
-        float *st = state + (size_t)c * (K - 1);
-        const float *wc = w + (size_t)c * K;
-        float acc = wc[K - 1] * x[c];
-        for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
-        for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
-        if (K > 1) st[K - 2] = x[c];
-        out[c] = acc;
-    }
+    op_conv_taps(out, state, x, w, C, K);
     cpu_act_silu(out, C);
 }

@@ -97,7 +97,7 @@ void op_attention_head(float *out, const float *q, const float *const *keys, con
         for (int d = 0; d < Dh; d++) out[d] += scores[t] * values[t][d];
 }
 
-void op_conv_step(float *out, float *state, const float *x, const float *w, int C, int K) {
+void op_conv_taps(float *out, float *state, const float *x, const float *w, int C, int K) {
     for (int c = 0; c < C; c++) {
         float *st = state + (long)c * (K - 1);
         const float *wc = w + (long)c * K;
@@ -105,8 +105,13 @@ void op_conv_step(float *out, float *state, const float *x, const float *w, int 
         for (int j = 0; j < K - 1; j++) acc += wc[j] * st[j];
         for (int j = 0; j + 1 < K - 1; j++) st[j] = st[j + 1];
         if (K > 1) st[K - 2] = x[c];
-        out[c] = op_silu(acc);
+        out[c] = acc;
     }
+}
+
+void op_conv_step(float *out, float *state, const float *x, const float *w, int C, int K) {
+    op_conv_taps(out, state, x, w, C, K);
+    for (int c = 0; c < C; c++) out[c] = op_silu(out[c]);
 }
 
 void op_gated_delta_step(float *out, float *S, float *q, float *k, const float *v, float g, float beta, int Dk,

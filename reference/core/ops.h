@@ -70,6 +70,9 @@ void op_attention_head(float *out, const float *q, const float *const *keys, con
  * state[C, K−1] holds the previous K−1 inputs, oldest first (zeros at the start
  * of a sequence). w[C, K] is the checkpoint's conv1d.weight [C, 1, K]. */
 void op_conv_step(float *out, float *state, const float *x, const float *w, int C, int K);
+/* The same step without the SiLU: out[c] is the sum above, the state shifted alike (op_conv_step is this, then
+ * the SiLU of each out[c]). */
+void op_conv_taps(float *out, float *state, const float *x, const float *w, int C, int K);
 
 /* One step of the gated delta rule for one value head, with the recurrent
  * state S[Dk, Dv] (fp32):
