@@ -3,7 +3,8 @@
  * below, +inf above, NaN through), each function against the reference's op within a few float roundings,
  * and the promise a verify pass rests on — an element's result does not depend on its place in the array
  * (vector lanes and the scalar loop after them give the same bits). Controls: an exponential off by one
- * part in 10⁵ breaks the exponential's bound, a SiLU read from the wrong neighbour breaks the functions'. */
+ * part in 10⁵ breaks the exponential's bound, and each function reading its argument one element off breaks
+ * its own. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -60,40 +61,55 @@ static void fill(float *x, int n, uint64_t stream, float scale) {
     for (int i = 0; i < n; i++) x[i] = scale * (2.0f * (float)philox_uniform(11, stream, (uint64_t)i, 0) - 1.0f);
 }
 
-/* Worst relative gap of each function from the reference's op, with the SiLU's argument optionally shifted by
- * one element (the control). */
-static double worst_op_gap(int shift) {
-    float g[N], u[N], z[N], x[N], w[N], a[N], b[N];
+#define N_FUNCTIONS 6
+static const char *const function_names[N_FUNCTIONS] = {"SwiGLU",  "SiLU",    "sigmoid gate",
+                                                        "softmax", "RMSNorm", "gated RMSNorm"};
+
+/* dst = src read one element off (dst[i] = src[i + 1], the last from the first) when off, else a copy. */
+static void read_off(float *dst, const float *src, int off) {
+    for (int i = 0; i < N; i++) dst[i] = src[off ? (i + 1) % N : i];
+}
+
+/* Each function's worst relative gap from the reference's op on the same inputs; with off, the engine's function
+ * reads its main argument one element off (the control: a neighbour's element instead of its own). */
+static void op_gaps(int off, double gaps[N_FUNCTIONS]) {
+    float g[N], u[N], z[N], x[N], w[N], a[N], b[N], g1[N], z1[N], x1[N];
     fill(g, N, 1, 12.0f), fill(u, N, 2, 2.0f), fill(z, N, 3, 12.0f), fill(x, N, 4, 3.0f), fill(w, N, 5, 0.5f);
-    double worst = 0;
-    memcpy(a, g, sizeof a); /* SwiGLU */
+    read_off(g1, g, off), read_off(z1, z, off), read_off(x1, x, off);
+    for (int f = 0; f < N_FUNCTIONS; f++) gaps[f] = 0;
+    memcpy(a, g1, sizeof a);
     op_swiglu(b, g, u, N);
-    cpu_act_swiglu(a + shift, u + shift, N - shift);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], b[i]));
-    memcpy(a, g, sizeof a); /* SiLU, through the conv's activation */
-    cpu_act_silu(a + shift, N - shift);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], op_silu(g[i])));
-    memcpy(a, u, sizeof a), memcpy(b, u, sizeof b); /* the sigmoid gate */
-    cpu_act_gate(a, z, N);
+    cpu_act_swiglu(a, u, N);
+    for (int i = 0; i < N; i++) gaps[0] = fmax(gaps[0], relative_gap(a[i], b[i]));
+    memcpy(a, g1, sizeof a);
+    cpu_act_silu(a, N);
+    for (int i = 0; i < N; i++) gaps[1] = fmax(gaps[1], relative_gap(a[i], op_silu(g[i])));
+    memcpy(a, u, sizeof a), memcpy(b, u, sizeof b);
+    cpu_act_gate(a, z1, N);
     op_output_gate(b, z, N);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], b[i]));
-    memcpy(a, x, sizeof a), memcpy(b, x, sizeof b); /* the softmax */
+    for (int i = 0; i < N; i++) gaps[2] = fmax(gaps[2], relative_gap(a[i], b[i]));
+    memcpy(a, x1, sizeof a), memcpy(b, x, sizeof b);
     cpu_act_softmax(a, N);
     op_softmax(b, N);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], b[i]));
-    cpu_act_rmsnorm(a, x, w, N, 1e-6f); /* the norms */
+    for (int i = 0; i < N; i++) gaps[3] = fmax(gaps[3], relative_gap(a[i], b[i]));
+    cpu_act_rmsnorm(a, x1, w, N, 1e-6f);
     op_rmsnorm(b, x, w, N, 1e-6f);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], b[i]));
-    cpu_act_rmsnorm_gated(a, x, w, z, N, 1e-6f);
+    for (int i = 0; i < N; i++) gaps[4] = fmax(gaps[4], relative_gap(a[i], b[i]));
+    cpu_act_rmsnorm_gated(a, x, w, z1, N, 1e-6f);
     op_rmsnorm_gated(b, x, w, z, N, 1e-6f);
-    for (int i = 0; i < N; i++) worst = fmax(worst, relative_gap(a[i], b[i]));
-    return worst;
+    for (int i = 0; i < N; i++) gaps[5] = fmax(gaps[5], relative_gap(a[i], b[i]));
 }
 
 START_TEST(test_functions_are_the_reference_ops_within_rounding) {
-    const double gap = worst_op_gap(0);
-    ck_assert_msg(gap <= OP_BOUND, "off the reference's ops by %.3g relative (at most %g)", gap, OP_BOUND);
-    ck_assert_msg(worst_op_gap(1) > OP_BOUND, "a SiLU read one element off went unseen");
+    double gaps[N_FUNCTIONS], control[N_FUNCTIONS];
+    op_gaps(0, gaps);
+    op_gaps(1, control);
+    for (int f = 0; f < N_FUNCTIONS; f++) {
+        ck_assert_msg(gaps[f] <= OP_BOUND, "%s: off the reference's op by %.3g relative (at most %g)",
+                      function_names[f], gaps[f], OP_BOUND);
+        ck_assert_msg(control[f] > OP_BOUND, "%s: reading its argument one element off went unseen (%.3g)",
+                      function_names[f], control[f]);
+    }
 }
 END_TEST
 
