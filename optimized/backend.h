@@ -202,6 +202,14 @@ struct engine_backend {
     void (*release)(engine_backend *b);
 };
 
+/* body(ctx) under b's hold where it has one, else as it is. */
+static inline void backend_hold(engine_backend *b, void (*body)(void *), void *ctx) {
+    if (b->hold)
+        b->hold(b, body, ctx);
+    else
+        body(ctx);
+}
+
 void backend_cpu_build(engine_backend *b, const model_config *cfg, int threads, int in_order);
 
 /* The CUDA backend on the first CUDA device (or, in a build for the emulator, on the kernels' CPU emulator);

@@ -209,10 +209,7 @@ int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_plac
     const epass p = {&e->kv, a->seqs, a->seq_of, a->parent, a->depth, m, n_parts, a->state_slot};
     e->be.begin_pass(&e->be, &p);
     trunk_work w = {e, parts, &p};
-    if (e->be.hold)
-        e->be.hold(&e->be, trunk, &w);
-    else
-        trunk(&w);
+    backend_hold(&e->be, trunk, &w);
     if (in_place) { /* launched, not waited for (engine.h): the caller reads what it needs where it is, then waits */
         engine_act_reserve_logits(e, m);
         matmul(e, a->logits, 0, ROLE_LM_HEAD, a->xn, m, V, D);

@@ -74,11 +74,7 @@ static void launch(void *ctx) {
 void engine_mtp_launch(mtp_stepper *s, const int *tokens, const int *drawn, const float *h, int h_dev, int n,
                        float *logits, float *hidden) {
     launch_args l = {s, tokens, drawn, h, h_dev, n, logits, hidden};
-    engine_backend *be = &s->e->be;
-    if (be->hold) /* the step's products and attention hand their work to threads held for the whole step */
-        be->hold(be, launch, &l);
-    else
-        launch(&l);
+    backend_hold(&s->e->be, launch, &l); /* the step's ops hand their work to threads held for the whole step */
 }
 
 /* One pass over n ≤ ENGINE_PREFILL_CHUNK positions (tokens checked by m_step), waited for. */

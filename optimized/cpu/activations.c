@@ -94,14 +94,6 @@ void cpu_act_softmax(float *x, int n) {
         return;
     }
     for (int i = 0; i < n; i++) x[i] = exp_poly(x[i] - max);
-    float lane[CPU_LANES] = {0};
-    int i = 0;
-    for (; i + CPU_LANES <= n; i += CPU_LANES)
-        for (int l = 0; l < CPU_LANES; l++) lane[l] += x[i + l];
-    for (int half = CPU_LANES / 2; half > 0; half /= 2)
-        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
-    float sum = lane[0];
-    for (; i < n; i++) sum += x[i];
-    const float inv = 1.0f / sum;
-    for (i = 0; i < n; i++) x[i] *= inv;
+    const float inv = 1.0f / lanes_sum(x, n);
+    for (int i = 0; i < n; i++) x[i] *= inv;
 }

@@ -5,22 +5,39 @@
  * code for whatever target a file is built for; multiply and add stay
  * separate under GCC's ISO C mode (-std=c11: no contraction), so every
  * caller, vectorised or not, gets the same sum for the same inputs. Used by
- * the portable product (gemm.c), the attention's scores (attention.c) and
- * the norms' sums of squares (activations.c). */
+ * the portable product (gemm.c), the attention's scores (attention.c), the
+ * norms' sums of squares and the softmax's sum (activations.c). */
 #ifndef SPECULA_CPU_LANES_H
 #define SPECULA_CPU_LANES_H
 
 #define CPU_LANES 16
 
+/* The fixed tree over the lanes, into lane[0]. */
+static inline float lanes_reduce(float lane[CPU_LANES]) {
+    for (int half = CPU_LANES / 2; half > 0; half /= 2)
+        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
+    return lane[0];
+}
+
+/* Σ a[t]·b[t]. */
 static inline float lanes_dot(const float *a, const float *b, int n) {
     float lane[CPU_LANES] = {0};
     int t = 0;
     for (; t + CPU_LANES <= n; t += CPU_LANES)
         for (int l = 0; l < CPU_LANES; l++) lane[l] += a[t + l] * b[t + l];
-    for (int half = CPU_LANES / 2; half > 0; half /= 2)
-        for (int l = 0; l < half; l++) lane[l] += lane[l + half];
-    float sum = lane[0];
+    float sum = lanes_reduce(lane);
     for (; t < n; t++) sum += a[t] * b[t];
+    return sum;
+}
+
+/* Σ a[t], the same way. */
+static inline float lanes_sum(const float *a, int n) {
+    float lane[CPU_LANES] = {0};
+    int t = 0;
+    for (; t + CPU_LANES <= n; t += CPU_LANES)
+        for (int l = 0; l < CPU_LANES; l++) lane[l] += a[t + l];
+    float sum = lanes_reduce(lane);
+    for (; t < n; t++) sum += a[t];
     return sum;
 }
 

@@ -96,14 +96,13 @@ static void attend(const engine_backend *b, cpu_attention_thread *u, const epass
     const float *qh = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
     float *oh = a->out + (size_t)i * H * Dh + (size_t)h * Dh;
     const float scale = 1.0f / sqrtf((float)Dh);
-    if (b->in_order) /* the exact cross-test mode: the reference's sums */
+    if (b->in_order) { /* the exact cross-test mode: the reference's sums */
         op_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
-    else
-        cpu_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
-    if (b->in_order)
         op_output_gate(oh, qh + Dh, Dh);
-    else
+    } else {
+        cpu_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
         cpu_act_gate(oh, qh + Dh, Dh);
+    }
 }
 
 typedef struct {

@@ -19,7 +19,7 @@ typedef void cpu_team_work(void *ctx, int t, int T);
 void cpu_team_run(int T, cpu_team_work *work, void *ctx);
 
 /* body(ctx) on the calling thread while T − 1 more threads wait for its cpu_team_run calls (spinning: the
- * held team is meant for a pass, microseconds to milliseconds; past about 100 µs, or at once where the threads
+ * held team is meant for a pass, microseconds to milliseconds; past some 30 µs, or at once where the threads
  * outnumber the processors, a waiting thread yields). Only the
  * calling thread may call cpu_team_run inside body. T ≤ 1, or a hold inside a hold: body runs as it is. */
 void cpu_team_hold(int T, void (*body)(void *), void *ctx);
