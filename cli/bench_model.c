@@ -9,7 +9,7 @@
  * tokens per pass for trees (a tree has no single α) and
  * for prompt lookup (whose rounds propose k drafts or none: t(m) is then
  * t(k + 1) and t(1) in the proportion of its rounds that had drafts). With t(m) = t(1) this is
- * spec_speedup (analysis/spec_model.h); here t(m) is measured, since what a
+ * spec_speedup (tools/analysis/spec_model.h); here t(m) is measured, since what a
  * verify of k + 1 positions costs beside a decode step is the question.
  * Where a run is more than 15 % off its prediction, the time each part of
  * the runs took (bench_split.c) says where. */

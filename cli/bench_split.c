@@ -175,7 +175,7 @@ int bench_generate(const method_spec *s, const method_parts *parts, const int *p
         tp.release = NULL; /* method_release releases the inner one */
         tp.impl = &tw;
     }
-    int rc = decode_run(&tt.t, b.proposer ? &tp : NULL, prompt, n_prompt, &b.options, out, err);
+    int rc = decode_batch_one(&tt.t, b.proposer ? &tp : NULL, prompt, n_prompt, &b.options, out, err);
     method_release(&b);
     split->passes = tt.n_pass;
     if (tt.n_pass) {

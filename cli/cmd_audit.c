@@ -1,6 +1,6 @@
 /* cmd_audit.c — `specula audit`: does an engine with speculation on still
  * sample from the target's distribution? Draws the three arms of
- * reference/verify/audit.h from specula's own decoding, an external
+ * verify/audit.h from specula's own decoding, an external
  * adapter program (audit_exec.h) or sample files, computes each arm's law
  * test on the target checkpoint, and prints the table (audit_print.c) or
  * JSON. Progress on stderr. Exit status: 0 passed, 1 the engine failed the

@@ -162,7 +162,7 @@ static int run_method(generate_args *a, const method_parts *parts, const printer
     }
     decode_output out;
     int status = 0;
-    if (decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, &err)) {
+    if (decode_batch_one(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, &err)) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         status = EXIT_RUN_FAILED;
     } else {

@@ -6,8 +6,8 @@
 #include "kn_attention.h"
 #include "kn_common.cuh"
 
-/* op_sigmoid of reference/core/ops.c, on the device; out · sigmoidf_(gate)
- * below is the output gate, op_output_gate (reference/core/ops.h). */
+/* op_sigmoid of reference/ops/ops.c, on the device; out · sigmoidf_(gate)
+ * below is the output gate, op_output_gate (reference/ops/ops.h). */
 __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* Candidate c of query t: a committed slot (c < ctx) or tree node c − ctx.
@@ -62,7 +62,7 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
                 if (p == 0.0f) continue;
                 acc += p * kn_bf16(Vc[kn_paged_offset(bt, c, kvh, d, Hkv, Dh)]);
             }
-        /* op_output_gate (reference/core/ops.h) */
+        /* op_output_gate (reference/ops/ops.h) */
         out[((size_t)t * H + h) * Dh + d] = mx != -INFINITY ? acc / sum * sigmoidf_(gate[d]) : 0.0f;
     }
 }
@@ -196,7 +196,7 @@ __global__ __launch_bounds__(256, V4 ? 2 : 1) void attention_split(float *out, c
                 }
             if (n_split == 1) {
                 float g = qg[((size_t)t * H + h) * 2 * Dh + Dh + d];
-                /* op_output_gate (reference/core/ops.h) */
+                /* op_output_gate (reference/ops/ops.h) */
                 out[((size_t)t * H + h) * Dh + d] = M != -INFINITY ? a / L * sigmoidf_(g) : 0.0f;
             } else {
                 size_t idx = (((size_t)t * Hkv + kvh) * n_split + split) * group + j;
@@ -226,7 +226,7 @@ __global__ void attention_combine(float *out, const float *qg, int H, int Hkv, i
                 a += part_acc[idx * Dh + d] * f;
             }
         float g = qg[((size_t)t * H + h) * 2 * Dh + Dh + d];
-        /* op_output_gate (reference/core/ops.h) */
+        /* op_output_gate (reference/ops/ops.h) */
         out[((size_t)t * H + h) * Dh + d] = M != -INFINITY ? a / L * sigmoidf_(g) : 0.0f;
     }
 }

@@ -7,7 +7,7 @@
 #include "kn_common.cuh"
 #include "kn_deltanet.h"
 
-/* op_silu, op_softplus and op_sigmoid of reference/core/ops.c, on the device. */
+/* op_silu, op_softplus and op_sigmoid of reference/ops/ops.c, on the device. */
 __device__ __forceinline__ float silu(float z) { return z / (1.0f + expf(-z)); }
 __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 __device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }

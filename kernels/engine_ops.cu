@@ -33,7 +33,7 @@ cudaError_t kn_dev_sync(void) {
 }
 #ifdef KN_EMU
 cudaError_t kn_dev_open(char *name, size_t name_size) {
-    snprintf(name, name_size, "the CPU emulator of kernels/emu.h");
+    snprintf(name, name_size, "the CPU emulator of kernels/emu/emu.h");
     return cudaSuccess;
 }
 #else

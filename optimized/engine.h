@@ -108,7 +108,7 @@ void engine_slot_zero(engine *e, int slot);
 
 /* The steps of committing node `node` of a verified tree (engine_target.c),
  * apart so a negative control can recombine them with one slip
- * (reference/verify/planted_engine.c). engine_seq_path lists the path's
+ * (verify/planted_engine.c). engine_seq_path lists the path's
  * nodes below the root in the order their keys and values must move (by
  * depth: a node's index is at least its depth, so no move overwrites one
  * still to be read). commit_kv puts node `from`'s keys and values at node

@@ -1,6 +1,6 @@
 /* check_graph.cu — stream capture and CUDA graphs, the calls the engine's
  * CUDA backend makes, checked as rows: on a GPU against the driver, on the
- * emulator (kernels/emu_rt.h) against the same expectations, so that the
+ * emulator (kernels/emu/emu_rt.h) against the same expectations, so that the
  * emulator's rules are the device's. A capture records instead of running;
  * a kernel's arguments are the values at its launch; an update takes a new
  * capture's arguments and refuses another topology; a synchronous copy,

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "gc_host.h"
 #include "kn_common.cuh"
 
 typedef struct {

@@ -5,7 +5,7 @@
  * sums of squares add in 16 lanes. Each element's result depends on that
  * element alone (and, for a norm or softmax, on its row), never on where
  * it falls in a vector, so a verify pass and a decode step still agree bit
- * for bit. They differ from the reference's ops (core/ops.h) in the last
+ * for bit. They differ from the reference's ops (ops/ops.h) in the last
  * bits only; the exact cross-test mode (float32 weights) calls those ops
  * instead. */
 #ifndef SPECULA_CPU_ACTIVATIONS_H

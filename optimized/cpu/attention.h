@@ -1,5 +1,5 @@
 /* attention.h — the engine's attention for one head and one query:
- * op_attention_head (core/ops.h) with its dot products q·k added in 16
+ * op_attention_head (ops/ops.h) with its dot products q·k added in 16
  * lanes (lane l takes the terms d ≡ l mod 16, then a fixed tree over the
  * lanes, then the last Dh mod 16 terms in order), which the compiler
  * vectorises; the softmax is cpu_act_softmax (activations.h) and the

@@ -1,5 +1,5 @@
 /* deltanet.h — the engine's gated delta-rule step: op_gated_delta_step's
- * arithmetic (core/ops.h), every element computed by the same float32
+ * arithmetic (ops/ops.h), every element computed by the same float32
  * operations in the same order, so the state and output are the
  * reference's bit for bit — but the state is walked row by row (contiguous
  * in Dv, which the compiler vectorises for the CPU it runs on) instead of
@@ -23,7 +23,7 @@
 void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float *k, const float *v, float g,
                     float beta, int Dk, int Dv, float *step_log);
 
-/* op_conv_step (core/ops.h) over C channels: its sums (op_conv_taps), the SiLU by cpu_act_silu. */
+/* op_conv_step (ops/ops.h) over C channels: its sums (op_conv_taps), the SiLU by cpu_act_silu. */
 void cpu_conv_step(float *out, float *state, const float *x, const float *w, int C, int K);
 
 /* S[Dk, Dv] ← the state update a logged step made (decay·S + k uᵀ), in place,

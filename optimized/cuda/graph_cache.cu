@@ -1,6 +1,6 @@
 /* graph_cache.cu — capture, update and launch of the passes' CUDA graphs
  * (graph_cache.h). The same file compiles with nvcc and against the
- * kernels' CPU emulator, whose runtime (kernels/emu_rt.h) records and
+ * kernels' CPU emulator, whose runtime (kernels/emu/emu_rt.h) records and
  * replays the same calls. */
 #include "graph_cache.h"
 

@@ -1,14 +1,7 @@
-/* decode.h — the generation loop every method shares. One round:
- *   the proposer builds a token tree rooted at the pending token (the last
- *   committed token, which the target has not run yet) with q at each node;
- *   the verifier runs the target over every node (one logical pass);
- *   an acceptance rule picks the accepted path and the next token;
- *   the accepted tokens and the next token are committed as one burst;
- *   the proposer realigns on what was committed.
- * Plain greedy/sampled decoding is the proposer that proposes nothing. The
- * loop knows the model only through the target interface (target.h) and the
- * proposer contract (proposer.h). decode_batch.h runs the same loop over
- * several sequences, their trees verified together. */
+/* decode.h — the round loop every method shares, on one sequence. A round: the proposer builds a token tree under
+ * the pending token with q at every node; the target verifies every node in one pass; an acceptance rule picks the
+ * accepted path and the token after it; that burst is committed and the proposer realigns on it. Plain decoding
+ * is the proposer that proposes nothing. decode_batch.h runs the same rounds over several sequences. */
 #ifndef SPECULA_DECODE_H
 #define SPECULA_DECODE_H
 
@@ -26,9 +19,8 @@ typedef enum { RULE_EXACT = 0, RULE_GREEDY, RULE_TYPICAL } accept_rule;
 /* Called with every burst of committed tokens, as it is committed. */
 typedef void (*commit_callback)(const int *tokens, int n, void *user);
 
-/* An acceptance rule supplied by the caller, with accept_exact's contract
- * (scratch: [2·V]). Lessons plug in their own rule; the distribution tests
- * plug in planted bugs (planted.h) to show that they would catch them. */
+/* An acceptance rule supplied by the caller, with accept_exact's contract (scratch: [2·V]). Lessons plug in their
+ * own rule; the distribution tests plug in planted bugs to show that they would catch them. */
 typedef int (*accept_fn)(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
                          accept_result *r, sp_error *err);
 
@@ -53,9 +45,8 @@ typedef struct {
     run_accounting acc;
 } decode_output;
 
-/* Runs the loop on a new sequence of `target` with the given proposer
- * (NULL: plain decoding, named "greedy" at temperature 0 and "sample" above
- * in the accounting). The sequence is closed before it returns. */
+/* Runs the loop on a new sequence of `target` with the given proposer (NULL: plain decoding, named "greedy" at
+ * temperature 0 and "sample" above in the accounting). The sequence is closed before it returns. */
 int decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt, const decode_options *opt,
                decode_output *out, sp_error *err);
 void decode_output_free(decode_output *out);

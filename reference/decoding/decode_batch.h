@@ -1,17 +1,13 @@
-/* decode_batch.h — the round loop of decode.h over B sequences at once. Each
- * job is one sequence with its own prompt, proposer, options (sampling,
- * seed, rule, hooks), output and accounting; every round each live job
- * proposes, the target verifies every live job's tree — in ONE call to
- * target->verify, which is one pass over all B sequences' nodes on a target
- * that takes several sequences a pass (the engine on a multi_seq backend)
- * and one pass a sequence on one that does not (the reference) — then each
- * job accepts, commits and realigns on its own. A job whose proposer hands
- * its rounds to the target (proposer.h, propose_verify: an MTP chain on the
- * CUDA engine) is proposed, verified and accepted in that one call instead. A job draws at exactly the
- * rng sites decode_run gives it alone (its seed, its round, its position),
- * so its output law is the law of decode_run on its own: the batch changes
- * only which pass computes its distributions. decode_run is this loop with
- * one job. */
+/* decode_batch.h — decode_run's rounds (decode.h) over B sequences at once, and the hooks through which a target
+ * takes a whole round. Each job is one sequence with its own prompt, proposer, options, output and accounting.
+ * Every round each live job proposes; the target verifies every live job's tree in ONE call to target->verify
+ * (one pass over all of them on an engine that takes several sequences a pass, one pass a sequence elsewhere);
+ * then each job accepts, commits and realigns on its own. A job draws at exactly the rng sites decode_run gives it
+ * alone, so it gets decode_run's tokens: the batch changes only which pass computes its distributions.
+ *
+ * The hooks (target.h, proposer.h): under the exact rule, a target with verify_accept runs a job's pass and
+ * acceptance on its side, and a proposer with propose_verify hands its whole round to the target (an MTP chain on
+ * the CUDA engine, drafted on the device); both give the result decode_run computes on the host. */
 #ifndef SPECULA_DECODE_BATCH_H
 #define SPECULA_DECODE_BATCH_H
 
@@ -37,5 +33,10 @@ typedef struct {
  * bo may be NULL (one verify call a round, no counts). On failure every out[j] is freed and err names the job. */
 int decode_batch_run(decode_target *t, decode_job *jobs, int B, decode_batch_options *bo, decode_output *out,
                      sp_error *err);
+
+/* decode_run's contract on one sequence through this loop: its tokens, with the target's hooks where it offers
+ * them (what the commands call, so that a GPU target waits once a round). */
+int decode_batch_one(decode_target *t, proposer *prop, const int *prompt, int n_prompt, const decode_options *opt,
+                     decode_output *out, sp_error *err);
 
 #endif

@@ -4,7 +4,7 @@
  * attention over the paged KV cache, output · sigmoid(gate), o_proj. */
 #include <math.h>
 
-#include "layers.h"
+#include "decoder_layer.h"
 #include "ops.h"
 
 void attention_forward(model *m, const layer_weights *lw, model_state *s, int la, const float *xn, float *out) {

@@ -4,7 +4,7 @@
  * Hv/Hk value heads) → RMSNorm(·w) · silu(z) → out_proj. */
 #include <string.h>
 
-#include "layers.h"
+#include "decoder_layer.h"
 #include "ops.h"
 
 void deltanet_forward(model *m, const layer_weights *lw, model_state *s, int li, const float *xn, float *out) {

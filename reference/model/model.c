@@ -10,7 +10,7 @@
 
 #include "checkpoint.h"
 #include "footprint.h"
-#include "layers.h"
+#include "decoder_layer.h"
 #include "ops.h"
 
 /* ---- loading ------------------------------------------------------------ */

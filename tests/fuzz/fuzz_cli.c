@@ -1,5 +1,5 @@
 /* fuzz_cli.c — the command line (cli/generate_args.c, method_cli.c,
- * reference/decoding/method_flags.c, core/parse.c), without running a
+ * reference/methods/method_flags.c, base/parse.c), without running a
  * model: the input, split at newlines, is the argv of `specula generate`,
  * which is parsed and checked; the same words are parsed again as a
  * catalogue entry (method_spec_parse) and --tokens as a list of ids. Every

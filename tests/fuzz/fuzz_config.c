@@ -1,4 +1,4 @@
-/* fuzz_config.c — config.json (reference/core/config.c): any text is either
+/* fuzz_config.c — config.json (reference/base/config.c): any text is either
  * refused with a message or gives a config whose layout (layout.c) and
  * derived sizes can be computed without a crash. */
 #include "config.h"

@@ -1,4 +1,4 @@
-/* fuzz_encode.c — encoding and decoding text (reference/core/tokenizer_encode.c,
+/* fuzz_encode.c — encoding and decoding text (reference/base/tokenizer_encode.c,
  * bpe.c) with the embedded model's tokenizer (byte-level, every byte in the
  * vocabulary): any bytes are refused with a message (invalid UTF-8) or give
  * ids of the vocabulary; text that NFC leaves as it is decodes back to itself. */

@@ -1,4 +1,4 @@
-/* fuzz_medusa_heads.c — a Medusa heads file (reference/decoding/medusa_heads.c)
+/* fuzz_medusa_heads.c — a Medusa heads file (reference/methods/medusa_heads.c)
  * read from memory for a base of D = V = 8 (the nano checkpoint of
  * tests/fuzz/make-seeds.sh), the base's digest not checked: any bytes are
  * refused with a message or give heads whose forward runs. (Not that it is

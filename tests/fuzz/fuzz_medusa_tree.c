@@ -1,5 +1,5 @@
 /* fuzz_medusa_tree.c — the Medusa tree JSON of --tree
- * (reference/decoding/medusa_tree.c): any text is refused with a message or
+ * (reference/methods/medusa_tree.c): any text is refused with a message or
  * gives a tree whose parents precede their children, and that prints as a
  * list of paths which parses back into the same tree. */
 #include "fuzz.h"

@@ -1,4 +1,4 @@
-/* fuzz_safetensors.c — a safetensors file (reference/core/safetensors.c)
+/* fuzz_safetensors.c — a safetensors file (reference/base/safetensors.c)
  * read from memory, then checked as a checkpoint (checkpoint.c, layout.c)
  * against a fixed nano config: any bytes are either refused with a message
  * or give tensors that lie inside the input and can be read and checked for

@@ -1,4 +1,4 @@
-/* fuzz_tokenizer.c — tokenizer.json (reference/core/tokenizer.c, bpe.c):
+/* fuzz_tokenizer.c — tokenizer.json (reference/base/tokenizer.c, bpe.c):
  * any text is refused with a message or gives a tokenizer that encodes a
  * few fixed texts into ids of its vocabulary and decodes them again. The
  * text fuzzed through a fixed tokenizer is fuzz_encode.c's job. */

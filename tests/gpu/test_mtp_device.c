@@ -151,7 +151,7 @@ static void run(mtp_rig *g, decode_target *t, const char *flags, uint64_t seed, 
     const int prompt[3] = {1, 5, 2};
     g->n_drafts = 0;
     decode_output out;
-    ck_assert_msg(decode_run(t, b.proposer, prompt, 3, &b.options, &out, &err) == 0, "%s, seed %llu: %s", flags,
+    ck_assert_msg(decode_batch_one(t, b.proposer, prompt, 3, &b.options, &out, &err) == 0, "%s, seed %llu: %s", flags,
                   (unsigned long long)seed, err.msg);
     ck_assert_int_eq(out.n, MAX_TOKENS);
     memcpy(o->tokens, out.tokens, sizeof o->tokens);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # method-cli.sh BUILD COUNTS — one method description for every command:
 # generate, bench, plot and verify read the same method flags (one table,
-# reference/decoding/method_flags.c) and name what they ran, the MTP draft
+# reference/methods/method_flags.c) and name what they ran, the MTP draft
 # mode included; the MTP default follows the temperature (argmax at 0,
 # sampled above) the same way in all of them. On a random micro model with
 # an MTP module and a draft. Writes "passed failed skipped" to COUNTS.

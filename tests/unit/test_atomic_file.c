@@ -1,4 +1,4 @@
-/* test_atomic_file.c — reference/core/atomic_file.c: a committed write
+/* test_atomic_file.c — reference/base/atomic_file.c: a committed write
  * replaces the file whole; every way a write can fail (the body's error, a
  * stream error from a file-size limit, a rename onto a folder, an abort, a
  * folder that does not exist) leaves the old file byte for byte, no

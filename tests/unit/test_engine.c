@@ -231,7 +231,7 @@ END_TEST
 
 /* Every malformed checkpoint of the catalogue, which the reference refuses,
  * the engine refuses in either mode with the very same message: both run
- * core/checkpoint.h's checks, and this holds the engine's own reads of the
+ * base/checkpoint.h's checks, and this holds the engine's own reads of the
  * values to them (a bf16 matrix checked as mapped in the bf16 mode, every
  * other tensor converted). */
 START_TEST(test_broken_checkpoints_are_refused_alike) {

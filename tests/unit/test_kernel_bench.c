@@ -1,5 +1,5 @@
 /* test_kernel_bench.c — the host-side logic of the kernel harness
- * (kernels/bench.c): error norms, medians, buffer rotation, row sampling,
+ * (kernels/check/gc_host.c): error norms, medians, buffer rotation, row sampling,
  * the result file, the table's columns, the 27B shapes against
  * models/qwen3.8-27b/config.json, and the estimate's arithmetic. */
 #include <check.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
+#include "gc_host.h"
 #include "config.h"
 #include "harness.h"
 

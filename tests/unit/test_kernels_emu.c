@@ -1,5 +1,5 @@
 /* test_kernels_emu.c — every CUDA kernel version, run on the CPU emulator
- * (kernels/emu.h) on small and odd shapes, against its CPU twin: the same
+ * (kernels/emu/emu.h) on small and odd shapes, against its CPU twin: the same
  * validation code as gpucheck, with the same bounds; and the emulator's
  * stream capture and graphs, against the rules gpucheck checks on a GPU. Under the sanitizer
  * build this also catches out-of-bounds reads and writes of the kernels. */
@@ -38,7 +38,7 @@ END_TEST
 START_TEST(test_sample) { run_family("sample", 16); }
 END_TEST
 
-/* The emulator's stream capture and graphs (kernels/emu_rt.h): recorded, not run; arguments as at the launch;
+/* The emulator's stream capture and graphs (kernels/emu/emu_rt.h): recorded, not run; arguments as at the launch;
  * updates; and the controls, each a capture that must end invalidated (a synchronous copy among them). */
 START_TEST(test_graph) { run_family("graph", 17); }
 END_TEST

@@ -1,4 +1,4 @@
-/* test_parse.c — the strict option values of reference/core/parse.c: what
+/* test_parse.c — the strict option values of reference/base/parse.c: what
  * each parser accepts, and that a refusal names the flag and leaves the
  * output as it was. */
 #include <check.h>

@@ -1,5 +1,5 @@
 /* randmodel.h — deterministic random qwen3_5 checkpoints: config.json plus
- * safetensors with exactly the tensors of reference/core/layout.h's layout, every
+ * safetensors with exactly the tensors of reference/base/layout.h's layout, every
  * value drawn from Philox keyed by the seed. Linked into the tests (which
  * write micro models into a scratch directory in milliseconds) and into the
  * `genmodel` tool. */
@@ -77,7 +77,7 @@ int randmodel_write(const char *dir, const model_config *cfg, const randmodel_op
  * config cfg) to heads_path: opts->medusa_heads heads of
  * opts->medusa_layers ResBlocks, own or shared projection, values from
  * Philox keyed by opts->seed and the tensor name, stored as opts->dtype,
- * with the base_sha256 of model_dir's safetensors (reference/decoding/medusa.h).
+ * with the base_sha256 of model_dir's safetensors (reference/methods/medusa.h).
  * The directory of heads_path is created when missing. */
 int randmodel_write_medusa(const char *heads_path, const char *model_dir, const model_config *cfg,
                            const randmodel_opts *opts, sp_error *err);

@@ -12,7 +12,7 @@ What a row holds (medians of --runs runs):
   prefill tok/s  prompt tokens per second of the prompt pass
                  (the reference: one position after another, so about its decode rate)
   weight GB/s    decode tok/s x weight bytes one decode step reads, with the
-                 project's count (reference/core/footprint.h, `specula info`):
+                 project's count (reference/base/footprint.h, `specula info`):
                  every trunk matrix and norm and the whole lm_head, one row of
                  the embedding, no MTP (plain decoding does not run it), at the
                  bytes per parameter the implementation holds (the reference 4:

@@ -144,7 +144,7 @@ class Table:
 
 
 def describe(specs):
-    """One line per configuration, in the dimension names of reference/core/config.h."""
+    """One line per configuration, in the dimension names of reference/base/config.h."""
     print("configurations (layers: N = Gated DeltaNet, A = gated full attention; R = rotary dims of Dh):")
     for s in specs:
         pattern = "".join("N" if t == peer_models.LIN else "A" for t in s["layer_types"])

@@ -1,5 +1,5 @@
 """checkpoint.py — writes a trained model in the Hugging Face qwen3_5 layout
-that reference/core/layout.c reads (config.json with text_config, bf16
+that reference/base/layout.c reads (config.json with text_config, bf16
 model.safetensors with model.language_model.*, lm_head.weight and mtp.*,
 tokenizer.json), checks the written files, and records them in MANIFEST.
 Assumes torch, transformers (with qwen3_5), safetensors; tools/peer beside.

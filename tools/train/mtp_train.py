@@ -1,8 +1,8 @@
 """mtp_train.py — the qwen3_5 MTP module in a trainable, whole-sequence form
-that computes exactly what reference/decoding/mtp.c computes when it chains
+that computes exactly what reference/methods/mtp.c computes when it chains
 the one MTP layer k times. Assumes torch and transformers (with qwen3_5).
 
-Inference (reference/decoding/mtp.c, tools/peer/mtp_reference.py): for a
+Inference (reference/methods/mtp.c, tools/peer/mtp_reference.py): for a
 proposal anchored at position s, step 1 runs at position s on
 fc([norm_e(E[x_{s+1}]); norm_h(h_s)]) with h_s the trunk's final-normed
 hidden state, and predicts x_{s+2}; step j ≥ 2 runs at position s+j−1 on

@@ -1,6 +1,6 @@
 """presets.py — the shapes and training settings of the embedded models, and
 their qwen3_5 configuration as written to config.json. Assumes transformers
-with qwen3_5. Dimension names are those of reference/core/config.h.
+with qwen3_5. Dimension names are those of reference/base/config.h.
 
 Target: 4 layers in the 27B's 3:1 pattern (3 Gated DeltaNet, 1 gated
 attention), D = 192, F = 512, attention H/Hkv/Dh = 3/1/64 with the 27B's

@@ -1,6 +1,6 @@
 /* Exercise 1 — from logits to the processed distribution
  * (lessons/01-processed-distribution.md). Write the core of sampler_probs as
- * reference/core/sampler.h defines it: temperature, top-k, softmax, top-p and
+ * reference/decoding/sampler.h defines it: temperature, top-k, softmax, top-p and
  * min-p, every cut a threshold on a value so that ties at a cut are kept.
  * The edge cases (bad parameters, temperature 0, a row of −inf) and the
  * softmax weights are done for you; fill the four gaps. The checker

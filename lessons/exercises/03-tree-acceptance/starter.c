@@ -1,6 +1,6 @@
 /* Exercise 3 — the exact acceptance rule over a token tree
  * (lessons/03-speculative-decoding.md, "Trees: one round per child").
- * Write accept_residual and accept_exact as reference/core/accept.h
+ * Write accept_residual and accept_exact as reference/decoding/accept.h
  * specifies them. accept_exact walks the tree from the root: at a node u it
  * tries u's children in index order, each against the residual left by the
  * children rejected before it; it descends into the first child it

@@ -1,5 +1,5 @@
 /* Exercise 4 — how many tokens a verification pass is worth
- * (lessons/04-drafts.md). Two functions of reference/core/accounting.h:
+ * (lessons/04-drafts.md). Two functions of reference/decoding/accounting.h:
  * the expected number of tokens one target pass commits when every drafted
  * token is accepted independently with probability alpha, and the estimate
  * of alpha from what a run recorded. The checker

@@ -1,5 +1,5 @@
 /* Exercise 7 — a chi-square test of a sampler (lessons/08-measuring.md).
- * Write stats_gof as reference/verify/stats.h specifies it: Pearson's X² or the G
+ * Write stats_gof as verify/stats.h specifies it: Pearson's X² or the G
  * statistic of observed counts against known probabilities, with rare cells
  * pooled, and its p-value. The input checks are done for you. The checker
  * (make exercise EX=7 FILE=this-file) runs the project's statistics tests
@@ -12,7 +12,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define SUM_TOL 1e-4 /* probabilities must sum to 1 within this (see reference/verify/stats.c) */
+#define SUM_TOL 1e-4 /* probabilities must sum to 1 within this (see verify/stats.c) */
 
 static int check_inputs(const int64_t *counts, const double *probs, int K, stats_method method, double *sum, int64_t *n,
                         sp_error *err) {

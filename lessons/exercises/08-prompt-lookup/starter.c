@@ -2,11 +2,11 @@
  * proposer with no model"). Text with repeats often goes on the way an
  * earlier occurrence of its last few tokens did; prompt lookup proposes
  * exactly that, with no draft model at all. The proposer around your
- * function is written (reference/decoding/lookup.c): it keeps the prompt and
+ * function is written (reference/methods/lookup.c): it keeps the prompt and
  * the committed tokens, calls lookup_find once a round, and chains the
  * drafts under the root with a one-hot q, so the exact rule accepts each
  * draft with probability p(draft). Write lookup_find as
- * reference/decoding/lookup.h specifies it. The checker (make exercise EX=8
+ * reference/methods/lookup.h specifies it. The checker (make exercise EX=8
  * FILE=this-file) tests it on hand-made contexts, against a brute-force
  * reading of the specification on random ones, through the round loop's
  * accounting on a micro model at temperature 0, and runs the project's

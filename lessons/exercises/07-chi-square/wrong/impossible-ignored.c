@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define SUM_TOL 1e-4 /* probabilities must sum to 1 within this (see reference/verify/stats.c) */
+#define SUM_TOL 1e-4 /* probabilities must sum to 1 within this (see verify/stats.c) */
 
 static int check_inputs(const int64_t *counts, const double *probs, int K, stats_method method, double *sum, int64_t *n,
                         sp_error *err) {

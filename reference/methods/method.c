@@ -93,7 +93,7 @@ int method_generate(const method_spec *s, const method_parts *parts, const int *
     method_built b;
     memset(out, 0, sizeof *out);
     if (method_build(&b, s, parts, err)) return -1;
-    int rc = decode_run(parts->target, b.proposer, prompt, n_prompt, &b.options, out, err);
+    int rc = decode_batch_one(parts->target, b.proposer, prompt, n_prompt, &b.options, out, err);
     method_release(&b);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* bench.c — host-side logic of the kernel harness (see bench.h): norms,
+/* gc_host.c — host-side logic of the kernel harness (see bench.h): norms,
  * statistics, the result file and table, the 27B shapes and estimate. */
-#include "bench.h"
+#include "gc_host.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ static void clean_field(char *s) {
 }
 
 /* Appended whole or not at all: the old contents and the new rows go to a
- * temporary renamed over the file (core/atomic_file.h), so an interrupted
+ * temporary renamed over the file (base/atomic_file.h), so an interrupted
  * run never leaves half a row for the report to misread. */
 int gc_results_append_file(const gc_results *r, const char *path, sp_error *err) {
     atomic_file a;

@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "beam.h"
-#include "decode.h"
+#include "decode_batch.h"
 #include "medusa.h"
 #include "stepper.h"
 #include "target.h"
@@ -147,7 +147,8 @@ typedef struct {
 int method_build(method_built *b, const method_spec *s, const method_parts *parts, sp_error *err);
 void method_release(method_built *b);
 
-/* Build, decode_run on parts->target, release. */
+/* Build, run on parts->target as the commands run it (decode_batch_one: decode_run's tokens, with the target's
+ * hooks), release. */
 int method_generate(const method_spec *s, const method_parts *parts, const int *prompt, int n_prompt,
                     decode_output *out, sp_error *err);
 

@@ -1,4 +1,4 @@
-/* bench.h — the host-side logic of the kernel harness (build/cuda/gpucheck):
+/* gc_host.h — the host-side logic of the kernel harness (build/cuda/gpucheck):
  * error norms, timing statistics, buffer rotation, the result rows and their
  * file, the one table, the Qwen3.8-27B shapes and the decode / verify-pass
  * estimate. Plain C without CUDA, so it is unit-tested where no GPU exists. */

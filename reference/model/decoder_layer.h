@@ -1,8 +1,8 @@
-/* layers.h — the two token mixers and the decoder layer of the reference
+/* decoder_layer.h — the two token mixers and the decoder layer of the reference
  * forward, one position at a time. Internal to reference/: callers use
  * model_forward / model_mtp_forward. */
-#ifndef SPECULA_LAYERS_H
-#define SPECULA_LAYERS_H
+#ifndef SPECULA_DECODER_LAYER_H
+#define SPECULA_DECODER_LAYER_H
 
 #include "model.h"
 

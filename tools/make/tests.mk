@@ -1,0 +1,70 @@
+# tests.mk — the Check runner, its sanitized twin, the round loop's mutants, and `make test`'s two steps.
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+STAT_SRC := $(sort $(wildcard tests/stat/*.c))
+GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
+HARNESS_SRC := tests/harness.c tests/fixtures.c
+
+# Each test file defines `Suite *NAME_suite(void)`; the runner's list of suites is generated from the sources, so
+# adding a file is all it takes.
+$(BUILD)/gen/suites.h: $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC) tests/list-suites.sh
+	@mkdir -p $(dir $@)
+	tests/list-suites.sh unit $(UNIT_SRC) > $@.tmp
+	tests/list-suites.sh stat $(STAT_SRC) >> $@.tmp
+	tests/list-suites.sh gpu $(GPU_TEST_SRC) >> $@.tmp
+	mv $@.tmp $@
+
+$(BUILD)/obj/tests/runner.o $(BUILD)/asan/tests/runner.o: $(BUILD)/gen/suites.h
+$(BUILD)/obj/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS)
+$(BUILD)/asan/tests/runner.o: ALL_CFLAGS += -I$(BUILD)/gen $(CHECK_CFLAGS) -DRUNNER_UNIT_ONLY
+$(BUILD)/obj/tests/%.o $(BUILD)/asan/tests/%.o: ALL_CFLAGS += $(CHECK_CFLAGS) -Itests
+
+# tests/gpu runs build/cuda/gpucheck in a child process (CUDA never starts in the runner, whose tests Check forks).
+$(BUILD)/obj/tests/gpu/%.o: ALL_CFLAGS += -DGPUCHECK_BIN='"$(BUILD)/cuda/gpucheck"'
+
+# Mutants of the round loop (tests/mutants/decode.mutants): the loop's source with one planted change each, its
+# functions renamed mutant_NAME_*, linked beside the real loop so the canaries of tests/unit/test_decode.c can
+# show they reject them.
+MUTANTS := $(shell awk -F '\t' '!/^\#/ && NF == 3 {print $$1}' tests/mutants/decode.mutants)
+DECODE_FUNCTIONS := decode_run decode_defaults decode_output_free decode_now_s decode_check decode_seq_start \
+                    decode_seq_free decode_seq_live decode_site decode_propose decode_accept decode_commit decode_realign
+mutant_rename = $(foreach f,$(DECODE_FUNCTIONS),-D$(f)=mutant_$(1)_$(f))
+MUTANT_SRC := reference/decoding/decode.c
+$(BUILD)/mutants/decode_%.c: $(MUTANT_SRC) tests/mutants/decode.mutants tests/mutants/mutate.sh
+	@mkdir -p $(dir $@)
+	tests/mutants/mutate.sh $* $(MUTANT_SRC) tests/mutants/decode.mutants > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(call mutant_rename,$*) -c $< -o $@
+$(BUILD)/asan/mutants/decode_%.o: $(BUILD)/mutants/decode_%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -O1 $(SAN_FLAGS) $(call mutant_rename,$*) -c $< -o $@
+$(BUILD)/obj/mutants/%.o $(BUILD)/asan/mutants/%.o: LAYER_INC = $(INC_decoding)
+.PRECIOUS: $(BUILD)/mutants/decode_%.c
+MUTANT_OBJ = $(patsubst %,$(BUILD)/obj/mutants/decode_%.o,$(MUTANTS))
+MUTANT_LIB := $(BUILD)/libspecula-mutants.a
+$(MUTANT_LIB): $(MUTANT_OBJ)
+	rm -f $@ && ar rcs $@ $^
+MUTANT_SAN_OBJ = $(patsubst %,$(BUILD)/asan/mutants/decode_%.o,$(MUTANTS))
+
+TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC)) $(MUTANT_OBJ)
+$(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
+
+SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(VERIFY_SRC) $(KERNEL_C_SRC) \
+                        $(ENGINE_SRC) $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+$(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
+
+# Everything the suites and parts run, built before any of them starts, so that the parts that call make
+# (notebooks, exercises) find it up to date.
+test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel \
+            cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
+test-run: test-build
+	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
+
+# Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).
+memcheck: $(BUILD)/specula $(BUILD)/genmodel
+	@tools/deps.sh valgrind
+	@tools/memcheck.sh $(BUILD)
