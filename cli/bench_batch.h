@@ -8,6 +8,7 @@
 #define SPECULA_CLI_BENCH_BATCH_H
 
 #include "bench.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "plots/plots.h"
 

@@ -17,6 +17,7 @@
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 
 #define MAX_CONTEXTS 4

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "method_cli.h"
 #include "reference_target.h"

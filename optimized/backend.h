@@ -15,8 +15,16 @@
 #include "config.h"
 #include "engine_weights.h"
 #include "error.h"
-#include "kv_cache.h"
 #include "sampler.h"
+
+/* The limits of one pass. */
+#define ENGINE_MAX_TREE_NODES 256 /* nodes of a tree: Medusa's largest tree and its root */
+#define ENGINE_MAX_BATCH 16       /* sequences of a pass on a backend with multi_seq (more jobs: more passes) */
+#define ENGINE_PREFILL_CHUNK 64   /* positions of a prefill pass */
+
+/* The paged KV cache (kv_cache.h, above this file: it keeps its pool in backend memory). */
+typedef struct kv_cache kv_cache;
+typedef struct kv_table kv_table;
 
 /* One sequence's share of a pass: its nodes are [first, first + n) of the pass, after its `base` committed
  * positions, whose keys and values its table lists. */

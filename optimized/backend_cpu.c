@@ -16,7 +16,7 @@
 #include "cpu/layers.h"
 #include "cpu/team.h"
 #include "dtype.h"
-#include "engine_target.h"
+#include "kv_cache.h"
 #include "ops.h"
 
 /* Below this many elements an elementwise op stays on one thread: starting the others costs more. */

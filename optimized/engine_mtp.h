@@ -1,11 +1,12 @@
-/* engine_mtp.h — the engine's MTP module as its stepper holds it, shared by
- * the stepper (engine_mtp.c) and the MTP round on the target's side
- * (engine_mtp_round.c), which steps the same module with its inputs and
- * outputs left in backend memory. Internal to optimized/. */
+/* engine_mtp.h — the engine's MTP module as a stepper (stepper.h), and the module as that stepper holds it, shared
+ * by the stepper (engine_mtp.c) and the MTP round on the target's side (engine_mtp_round.c), which steps the same
+ * module with its inputs and outputs left in backend memory. */
 #ifndef SPECULA_ENGINE_MTP_H
 #define SPECULA_ENGINE_MTP_H
 
-#include "engine_target.h"
+#include "engine.h"
+#include "stepper.h"
+#include "target.h"
 
 typedef struct {
     engine *e;
@@ -22,6 +23,9 @@ typedef struct {
     int target_rows;
     int *record; /* [3 + max_tree_nodes] the round's result and drafts, downloaded together (accept_drawn) */
 } mtp_stepper;
+
+/* The MTP module of e as a stepper; fails when the checkpoint has none. */
+int engine_mtp_stepper_build(stepper *s, engine *e, sp_error *err);
 
 /* The module of e behind stepper st, or NULL when st is not e's MTP stepper. */
 mtp_stepper *engine_mtp_of(stepper *st, const engine *e);

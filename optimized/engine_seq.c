@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "engine.h"
-#include "engine_target.h"
 
 int engine_slot_take(engine *e) {
     for (int s = 0; s < e->n_slots; s++)

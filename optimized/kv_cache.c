@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
 #include "error.h"
 
 void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem) {

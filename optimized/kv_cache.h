@@ -15,12 +15,11 @@
 
 #include <stddef.h>
 
+#include "backend.h"
 #include "kv_block.h"
 
-struct engine_backend;
-
-typedef struct {
-    struct engine_backend *be;
+struct kv_cache {
+    engine_backend *be;
     int n_layers, n_heads, head_dim;
     size_t elem;   /* bytes per element */
     int capacity;  /* blocks allocated */
@@ -29,15 +28,15 @@ typedef struct {
     void *values;
     int in_use;  /* blocks with refcount > 0 */
     long copies; /* blocks copied on write */
-} kv_cache;
+};
 
 /* One sequence's block table. */
-typedef struct {
+struct kv_table {
     int *blocks; /* [n] position t lives in blocks[t / KV_BLOCK_SIZE] */
     int n, cap;
-} kv_table;
+};
 
-void kv_cache_build(kv_cache *c, struct engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem);
+void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem);
 void kv_cache_free(kv_cache *c);
 size_t kv_block_bytes(const kv_cache *c); /* keys and values of one block */
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "lookup.h"
 #include "philox.h"

@@ -8,6 +8,7 @@
 #include "activations.h"
 #include "attention.h"
 #include "deltanet.h"
+#include "kv_cache.h"
 #include "ops.h"
 #include "team.h"
 

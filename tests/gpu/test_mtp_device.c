@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "fixtures.h"
 #include "decode_batch.h"

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "decode_batch.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "method.h"
 #include "model.h"

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "dtype.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "fixtures.h"
 #include "method.h"

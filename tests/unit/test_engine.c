@@ -14,6 +14,7 @@
 
 #include "broken_checkpoints.h"
 #include "engine_compare.h"
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "fixtures.h"
 #include "genmodel/randmodel.h"

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine_mtp.h"
 #include "engine_target.h"
 #include "fixtures.h"
 #include "harness.h"
