@@ -54,6 +54,18 @@ test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) test-build
 	@$(MAKE) --no-print-directory test-run
 
+# Everything the suites and parts run (every part above is read by now), built before any of them starts, so
+# that the parts that call make (notebooks, exercises) find it up to date.
+test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel \
+            cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
+test-run: test-build
+	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
+
+# Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).
+memcheck: $(BUILD)/specula $(BUILD)/genmodel
+	@tools/deps.sh valgrind
+	@tools/memcheck.sh $(BUILD)
+
 deps:
 	@tools/deps.sh $(DEBIAN_PACKAGES)
 

@@ -33,7 +33,7 @@ for c in lessons/exercises/*/*.c; do
             fail=$((fail + 1))
             echo "FAIL course-links: $c names $target, which does not exist"
         fi
-    done < <(grep -o '\(lessons\|notebooks-c\|reference\|docs\)/[A-Za-z0-9_./-]*\.\(md\|h\|c\)' "$c" | sort -u)
+    done < <(grep -o '\(lessons\|notebooks-c\|reference\|verify\|docs\)/[A-Za-z0-9_./-]*\.\(md\|h\|c\)' "$c" | sort -u)
 done
 echo "course-links: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

@@ -56,15 +56,3 @@ SAN_OBJ = $(call sanobj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(REF_SRC) $(V
 $(BUILD)/tests/runner-asan: $(SAN_OBJ) $(MUTANT_SAN_OBJ) $(EMU_SAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS) -lstdc++
-
-# Everything the suites and parts run, built before any of them starts, so that the parts that call make
-# (notebooks, exercises) find it up to date.
-test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/genmodel \
-            cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
-test-run: test-build
-	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
-
-# Not part of `make test`: valgrind makes it a few minutes long (tools/memcheck.sh).
-memcheck: $(BUILD)/specula $(BUILD)/genmodel
-	@tools/deps.sh valgrind
-	@tools/memcheck.sh $(BUILD)

@@ -9,7 +9,7 @@
  * greedy canaries, and checks the hidden state you return. */
 #include <string.h>
 
-#include "layers.h" /* decoder_layer_forward: one full decoder layer, in place */
+#include "decoder_layer.h" /* decoder_layer_forward: one full decoder layer, in place */
 #include "model.h"
 #include "ops.h" /* op_rmsnorm, op_matvec */
 

@@ -3,7 +3,7 @@
  * Caught by: golden */
 #include <string.h>
 
-#include "layers.h"
+#include "decoder_layer.h"
 #include "model.h"
 #include "ops.h"
 
