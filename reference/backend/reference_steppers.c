@@ -1,7 +1,5 @@
-/* reference_steppers.c — the stepper interface over the reference model: a
- * draft model's trunk, or a model's MTP module with its own KV cache. A
- * mark is a snapshot of the DeltaNet state and the position (state.h);
- * rewinding restores it and drops the KV positions written since. */
+/* reference_steppers.c — the stepper interface over the reference model: a draft model's trunk, or a model's
+ * MTP module with its own KV cache. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +32,8 @@ static int ref_step(stepper *st, const int *tokens, const float *h, int n, float
 
 static int ref_position(const stepper *st) { return ((const ref_stepper *)st->impl)->state.pos; }
 
+/* A mark is a snapshot of the DeltaNet state and the position; a rewind restores it and drops the KV positions
+ * written since (state_restore). */
 static void ref_mark(stepper *st, int mark) {
     ref_stepper *s = st->impl;
     if (!s->built[mark]) {

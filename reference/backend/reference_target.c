@@ -1,11 +1,4 @@
-/* reference_target.c — the target interface over the reference model. A
- * verify pass evaluates node by node: the root in the sequence's own state
- * (it is committed whatever is accepted), every other node in a state forked
- * from its parent's. That is what a tree attention mask with per-node
- * positions computes in one batched pass (tree_attention_mask,
- * tree_positions), and what makes a rejected branch leave no trace: the
- * forks share the prefix's KV blocks copy-on-write and drop them when the
- * path is committed. */
+/* reference_target.c — the target interface over the reference model, one position at a time. */
 #include "reference_target.h"
 
 #include <stdlib.h>
@@ -100,6 +93,10 @@ static void grow_nodes(ref_target *r, ref_seq *s, int n) {
     s->nodes_cap = n;
 }
 
+/* Node by node: the root in the sequence's own state (it is committed whatever is accepted), every other node
+ * in a state forked from its parent's. That is what a tree attention mask with per-node positions computes in
+ * one batched pass (tree_attention_mask, tree_positions). A rejected branch leaves no trace: the forks share the
+ * prefix's KV blocks copy-on-write and drop them at the commit. */
 static int verify_one(ref_target *r, const target_job *job, const sampler_params *sp, sp_error *err) {
     ref_seq *s = seq_at(r, job->seq, err);
     if (!s) return -1;

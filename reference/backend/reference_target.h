@@ -1,9 +1,6 @@
-/* reference_target.h — the reference model behind the decoding layer's
- * interfaces: a target (target.h) over model_forward, and steppers
- * (stepper.h) over a draft model and over the MTP module. The only place
- * where decoding meets the plain-C forward: one position at a time, every
- * tree node in its own state forked from its parent's.
- * The target and the steppers borrow the model: it must outlive them. */
+/* reference_target.h — the reference model behind the decoding layer's interfaces: a target (target.h) over
+ * model_forward, and steppers (stepper.h) over a draft model and the MTP module. The only place where decoding
+ * meets the plain-C forward. */
 #ifndef SPECULA_REFERENCE_TARGET_H
 #define SPECULA_REFERENCE_TARGET_H
 
@@ -16,6 +13,7 @@
  * batch to size; this only bounds a runaway proposer). */
 #define REFERENCE_MAX_TREE_NODES 4096
 
+/* The target and the steppers below borrow the model: it must outlive them. */
 void reference_target_build(decode_target *t, model *m);
 
 /* A draft model as a stepper. */

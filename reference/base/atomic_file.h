@@ -1,8 +1,6 @@
-/* atomic_file.h — every file specula writes is written whole or not at all:
- * the bytes go to a temporary file beside the final name, are flushed to
- * the disk (fflush + fsync) and renamed over it. An error or a kill at any
- * moment leaves the previous file as it was (and at worst a stray
- * NAME.tmp.PID.N beside it). POSIX rename semantics assumed. */
+/* atomic_file.h — every file specula writes is written whole or not at all: a temporary beside the final name,
+ * flushed to the disk and renamed over it. An error or a kill at any moment leaves the previous file as it was
+ * (at worst with a stray NAME.tmp.PID.N beside it). Assumes POSIX rename. */
 #ifndef SPECULA_ATOMIC_FILE_H
 #define SPECULA_ATOMIC_FILE_H
 

@@ -1,8 +1,6 @@
-/* bpe.h — the byte-level BPE model of a Hugging Face tokenizer.json: the
- * vocabulary, the merges by rank and the GPT-2 byte-to-unicode mapping, and
- * the merge loop that turns one pre-tokenized word into ids. The tokenizer
- * (tokenizer.h) owns one of these; nothing here knows about normalisers,
- * regexes or added tokens. Ids are ints in [0, V). */
+/* bpe.h — the byte-level BPE model of a Hugging Face tokenizer.json (vocabulary, merges by rank, GPT-2's byte
+ * mapping) and the merge loop for one pre-tokenized word. The tokenizer owns one; normalisers, regexes and added
+ * tokens are its business, not this file's. Ids are ints in [0, V). */
 #ifndef SPECULA_BPE_H
 #define SPECULA_BPE_H
 

@@ -1,10 +1,5 @@
-/* checkpoint.h — the loader's checks, shared by every backend: a checkpoint
- * directory (config.json + model.safetensors or shards) is opened, its
- * config parsed and range-checked, and every tensor the config implies
- * (layout.h) found with its exact shape, with no tensor the config does not
- * account for. A backend then reads each tensor into its own storage
- * (float32 for the reference) through checkpoint_read_f32, which refuses
- * non-finite values, or keeps the mapped bytes as they are. */
+/* checkpoint.h — the loader's checks, shared by every backend. A backend opens a checkpoint here, then reads
+ * each tensor into its own storage (checkpoint_read_f32) or keeps the mapped bytes as they are. */
 #ifndef SPECULA_CHECKPOINT_H
 #define SPECULA_CHECKPOINT_H
 
@@ -24,11 +19,13 @@ typedef struct {
     int storage_bytes;         /* bytes per parameter as stored (2 for bf16/f16, 4 for f32) */
 } checkpoint;
 
-/* Opens DIR and checks every tensor by name and shape. The MTP module is
- * checked when the config declares it and the checkpoint has its first
- * tensor (the text-only layout transformers saves drops it); a partial
- * module is an error. Every message names the tensor and the file; those
- * about tensors start "loading DIR: ". */
+/* Opens DIR (config.json + model.safetensors or shards), parses and
+ * range-checks the config, and checks that every tensor the config implies
+ * (layout.h) is there with its exact shape, and that no tensor is left
+ * unaccounted for. The MTP module is checked when the config declares it and
+ * the checkpoint has its first tensor (the text-only layout transformers saves
+ * drops it); a partial module is an error. Every message names the tensor
+ * and the file; those about tensors start "loading DIR: ". */
 int checkpoint_open(checkpoint *ck, const char *dir, sp_error *err);
 /* The checks alone, of ck->st against ck->cfg, both filled by the caller
  * (checkpoint_open reads them from DIR; the fuzzer from memory, with

@@ -105,8 +105,8 @@ static int parse_rope(json_t *text, const char *origin, model_config *c, sp_erro
     return 0;
 }
 
-/* Range-checked as the 64-bit integer JSON gave: cast to int first, 2^32 + 7
- * became token 7 and passed the vocabulary check. */
+/* Range-checked as the 64-bit integer JSON gave: a cast to int first would
+ * turn 2^32 + 7 into token 7, which passes the vocabulary check. */
 static int parse_eos(json_t *text, json_t *top, const char *origin, model_config *c, sp_error *err) {
     json_t *v = field(text, top, "eos_token_id");
     c->num_eos = 0;

@@ -1,8 +1,5 @@
-/* footprint.h — what a model costs per token, from its config alone:
- * parameters, weight bytes read per decode step (the figure that bounds
- * batch-1 speed), KV bytes per position and DeltaNet state per sequence.
- * Shared by `specula info`, the accounting of every decoding run, the
- * bandwidth plots and the lessons. */
+/* footprint.h — what a model costs per token, from its config alone: parameters, weight bytes read per decode
+ * step (the figure that bounds batch-1 speed), KV bytes per position and DeltaNet state per sequence. */
 #ifndef SPECULA_FOOTPRINT_H
 #define SPECULA_FOOTPRINT_H
 

@@ -1,6 +1,5 @@
-/* kv_block.h — the block size of the paged KV cache, one number shared by
- * the reference's kv_pool (reference/model/state.h) and the CUDA kernels'
- * paged layout (kernels/kn_paged.h), so the two page a sequence alike. */
+/* kv_block.h — the block size of the paged KV cache, shared by the reference's kv_pool (model/state.h) and the
+ * CUDA kernels' paged layout (kernels/kn_paged.h), so the two page a sequence alike. */
 #ifndef SPECULA_KV_BLOCK_H
 #define SPECULA_KV_BLOCK_H
 

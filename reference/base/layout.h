@@ -1,8 +1,6 @@
-/* layout.h — the tensors of a qwen3_5 checkpoint: their names, shapes and
- * roles. The layout is the single list that the loader checks
- * (checkpoint.h), the generator writes, `specula info` counts and every
- * backend stores: each spec names the weight it holds (tensor_role), and a
- * backend maps roles to its own storage (the reference: model/weights.h). */
+/* layout.h — the tensors of a qwen3_5 checkpoint: names, shapes and roles. The one list that the loader checks,
+ * the generator writes, `specula info` counts and every backend stores; a backend maps each role to its own
+ * storage (the reference: model/weights.h). */
 #ifndef SPECULA_LAYOUT_H
 #define SPECULA_LAYOUT_H
 

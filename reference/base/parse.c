@@ -21,7 +21,7 @@ int parse_u64(const char *flag, const char *text, uint64_t *out, sp_error *err) 
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    /* digits only: strtoull skips leading space and negates a '-' after it, so " -1" read as 2^64 - 1 */
+    /* digits only: strtoull skips leading space and negates a '-' after it, so " -1" would read as 2^64 - 1 */
     if (errno || end == text || *end || !isdigit((unsigned char)text[0]))
         return sp_fail(err, "%s expects a non-negative integer, got '%s'", flag, text);
     *out = (uint64_t)v;

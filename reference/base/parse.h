@@ -1,8 +1,6 @@
-/* parse.h — strict parsing of option values ("--k 4", "--top-p 0.9", a
- * list of token ids). Each function names the flag in its message and
- * writes nothing on bad input, so no caller acts on a half-parsed value.
- * Shared by the command line (cli/args.h) and the method description
- * (method.h), which parses catalogue entries with the same rules. */
+/* parse.h — strict parsing of option values ("--k 4", "--top-p 0.9", a list of token ids), for the command line
+ * and method.h's catalogue entries alike. Each function names the flag in its message and writes nothing on bad
+ * input, so no caller acts on a half-parsed value. */
 #ifndef SPECULA_PARSE_H
 #define SPECULA_PARSE_H
 

@@ -152,9 +152,8 @@ static int parse_entry(const char *path, const char *name, json_t *e, uint64_t d
             return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
         numel *= (uint64_t)x;
     }
-    /* nor may its byte count wrap: 2^62 float32 elements made 0 bytes, so a
-     * tensor of 2^62 elements was accepted for the span [0, 0]
-     * (tests/fuzz/crashes/safetensors/) */
+    /* nor may its byte count wrap: 2^62 float32 elements would make 0 bytes
+     * and pass as the span [0, 0] */
     if (numel > (UINT64_MAX >> 1) / (uint64_t)dtype_size(t->dtype))
         return sp_fail(err, "%s: tensor %s: shape has an absurd number of elements", path, name);
     if (!json_is_array(jo) || json_array_size(jo) != 2)

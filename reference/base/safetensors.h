@@ -1,9 +1,5 @@
-/* safetensors.h — safetensors checkpoints, one file or a sharded set with
- * model.safetensors.index.json. Reading mmaps each file once; tensors point
- * into the mapping. Every structural problem (truncation, header past the
- * end, overlapping or out-of-range offsets, unknown dtype, a shard the index
- * names but that is missing) is an error naming the file and tensor.
- * Writing produces what the Python library writes. Little-endian hosts. */
+/* safetensors.h — safetensors checkpoints, one file or a sharded set with model.safetensors.index.json: read
+ * through one mmap per file, and written as the Python library writes them. Little-endian hosts. */
 #ifndef SPECULA_SAFETENSORS_H
 #define SPECULA_SAFETENSORS_H
 
@@ -39,7 +35,10 @@ typedef struct {
 } st_set;
 
 /* path: a model directory (model.safetensors.index.json, else
- * model.safetensors), a .safetensors file, or an index .json file. */
+ * model.safetensors), a .safetensors file, or an index .json file. Tensors
+ * point into the mapping. Every structural problem (truncation, header past
+ * the end, overlapping or out-of-range offsets, unknown dtype, a shard the
+ * index names but that is missing) is an error naming the file and tensor. */
 int st_open(st_set *s, const char *path, sp_error *err);
 /* One safetensors file already in memory, data[size], with the same checks;
  * tensors point into data, which must outlive the set. `origin` stands for

@@ -1,8 +1,6 @@
-/* safetensors_write.c — the writer of safetensors files and sharded sets
- * (see safetensors.h). Output matches what the Python library writes: an
- * 8-byte little-endian header length, a compact JSON header padded with
- * spaces to a multiple of 8, then the tensors back to back in the order
- * given. Assumes a little-endian host. */
+/* safetensors_write.c — the writer of safetensors files and sharded sets, byte for byte as the Python library
+ * writes them: an 8-byte little-endian header length, a compact JSON header padded with spaces to a multiple of
+ * 8, then the tensors back to back in the order given. Assumes a little-endian host. */
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>

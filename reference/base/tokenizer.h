@@ -1,8 +1,6 @@
-/* tokenizer.h — byte-level BPE tokenizer read from a Hugging Face
- * tokenizer.json, encoding and decoding exactly as the `tokenizers` package
- * does for Qwen's pipeline: added tokens, NFC normaliser (utf8proc), a
- * Split(regex, Isolated) pre-tokenizer (PCRE2, UTF + UCP), ByteLevel, BPE.
- * Shared by the reference and the engine; text is UTF-8, ids are ints in [0, V). */
+/* tokenizer.h — the byte-level BPE tokenizer of a Hugging Face tokenizer.json, encoding and decoding exactly as
+ * the `tokenizers` package does for Qwen's pipeline: added tokens, NFC (utf8proc), a Split(regex, Isolated)
+ * pre-tokenizer (PCRE2, UTF + UCP), ByteLevel, BPE. Text is UTF-8; ids are ints in [0, V). */
 #ifndef SPECULA_TOKENIZER_H
 #define SPECULA_TOKENIZER_H
 

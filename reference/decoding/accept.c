@@ -1,12 +1,4 @@
-/* accept.c — exact (Leviathan / SpecInfer), greedy and typical acceptance
- * over a token tree. The exact rule at a node u with children c1, c2, …:
- *   r ← p_u
- *   for each child c (token x):  accept with probability min(1, r(x)/q(x));
- *       on accept move to c; on reject r ← norm(max(0, r − q)) and, when the
- *       children were drawn without replacement, q ← norm(q without x)
- *   no child accepted: the next token is drawn from r (a correction);
- *   u has no children: the next token is drawn from p_u (a bonus).
- * With one child per node this is exactly Leviathan et al.'s rule. */
+/* accept.c — exact, greedy and typical acceptance over a token tree. */
 #include "accept.h"
 
 #include <math.h>
@@ -46,6 +38,14 @@ static void result_start(accept_result *r) {
     r->next_token = -1;
 }
 
+/* At a node u with children c1, c2, …:
+ *   r ← p_u
+ *   for each child c (token x): accept with probability min(1, r(x)/q(x));
+ *       on accept move to c; on reject r ← norm(max(0, r − q)) and, when the
+ *       children were drawn without replacement, q ← norm(q without x)
+ *   no child accepted: the next token is drawn from r (a correction);
+ *   u has no children: the next token is drawn from p_u (a bonus).
+ * With one child per node this is exactly Leviathan et al.'s rule. */
 int accept_exact(const token_tree *t, const float *p, accept_site site, float *scratch, accept_result *r,
                  sp_error *err) {
     const int V = t->V;

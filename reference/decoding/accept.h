@@ -1,11 +1,5 @@
-/* accept.h — the verifier's acceptance rules, as pure functions of the
- * token tree, its proposal distributions q and the target's processed
- * distributions p at every node. Shared by the reference and the engine.
- *   exact    Leviathan et al. for a chain, SpecInfer-style multi-round
- *            rejection for a tree (children i.i.d. or without replacement):
- *            the committed tokens are distributed exactly as the target's.
- *   greedy   follow the target's argmax while the tree has it.
- *   typical  Medusa's typical acceptance: fast, not exact at temperature > 0. */
+/* accept.h — the acceptance rules, as pure functions of the token tree, its proposal distributions q and the
+ * target's processed distributions p at every node. Shared by the reference and the engine. */
 #ifndef SPECULA_ACCEPT_H
 #define SPECULA_ACCEPT_H
 
@@ -37,16 +31,19 @@ static inline uint64_t accept_draw_index(uint64_t round, int position, int slot)
     return (round << 40) | ((uint64_t)(uint32_t)position << 8) | (uint64_t)(slot & 0xff);
 }
 
-/* p: [t->n, V], p row i = the target's processed distribution of the token
- * after node i. scratch: [2·V]. Fails (with a message) when the tree's
- * children were not drawn from q (CHILDREN_TOP_RANKS), or a drafted token
- * has q = 0. */
+/* The exact rule: Leviathan et al. for a chain, SpecInfer-style multi-round rejection for a tree (children
+ * i.i.d. or without replacement). The committed tokens are distributed exactly as the target's.
+ * p: [t->n, V], p row i = the target's processed distribution of the token after node i. scratch: [2·V].
+ * Fails (with a message) when the tree's children were not drawn from q (CHILDREN_TOP_RANKS), or a drafted
+ * token has q = 0. */
 int accept_exact(const token_tree *t, const float *p, accept_site site, float *scratch, accept_result *r,
                  sp_error *err);
 
+/* Follows the target's argmax while the tree has it. */
 void accept_greedy(const token_tree *t, const float *p, accept_result *r);
 
-/* Medusa's rule: node c is acceptable when p_parent(c)[token c] >
+/* Medusa's typical acceptance: fast, but not exact at temperature > 0.
+ * Node c is acceptable when p_parent(c)[token c] >
  * min(epsilon, delta·exp(−H(p_parent))). The longest acceptable path wins
  * (the first in index order among equals); next_token is drawn from p of
  * its last node. Medusa's defaults: epsilon 0.09, delta 0.3. */

@@ -1,8 +1,5 @@
-/* accounting.h — the numbers every decoding run reports: target passes,
- * committed tokens, acceptance per draft position, the histogram of
- * accepted lengths, the α estimate and E(α,k) beside the observed tokens
- * per pass, weight bytes read per committed token, TTFT and decode rate.
- * Shared by the reference and the engine. */
+/* accounting.h — the numbers every decoding run reports (passes, acceptance per position, the α estimate,
+ * weight bytes per token, TTFT, decode rate). Shared by the reference and the engine. */
 #ifndef SPECULA_ACCOUNTING_H
 #define SPECULA_ACCOUNTING_H
 

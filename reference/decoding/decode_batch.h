@@ -1,19 +1,11 @@
-/* decode_batch.h — decode_run's rounds (decode.h) over B sequences at once, and the hooks through which a target
- * takes a whole round. Each job is one sequence with its own prompt, proposer, options, output and accounting.
- * Every round each live job proposes; the target verifies every live job's tree in ONE call to target->verify
- * (one pass over all of them on an engine that takes several sequences a pass, one pass a sequence elsewhere);
- * then each job accepts, commits and realigns on its own. A job draws at exactly the rng sites decode_run gives it
- * alone, so it gets decode_run's tokens: the batch changes only which pass computes its distributions.
- *
- * The hooks (target.h, proposer.h): under the exact rule, a target with verify_accept runs a job's pass and
- * acceptance on its side, and a proposer with propose_verify hands its whole round to the target (an MTP chain on
- * the CUDA engine, drafted on the device); both give the result decode_run computes on the host. */
+/* decode_batch.h — decode_run's rounds (decode.h) over B sequences at once. Each round every live job proposes,
+ * the target verifies all their trees in one verify call, and each job accepts, commits and realigns on its own. */
 #ifndef SPECULA_DECODE_BATCH_H
 #define SPECULA_DECODE_BATCH_H
 
 #include "decode.h"
 
-/* One sequence of a batch. */
+/* One sequence of a batch, with its own prompt, proposer, options, output and accounting. */
 typedef struct {
     proposer *prop; /* NULL: plain decoding; one proposer per job (proposers hold one sequence's state) */
     const int *prompt;
@@ -30,7 +22,11 @@ typedef struct {
 } decode_batch_options;
 
 /* Runs jobs[0..B) to their budgets (or EOS) on new sequences of t; out[j] is job j's output and accounting.
- * bo may be NULL (one verify call a round, no counts). On failure every out[j] is freed and err names the job. */
+ * bo may be NULL (one verify call a round, no counts). On failure every out[j] is freed and err names the job.
+ * A job draws at exactly the rng sites decode_run gives it alone, so it gets decode_run's tokens: the batch only
+ * changes which pass computes its distributions. Under the exact rule the target's hooks are used where offered
+ * (verify_accept in target.h, propose_verify in proposer.h); both give the result decode_run computes on the
+ * host. */
 int decode_batch_run(decode_target *t, decode_job *jobs, int B, decode_batch_options *bo, decode_output *out,
                      sp_error *err);
 

@@ -1,5 +1,5 @@
-/* decode_round.h — the steps of decode_run's round (decode.c) on one sequence's state, so that the batched loop
- * (decode_batch.c) runs the very same steps over several sequences. */
+/* decode_round.h — the steps of decode_run's round on one sequence's state. decode.c and the batched loop in
+ * decode_batch.c both run these same steps. */
 #ifndef SPECULA_DECODE_ROUND_H
 #define SPECULA_DECODE_ROUND_H
 
@@ -28,8 +28,7 @@ void decode_seq_free(decode_seq *s, decode_target *t);
 int decode_seq_live(const decode_seq *s, const decode_options *opt, const decode_output *out);
 accept_site decode_site(const decode_seq *s, const decode_options *opt);
 /* The tree of the round: the pending token as its root, and the proposer's nodes while the budget leaves room. */
-int decode_propose(decode_seq *s, proposer *prop, const decode_options *opt, const decode_output *out,
-                   sp_error *err);
+int decode_propose(decode_seq *s, proposer *prop, const decode_options *opt, const decode_output *out, sp_error *err);
 /* The option's acceptance rule on the verified tree (s->p), into s->r. */
 int decode_accept(decode_seq *s, const decode_options *opt, sp_error *err);
 /* After the acceptance: the burst (the accepted tokens, then the correction or bonus; EOS ends it and the run)

@@ -1,9 +1,5 @@
-/* proposer.h — the contract between the round loop and whatever proposes
- * tokens: a draft model (speculative.c), the MTP module (mtp.c) or Medusa
- * heads (medusa.c). A proposer builds a token tree under the root the loop
- * has set (the pending token) with q at every node that has children, and
- * realigns on what the target committed. Proposers are built by the one
- * factory (method.h), used for one run and released. */
+/* proposer.h — the contract between the round loop and whatever proposes tokens: a draft model, the MTP module
+ * or Medusa heads. A proposer is built by the factory in method.h, used for one run and released. */
 #ifndef SPECULA_PROPOSER_H
 #define SPECULA_PROPOSER_H
 
@@ -36,7 +32,8 @@ struct proposer {
     double bytes_per_step; /* weight bytes one proposer step reads */
     long steps;            /* proposer forward passes so far */
 
-    /* Adds nodes under the root of `tree` (already reset to the pending token). */
+    /* Adds nodes under the root of `tree` (already reset to the pending token), with q at every node that has
+     * children. */
     int (*propose)(proposer *self, token_tree *tree, const propose_call *call, sp_error *err);
     /* Optional (NULL: propose only). The round's proposal, verify pass and exact acceptance in one call to the
      * target on sequence seq, where the target offers it (target.h: mtp_verify_accept): the drafts are added to

@@ -1,50 +1,6 @@
-/* sampler.c — the processed sampling distribution and the replayable draw.
- * Readable reference: double-precision arithmetic; where a threshold needs
- * an order statistic, a selection (and a sort of the few largest entries for
- * top-p), so a 248k vocabulary costs O(V), not a sort of V. The CUDA sampler implements the same
- * definitions (below), so both pick the same token from the same site.
- *
- * The definitions, in the order they apply. All cuts are thresholds on a
- * value, never positions in a sorted list, so ties at a cut are always kept
- * and nothing depends on the order in which entries are visited.
- *
- *   0. Parameters that fail sampler_validate give an all-zero row.
- *      A NaN logit counts as −inf (masked): it never receives probability.
- *      A row with no logit above −inf has no distribution: all zeros, at
- *      every temperature, and sampler_sample returns −1 on it.
- *   1. temperature 0: one-hot at sampler_argmax(logits) (lowest index of the
- *      maximum); top-k, top-p and min-p do not apply.
- *   2. z_i = logits_i / temperature in double (no float overflow for any
- *      positive float temperature; the map is strictly increasing, so ties
- *      in z are exactly the ties in the logits).
- *   3. top-k, 0 < k < V: κ = the k-th largest z counting duplicates (the
- *      element at position k−1 of z sorted descending); keep z_i ≥ κ. When
- *      fewer than k logits are finite κ = −inf and nothing is cut.
- *   4. weights over the kept entries, m = max z:
- *        e_i = exp(z_i − m)                  (m finite)
- *        e_i = 1 if z_i = +inf, else 0       (m = +inf: the limit of the
- *                                             softmax, uniform over the +inf
- *                                             entries)
- *      so the largest weight is exactly 1; S = Σ e_i over the kept entries.
- *      p_i = e_i / S is the softmax over the kept entries.
- *   5. top-p, 0 < top_p < 1: τ = the largest weight e_j such that
- *        Σ_{i: e_i ≥ e_j} e_i ≥ top_p · S,
- *      which is sampler.h's definition on p multiplied through by S. τ is
- *      found by walking the weights in descending order one group of equal
- *      values at a time. Should no group reach top_p·S (only possible by
- *      rounding when top_p is within 1e-15 of 1), τ = 0: nothing is cut.
- *   6. min-p, 0 < min_p < 1: keep e_i ≥ min_p (= min_p · max e, max e = 1).
- *   7. keep e_i ≥ max(τ, min_p); probs_i = e_i / Σ_kept e_j in double,
- *      rounded once to float. Cut entries are exactly 0.
- *
- * Because top-p and min-p are both thresholds on the same weights, applying
- * them in either order gives the same set; the result is the intersection.
- * A backend that sums in another order can only differ where a cumulative
- * sum in step 5 lands within rounding of top_p·S, or where its exp differs
- * by an ulp at a threshold; the sets agree otherwise.
- *
- * Temperature → 0⁺ is not temperature 0: tied maxima then share the mass
- * equally, while temperature 0 gives all of it to the lowest index. */
+/* sampler.c — the processed sampling distribution and the replayable draw. Readable reference in double
+ * precision; order statistics come from a selection, so a 248k vocabulary costs O(V), not a full sort. The CUDA
+ * sampler implements the same definitions (at sampler_probs), so both pick the same token from the same site. */
 #include "sampler.h"
 
 #include <math.h>
@@ -134,7 +90,8 @@ double sampler_kth_largest(const double *z, int V, int k, double *scratch) {
     return scratch[k - 1];
 }
 
-/* Where the walk of step 5 starts: the largest weights first, more only when they do not reach top_p·S. */
+/* Where the walk of step 5 (sampler_probs) starts: the largest weights first, more only when they do not reach top_p·S.
+ */
 #define TOP_P_FIRST 1024
 
 double sampler_top_p_threshold(const double *e, int V, double S, double top_p, double *scratch) {
@@ -163,6 +120,47 @@ static void zero_row(float *probs, int V) {
     for (int i = 0; i < V; i++) probs[i] = 0.0f;
 }
 
+/* The definitions, in the order they apply. All cuts are thresholds on a
+ * value, never positions in a sorted list, so ties at a cut are always kept
+ * and nothing depends on the order in which entries are visited.
+ *
+ *   0. Parameters that fail sampler_validate give an all-zero row.
+ *      A NaN logit counts as −inf (masked): it never receives probability.
+ *      A row with no logit above −inf has no distribution: all zeros, at
+ *      every temperature, and sampler_sample returns −1 on it.
+ *   1. temperature 0: one-hot at sampler_argmax(logits) (lowest index of the
+ *      maximum); top-k, top-p and min-p do not apply.
+ *   2. z_i = logits_i / temperature in double (no float overflow for any
+ *      positive float temperature; the map is strictly increasing, so ties
+ *      in z are exactly the ties in the logits).
+ *   3. top-k, 0 < k < V: κ = the k-th largest z counting duplicates (the
+ *      element at position k−1 of z sorted descending); keep z_i ≥ κ. When
+ *      fewer than k logits are finite κ = −inf and nothing is cut.
+ *   4. weights over the kept entries, m = max z:
+ *        e_i = exp(z_i − m)                  (m finite)
+ *        e_i = 1 if z_i = +inf, else 0       (m = +inf: the limit of the
+ *                                             softmax, uniform over the +inf
+ *                                             entries)
+ *      so the largest weight is exactly 1; S = Σ e_i over the kept entries.
+ *      p_i = e_i / S is the softmax over the kept entries.
+ *   5. top-p, 0 < top_p < 1: τ = the largest weight e_j such that
+ *        Σ_{i: e_i ≥ e_j} e_i ≥ top_p · S,
+ *      which is sampler.h's definition on p multiplied through by S. τ is
+ *      found by walking the weights in descending order one group of equal
+ *      values at a time. Should no group reach top_p·S (only possible by
+ *      rounding when top_p is within 1e-15 of 1), τ = 0: nothing is cut.
+ *   6. min-p, 0 < min_p < 1: keep e_i ≥ min_p (= min_p · max e, max e = 1).
+ *   7. keep e_i ≥ max(τ, min_p); probs_i = e_i / Σ_kept e_j in double,
+ *      rounded once to float. Cut entries are exactly 0.
+ *
+ * Because top-p and min-p are both thresholds on the same weights, applying
+ * them in either order gives the same set; the result is the intersection.
+ * A backend that sums in another order can only differ where a cumulative
+ * sum in step 5 lands within rounding of top_p·S, or where its exp differs
+ * by an ulp at a threshold; the sets agree otherwise.
+ *
+ * Temperature → 0⁺ is not temperature 0: tied maxima then share the mass
+ * equally, while temperature 0 gives all of it to the lowest index. */
 void sampler_probs(const sampler_params *sp, const float *logits, float *probs, int V) {
     if (V <= 0) return;
     if (sampler_validate(sp, NULL) != 0) {

@@ -1,23 +1,6 @@
-/* target.h — the target model as the decoding layer sees it: sequences that
- * consume tokens, and one verify pass over a token tree per round. The round
- * loop (decode.h), beam search (beam.h) and every method reach the model only
- * through this struct of function pointers, so the reference (one position
- * at a time, backend/reference_target.h) and the engine (batched passes and
- * state slots) run the same decoding code.
- *
- * A sequence holds everything the model carries between positions (KV
- * cache, DeltaNet conv and recurrent state). Sequences of one target share
- * its KV blocks: a fork shares the prefix copy-on-write and copies the
- * DeltaNet state. Ids are small integers chosen by the target.
- *
- * One round on a sequence at position t (t tokens consumed):
- *   verify   the tree's root is the pending token (consumed at t, and part of
- *            the sequence from now on whatever is accepted); node i is
- *            consumed at t + depth[i] after its ancestors only;
- *   commit   the sequence becomes the state after one node's path; the state
- *            every other node wrote is released.
- * A verify must be followed by a commit of the same sequence before its next
- * verify. */
+/* target.h — the target model as the decoding layer sees it: sequences that consume tokens, and one verify pass
+ * over a token tree per round. The round loop, beam search and every method reach the model only through this
+ * struct, so the reference (backend/reference_target.h) and the engine run the same decoding code. */
 #ifndef SPECULA_TARGET_H
 #define SPECULA_TARGET_H
 
@@ -75,6 +58,9 @@ struct decode_target {
     double weight_bytes_per_pass; /* weight bytes one pass reads at the stored dtype (footprint.h) */
     int max_tree_nodes;           /* the largest tree one verify pass takes */
 
+    /* A sequence holds all the model carries between positions (KV cache, DeltaNet conv and recurrent state);
+     * the sequences of one target share its KV blocks. Ids are small integers chosen by the target. */
+
     /* A new empty sequence (position 0): its id, or −1 with a message. */
     int (*seq_open)(decode_target *t, sp_error *err);
     /* A new sequence in the state of `src` (KV shared copy-on-write, DeltaNet state copied). */
@@ -82,7 +68,10 @@ struct decode_target {
     void (*seq_close)(decode_target *t, int seq);
     /* Consumes tokens[0..n) (n ≥ 0). logits [n, V] raw and hidden [n, D] final-normed, each when not NULL. */
     int (*prefill)(decode_target *t, int seq, const int *tokens, int n, float *logits, float *hidden, sp_error *err);
-    /* One pass over every job's tree. sp: the processing of p (NULL: raw logits). */
+    /* One pass over every job's tree. For a sequence at position t (t tokens consumed), the root is the pending
+     * token, consumed at t and part of the sequence from now on whatever is accepted; node i is consumed at
+     * t + depth[i] after its ancestors only. Each verified sequence must be committed before its next verify.
+     * sp: the processing of p (NULL: raw logits). */
     int (*verify)(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err);
     /* Optional (NULL: the round loop calls verify, then accept_exact itself). One sequence's verify pass
      * followed by accept_exact (accept.h) on the target's side, where the distributions are: the same rule
@@ -102,7 +91,8 @@ struct decode_target {
      * not this target's own module. */
     int (*mtp_verify_accept)(decode_target *t, const target_job *job, const mtp_chain_call *call,
                              const sampler_params *sp, accept_site site, accept_result *r, sp_error *err);
-    /* The sequence becomes the state after `node` of its last verified tree (node 0: the root alone). */
+    /* The sequence becomes the state after `node` of its last verified tree (node 0: the root alone); the state
+     * every other node wrote is released. */
     int (*commit)(decode_target *t, int seq, int node, sp_error *err);
     /* Positions consumed by the sequence. */
     int (*position)(const decode_target *t, int seq);

@@ -1,9 +1,5 @@
-/* tree.h — the token tree a proposer hands to the verifier. A chain (draft
- * model, MTP) is a tree with one child per node. Node 0 is the root: the
- * last committed token, which the target has not run yet. Every other node
- * is a proposed token; q of node i is the proposal distribution its
- * children were drawn from (one-hot for argmax drafts). Shared by the
- * reference and the engine: plain arrays, no model types. */
+/* tree.h — the token tree a proposer hands to the verifier; a chain is a tree with one child per node. Plain
+ * arrays and no model types, so the reference and the engine share it. */
 #ifndef SPECULA_TREE_H
 #define SPECULA_TREE_H
 
@@ -18,6 +14,8 @@ typedef enum {
     CHILDREN_TOP_RANKS       /* the top-ranked tokens of q: greedy and typical rules only */
 } children_kind;
 
+/* Node 0 is the root: the last committed token, which the target has not run yet. Every other node is a
+ * proposed token. q of node i is the distribution its children were drawn from (one-hot for argmax drafts). */
 typedef struct {
     int n, cap;  /* nodes in use, capacity */
     int V;       /* vocabulary: the width of a q row */

@@ -1,47 +1,6 @@
-/* beam.h — beam search of width b over the reference model, with the
- * semantics of Hugging Face transformers' `generate(num_beams=b)` (the
- * vectorised `_beam_search` of transformers 5.x), over the target interface
- * (target.h): every live beam is a sequence of the target; a beam with a
- * second child forks its sequence (KV prefix shared copy-on-write, DeltaNet
- * conv + recurrent state copied), and every step verifies one-node trees of
- * all live beams in one pass.
- *
- * Semantics (docs/methods.md, "Beam search", says the same with examples):
- *   - A step feeds every live beam its last token (one batched target pass)
- *     and scores each continuation (beam i, token v) by
- *       s_i + log_softmax(raw logits_i)[v]
- *     in double. No logits processing: no temperature, top-k or top-p (HF
- *     applies those only when sampling).
- *   - The K = max(2, 1 + n_eos)·b best candidates are kept, ordered by
- *     score, then by the rank of their parent beam, then by token id.
- *   - A candidate "stops" when its token is an EOS id (stop_at_eos) or when
- *     it is the max_new_tokens-th generated token. Only stopping candidates
- *     among the first b of the K become finished hypotheses, scored
- *       score = sum_logprobs / generated_length ^ length_penalty
- *     where generated_length counts the generated tokens including the EOS
- *     that ended it and never the prompt, and sum_logprobs includes the
- *     EOS's own log-probability. The finished set keeps the b best scores.
- *   - The next live beams are the first b non-stopping candidates.
- *   - Stopping, checked after every step (t = tokens generated so far,
- *     "full" = b finished hypotheses, s_best = the best live beam's sum):
- *       no live beam left (every kept candidate stopped, e.g. at max_new_tokens);
- *       true:      as soon as the finished set is full (nothing is added then);
- *       heuristic: (HF's early_stopping=False) full and s_best / t^lp ≤ the
- *                  worst finished score;
- *       never:     full and s_best / T^lp ≤ the worst finished score, with
- *                  T = max_new_tokens when lp > 0 and T = t otherwise — the
- *                  exact bound, since sums of log-probabilities only fall.
- *   - Output: the num_return best finished hypotheses, best first.
- * One deliberate difference: HF pads the beam with placeholder copies of the
- * prompt scored −1e9, which take part in the search when fewer than K real
- * candidates exist (b·V tiny); here the beam holds only real hypotheses, so
- * results agree whenever every step has at least K candidates.
- *
- * Memory: a beam costs one DeltaNet state (149.6 MiB in
- * fp32 for Qwen3.8-27B: 48 layers × (48·128·128 recurrent + 10240·3 conv)
- * floats), copied whenever a parent beam has a second child, plus the KV
- * blocks it does not share: those after its divergence point, and a copy of
- * the partial block it writes into (1 MiB per block at 27B in bf16). */
+/* beam.h — beam search of width b over the target interface, with the semantics of Hugging Face transformers'
+ * `generate(num_beams=b)` (the vectorised `_beam_search` of transformers 5.x). Every live beam is a sequence of
+ * the target; each step verifies one-node trees of all live beams in one pass. */
 #ifndef SPECULA_BEAM_H
 #define SPECULA_BEAM_H
 
@@ -88,7 +47,12 @@ typedef struct {
     int ended_by_eos;
 } beam_hypothesis;
 
-/* The figures a beam run reports besides run_accounting. */
+/* The figures a beam run reports besides run_accounting. A beam costs one
+ * DeltaNet state (149.6 MiB in fp32 for Qwen3.8-27B: 48 layers × (48·128·128
+ * recurrent + 10240·3 conv) floats), copied whenever a parent beam has a
+ * second child, plus the KV blocks it does not share: those after its
+ * divergence point, and a copy of the partial block it writes into (1 MiB per
+ * block at 27B in bf16). */
 typedef struct {
     long beam_forwards;   /* positions evaluated: Σ over steps of the live beams */
     long deltanet_copies; /* DeltaNet states copied (a parent's second, third … child) */
@@ -149,6 +113,37 @@ typedef struct {
     run_accounting acc;
     double t_start;
 } beam_search;
+
+/* The search (docs/methods.md, "Beam search", says the same with examples):
+ *   - A step feeds every live beam its last token (one batched target pass)
+ *     and scores each continuation (beam i, token v) by
+ *       s_i + log_softmax(raw logits_i)[v]
+ *     in double. No logits processing: no temperature, top-k or top-p (HF
+ *     applies those only when sampling).
+ *   - The K = max(2, 1 + n_eos)·b best candidates are kept, ordered by
+ *     score, then by the rank of their parent beam, then by token id.
+ *   - A candidate "stops" when its token is an EOS id (stop_at_eos) or when
+ *     it is the max_new_tokens-th generated token. Only stopping candidates
+ *     among the first b of the K become finished hypotheses, scored
+ *       score = sum_logprobs / generated_length ^ length_penalty
+ *     where generated_length counts the generated tokens including the EOS
+ *     that ended it and never the prompt, and sum_logprobs includes the
+ *     EOS's own log-probability. The finished set keeps the b best scores.
+ *   - The next live beams are the first b non-stopping candidates.
+ *   - Stopping, checked after every step (t = tokens generated so far,
+ *     "full" = b finished hypotheses, s_best = the best live beam's sum):
+ *       no live beam left (every kept candidate stopped, e.g. at max_new_tokens);
+ *       true:      as soon as the finished set is full (nothing is added then);
+ *       heuristic: (HF's early_stopping=False) full and s_best / t^lp ≤ the
+ *                  worst finished score;
+ *       never:     full and s_best / T^lp ≤ the worst finished score, with
+ *                  T = max_new_tokens when lp > 0 and T = t otherwise — the
+ *                  exact bound, since sums of log-probabilities only fall.
+ *   - Output: the num_return best finished hypotheses, best first.
+ * One deliberate difference: HF pads the beam with placeholder copies of the
+ * prompt scored −1e9, which take part in the search when fewer than K real
+ * candidates exist (b·V tiny); here the beam holds only real hypotheses, so
+ * results agree whenever every step has at least K candidates. */
 
 /* Validates, opens one sequence of t, feeds it prompt[0..n_prompt−1) and
  * sets up the single initial beam (its pending token is the prompt's last). */

@@ -1,8 +1,5 @@
-/* lookup.c — the prompt-lookup proposer (see lookup.h). It keeps the
- * sequence the target has consumed (prompt and committed tokens); a
- * proposal looks up the context — that sequence and the pending root — and
- * chains the drafts under the root with one-hot q rows. No model, no state
- * to roll back: a commit only appends. */
+/* lookup.c — the prompt-lookup proposer (lookup.h). It keeps the sequence the target has consumed and looks up
+ * that sequence plus the pending root. No model and no state to roll back: a commit only appends. */
 #include "lookup.h"
 
 #include <stdlib.h>

@@ -1,14 +1,6 @@
-/* lookup.h — prompt lookup (n-gram) drafting: a proposer with no model at
- * all. Text with repeats — code that quotes its input, a summary that
- * copies names, a chat that echoes the question — often continues the way
- * an earlier occurrence of its last few tokens did. So each round looks for
- * the most recent earlier occurrence of the context's last n tokens (n from
- * --ngram down to 1) in the prompt and the tokens generated so far, and
- * proposes the k tokens that followed it, each with a point-mass q (q = 1 at
- * the draft). The exact rule then accepts a draft x with probability
- * min(1, p(x)/1) = p(x) and, on a rejection, draws the correction from
- * norm(max(0, p − q)) = p without x: the output law is the target's whatever
- * the lookup proposes. Built through the method factory (method.h). */
+/* lookup.h — prompt lookup (n-gram) drafting: a proposer with no model. Text with repeats (code that quotes its
+ * input, a summary that copies names) often continues the way an earlier occurrence of its last few tokens did,
+ * so each round proposes the tokens that followed the latest earlier occurrence of the context's suffix. */
 #ifndef SPECULA_LOOKUP_H
 #define SPECULA_LOOKUP_H
 
@@ -28,8 +20,13 @@
 int lookup_find(const int *ctx, int n, int max_ngram, int k, int *drafts);
 
 /* A lookup proposer for a target of vocabulary V: k drafts a round (when
- * a suffix recurs) from n-grams of at most max_ngram tokens. Fails with a
- * clear message when k or max_ngram is out of range. */
+ * a suffix recurs) from n-grams of at most max_ngram tokens, searched in the
+ * prompt and the tokens generated so far. Fails with a clear message when k
+ * or max_ngram is out of range. Each draft has a point-mass q (q = 1 at the
+ * draft), so the exact rule accepts a draft x with probability
+ * min(1, p(x)/1) = p(x) and, on a rejection, draws the correction from
+ * norm(max(0, p − q)) = p without x: the output law is the target's whatever
+ * the lookup proposes. */
 int lookup_proposer_build(proposer *p, int V, int k, int max_ngram, sp_error *err);
 
 #endif

@@ -1,8 +1,6 @@
-/* medusa.c — Medusa heads as a proposer (see medusa.h). After every
- * commit the proposer keeps the target's hidden state of the last consumed
- * position; a proposal runs each head once on it and lays the candidates
- * out on the tree: by rank (greedy, typical) or drawn from the head's
- * processed distribution (exact). */
+/* medusa.c — Medusa heads as a proposer (medusa.h). A proposal runs each head once on the target's hidden state
+ * of the last consumed position and lays the candidates out on the tree: by rank (greedy, typical) or drawn from
+ * the head's processed distribution (exact). */
 #include "medusa.h"
 
 #include <math.h>

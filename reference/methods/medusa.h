@@ -1,12 +1,6 @@
-/* medusa.h — Medusa heads as a proposer. Each head reads the target's
- * final-normed hidden state h of the position before the root and guesses
- * one token further ahead: head i proposes the tokens at depth i + 1 of the
- * tree (head 0 the root's children). A head is
- *     r = ResBlock_n(... ResBlock_1(h)),  ResBlock(x) = x + SiLU(W x + b)
- *     logits = P r,   P its own [V, D] projection or the target's lm_head.
- * The candidates form a tree given as paths of top-k ranks; the target
- * verifies every node in one logical pass. Float32, readable first; the
- * proposer is built through the method factory (method.h). */
+/* medusa.h — Medusa heads as a proposer: each head reads the target's final-normed hidden state of the position
+ * before the root and guesses one token further ahead. The candidates form a tree of rank paths, verified in one
+ * pass. Float32, readable first. */
 #ifndef SPECULA_MEDUSA_H
 #define SPECULA_MEDUSA_H
 
@@ -98,7 +92,10 @@ double medusa_bytes_per_step(const medusa_heads *h, int target_storage_bytes);
 /* ResBlock: out[D] = x + SiLU(W x + b). out must not alias x. */
 void medusa_resblock_forward(const medusa_resblock *b, const float *x, float *out, int D);
 
-/* Head i on a hidden state h[D]: logits[V]. scratch: [2·D]. */
+/* Head i on a hidden state h[D]: logits[V]. scratch: [2·D].
+ *     r = ResBlock_n(... ResBlock_1(h)),  ResBlock(x) = x + SiLU(W x + b)
+ *     logits = P r,   P its own [V, D] projection or the target's lm_head.
+ * Head i proposes the tokens at depth i + 1 of the tree (head 0 the root's children). */
 void medusa_head_forward(const medusa_heads *h, int i, const float *hidden, float *logits, float *scratch);
 
 /* ---- trees ---------------------------------------------------------------------- */
@@ -153,7 +150,8 @@ void medusa_tree_format(const medusa_tree *t, char *buf, size_t size);
 
 /* ---- the proposer -------------------------------------------------------------------- */
 
-/* kind: CHILDREN_TOP_RANKS (greedy and typical rules: the node of rank r is
+/* Medusa's proposer, built through the method factory.
+ * kind: CHILDREN_TOP_RANKS (greedy and typical rules: the node of rank r is
  * the r-th most likely token of its head), or CHILDREN_IID /
  * CHILDREN_NO_REPLACEMENT (the exact rule: the tree keeps its shape, and a
  * node's m children are m tokens drawn from its head's processed

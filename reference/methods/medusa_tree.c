@@ -23,9 +23,9 @@ static int cmp_path(const void *pa, const void *pb) {
 
 /* Room for the text of any path: MEDUSA_MAX_HEADS ranks of up to 10 digits
  * (a rank is at most 2^30), ", " between them, the brackets and the NUL. A
- * smaller buffer cut deep paths of large ranks short, and medusa_tree_format
- * then printed a tree that does not parse back (the round trip that
- * tests/fuzz/fuzz_medusa_tree.c checks; tests/fuzz/crashes/medusa_tree/). */
+ * smaller buffer would cut deep paths of large ranks short, and
+ * medusa_tree_format would print a tree that does not parse back
+ * (tests/fuzz/fuzz_medusa_tree.c checks the round trip). */
 #define PATH_TEXT_SIZE (MEDUSA_MAX_HEADS * 12 + 3)
 
 static void path_text(const rank_path *p, char *buf, size_t size) {
@@ -248,19 +248,16 @@ void medusa_tree_from_accuracies(medusa_tree *t, const double *acc, int depth, i
 
 /* The default tree. A node's value is the probability that its whole path is
  * accepted; the sum over the nodes is the expected number of accepted tokens
- * per round, so the best tree of N nodes is the N most probable paths. We
- * model the chance that the right token is the rank-r candidate of the head
- * at depth d (given the path so far was right) by the table below: the top-1
- * figures follow what Medusa-1 heads reach on a small model (about 0.6 for
- * the first head, falling by a third per depth), and the tail falls off
- * roughly as 1/r², as top-k accuracy curves of language models do. 63 nodes
- * (64 with the root) is one verification batch that a GPU runs at the cost
- * of one position, as in Medusa's 63-node tree. The resulting tree spends
- * most nodes near the top: the first head gets 10 candidates, the main
- * chain continues to depth 4, and side branches grow under the most likely
- * first-level candidates. This table assumes ranks beyond it are worth too
- * little for the tree; `specula medusa-train` prints the measured table of
- * trained heads and the tree it suggests. */
+ * per round, so the best tree of N nodes is the N most probable paths. The
+ * table is the assumed chance that the right token is the rank-r candidate of
+ * the head at depth d (given the path so far was right): the top-1 figures
+ * follow what Medusa-1 heads reach on a small model (about 0.6 for the first
+ * head, falling by a third per depth), and the tail falls off roughly as
+ * 1/r², as top-k accuracy curves of language models do; ranks beyond it are
+ * taken to be worth too little. 63 nodes (64 with the root) is one
+ * verification batch that a GPU runs at the cost of one position, as in
+ * Medusa's 63-node tree. `specula medusa-train` prints the table of trained
+ * heads and the tree it suggests. */
 #define DEFAULT_RANKS 10
 static const double default_accuracy[4][DEFAULT_RANKS] = {
     {0.60, 0.12, 0.05, 0.03, 0.02, 0.015, 0.011, 0.008, 0.006, 0.005},

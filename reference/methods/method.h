@@ -1,21 +1,6 @@
-/* method.h — one description of a decoding method and the one factory that
- * builds it. A method_spec is parsed once — from the command line or from a
- * catalogue entry, with the same flags and the same checks — and every
- * command (generate, bench, plot, verify), the statistical catalogue and the
- * notebooks build their proposer and decode options from it here, so the
- * same flags always give the same method.
- *
- * Defaults that depend on the temperature are resolved by method_spec_finish:
- *   MTP drafts   argmax at temperature 0, sampled from the MTP's processed
- *                distribution above it (the measured better choice when
- *                sampling: argmax drafts make q one-hot, and a one-hot q is
- *                rejected whenever p puts less than all its mass on it);
- *   Medusa and   greedy at temperature 0 (children: the top ranks), exact
- *   draft-tree   without replacement above (children drawn from q);
- *   rules        (spec and mtp with --tree-shape; an MTP tree's drafts are
- *                sampled from q, or its top ranks under the greedy rule)
- *   spec, MTP,   the exact rule.
- *   lookup       */
+/* method.h — one description of a decoding method (method_spec, parsed from the command line or a catalogue
+ * entry with the same flags and checks) and the one factory that builds it. Every command, the statistical
+ * catalogue and the notebooks build their methods here, so the same flags always give the same method. */
 #ifndef SPECULA_METHOD_H
 #define SPECULA_METHOD_H
 
@@ -96,17 +81,26 @@ int method_spec_flag(method_spec *s, int argc, char **argv, int *i, sp_error *er
  * method_spec_finish. */
 int method_spec_parse(method_spec *s, const char *flags, sp_error *err);
 
-/* Resolves the defaults above for s->kind and checks the combination: a
- * flag given for a method it does not apply to is an error (strict), or
- * ignored (!strict: bench and plot apply one set of flags to several
- * methods). */
+/* Resolves the defaults that depend on s->kind and the temperature, and checks the combination: a flag given
+ * for a method it does not apply to is an error (strict), or ignored (!strict: bench and plot apply one set of
+ * flags to several methods). The defaults:
+ *   MTP drafts   argmax at temperature 0, sampled from the MTP's processed
+ *                distribution above it (argmax drafts make q one-hot, and a
+ *                one-hot q is rejected whenever p puts less than all its mass
+ *                on it; sampled drafts are accepted more often);
+ *   Medusa and   greedy at temperature 0 (children: the top ranks), exact
+ *   draft-tree   without replacement above (children drawn from q);
+ *   rules        (spec and mtp with --tree-shape; an MTP tree's drafts are
+ *                sampled from q, or its top ranks under the greedy rule)
+ *   spec, MTP,   the exact rule.
+ *   lookup */
 int method_spec_finish(method_spec *s, int strict, sp_error *err);
 /* A copy of base (parsed, not finished) for another method, finished not
  * strictly. */
 int method_spec_for(const method_spec *base, method_kind kind, method_spec *out, sp_error *err);
 
-/* Medusa's tree for heads of n_heads heads, as described above, checked
- * against the heads and the vocabulary V. */
+/* Medusa's tree for heads of n_heads heads, chosen as method_spec.tree says,
+ * checked against the heads and the vocabulary V. */
 int method_spec_tree(const method_spec *s, int n_heads, int V, medusa_tree *out, sp_error *err);
 
 /* 1 when flag `name` (e.g. "--tree") was given. */

@@ -1,22 +1,7 @@
-/* mtp.c — the MTP module as a proposer (see mtp.h). Two kinds of MTP step:
- *   real steps  (target hidden at t, committed token t+1) at position t,
- *               run when tokens are committed; their KV entries stay;
- *   chain steps (MTP hidden, drafted token) during a proposal; their KV
- *               entries are dropped at the next commit.
- * The last real step's logits give the first draft. A tree of drafts (a
- * static shape; a chain is the shape of k ones) is walked depth first: a
- * node with children at depth d ≥ 1 is one chain step from the state after
- * its parent's (a mark per depth, rewound only to an ancestor, so marks
- * that are positions suffice), fed its parent's output hidden state. A
- * dynamic tree (a budget, tree_grow.h) grows best first: the module returns
- * to the deepest marked node it holds on the next node's path and steps the
- * rest of the path in one call, each position fed the output hidden state
- * its parent had when it was first stepped (kept per node).
- * A chain on a target that drafts where its distributions are (target.h,
- * mtp_verify_accept: the CUDA engine) is handed to it whole: the target
- * runs the real steps of the last commit (the hidden states never come to
- * the host), draws the k drafts at draw_child's sites and verifies them,
- * and only the result and the drafts come back. */
+/* mtp.c — the MTP module as a proposer (mtp.h). Two kinds of MTP step:
+ *   real steps  (target hidden at t, committed token t+1) at position t, run when tokens are committed; their KV
+ *               entries stay;
+ *   chain steps (MTP hidden, drafted token) during a proposal; their KV entries are dropped at the next commit. */
 #include "mtp.h"
 
 #include <stdlib.h>
@@ -33,7 +18,7 @@ typedef struct {
     children_kind kind;
     int sample_drafts;
     int have_first;      /* the last real step's outputs are valid */
-    float *first_logits; /* [V] logits of the last real step */
+    float *first_logits; /* [V] logits of the last real step: they give the first draft */
     float *first_hidden; /* [D] its output hidden state */
     float *logits;       /* [V] chain-step outputs */
     float *hidden;       /* [depth + 1, D] output hidden state after the path's node at each depth (0: first) */
@@ -65,7 +50,9 @@ static int draw_child(mtp_impl *s, const float *q, int j, int d, const propose_c
     return x;
 }
 
-/* Node u: its chain step (depth ≥ 1), its q, its children, then theirs. */
+/* Node u of a static tree (a chain is the shape of k ones), depth first: its chain step (depth ≥ 1) from the
+ * state after its parent's, fed its parent's output hidden state; its q; its children, then theirs. Marks are
+ * rewound only to an ancestor, so marks that are positions suffice. */
 static int walk(proposer *self, token_tree *tree, int u, int depth, const propose_call *call, sp_error *err) {
     mtp_impl *s = self->impl;
     const int V = s->mtp->V, D = s->mtp->D, du = tree->depth[u];
@@ -104,9 +91,10 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
     return 0;
 }
 
-/* Gives node u of a dynamic tree its q: the root's from the last real step;
- * any other node's from a chain step, after returning to the deepest marked
- * node on its path and stepping the rest of the path with it in one call. */
+/* Gives node u of a dynamic tree (grown best first, tree_grow.h) its q: the root's from the last real step;
+ * any other node's from a chain step, after returning to the deepest marked node on its path and stepping the
+ * rest of the path with it in one call, each position fed the output hidden state its parent had when it was
+ * first stepped (kept per node). */
 static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_call *call, sp_error *err) {
     mtp_impl *s = self->impl;
     const int V = s->mtp->V, D = s->mtp->D, du = tree->depth[u];
@@ -164,8 +152,10 @@ static int mtp_propose(proposer *self, token_tree *tree, const propose_call *cal
     return walk(self, tree, 0, depth, call, err);
 }
 
-/* The chain round handed to the target: the real steps the last commit left pending, the drafts at
- * draw_child's sites (j = 0 at each depth), the pass and the rule; the drafts come back into the tree. */
+/* The chain round handed to a target that drafts where its distributions are (target.h, mtp_verify_accept):
+ * it runs the real steps the last commit left pending (the hidden states stay on its side), draws the drafts at
+ * draw_child's sites (j = 0 at each depth), then the pass and the rule. Only the result and the drafts come back;
+ * the drafts go into the tree. */
 static int mtp_propose_verify(proposer *self, decode_target *t, int seq, token_tree *tree, const propose_call *call,
                               accept_site site, accept_result *r, sp_error *err) {
     mtp_impl *s = self->impl;

@@ -1,19 +1,5 @@
-/* speculative.c — the draft model as a proposer: a chain of k drafts, or a
- * tree of a static shape (tree.h's tree_shape; a chain is the shape of k
- * ones). The draft is a stepper (stepper.h). A proposal walks the tree
- * depth first: a node with children is stepped once, from the state after
- * its parent (a mark per depth), and its children are drawn from its q —
- * i.i.d., without replacement, or the top ranks of its logits. Marks are
- * only ever rewound to an ancestor of the node being stepped, so a stepper
- * whose marks are positions (the KV entries themselves not saved) is
- * rewound correctly too. After the verdict the draft returns to the longest
- * prefix of the committed path it still holds — the last path the walk
- * stepped, which is the first child's at every depth: the children are
- * walked last to first — and catches up on the rest in one batched step.
- * A dynamic tree (a budget, tree_grow.h) grows best first instead: the node
- * to step next may lie on another branch, so the draft returns to the
- * deepest marked node it holds on that node's path and steps the rest of the
- * path in one batched call (marked after its last node only). */
+/* speculative.c — the draft model (a stepper) as a proposer: a chain of k drafts, a tree of a static shape (a
+ * chain is the shape of k ones), or a dynamic tree grown best first (tree_grow.h). */
 #include "speculative.h"
 
 #include <stdlib.h>
@@ -64,8 +50,10 @@ static int draw_child(spec_impl *s, const float *q, int j, int d, const propose_
     return x; /* −1: every token with q > 0 has been drawn */
 }
 
-/* Steps node u (at depth du < depth), draws its children and walks them.
- * On entry the draft holds the path to u's parent (consumed[0..du)). */
+/* Steps node u (at depth du < depth), draws its children and walks them: the static tree, depth first.
+ * On entry the draft holds the path to u's parent (consumed[0..du)). A node is stepped once, from the mark
+ * after its parent; marks are only rewound to an ancestor of the node being stepped, so a stepper whose marks
+ * are positions (the KV entries themselves not saved) is rewound correctly too. */
 static int walk(proposer *self, token_tree *tree, int u, int depth, const propose_call *call, sp_error *err) {
     spec_impl *s = self->impl;
     const int V = s->draft->V, du = tree->depth[u];
@@ -95,9 +83,9 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
     return 0;
 }
 
-/* Steps node u of a dynamic tree (its ancestors were all stepped before):
- * back to the deepest marked node on its path, then the rest of the path
- * and u in one call; u's q goes into the tree. */
+/* Steps node u of a dynamic tree (its ancestors were all stepped before). The node may lie on another branch
+ * than the last one stepped, so the draft goes back to the deepest marked node on its path, then steps the rest
+ * of the path and u in one call, marked after u only; u's q goes into the tree. */
 static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_call *call, sp_error *err) {
     spec_impl *s = self->impl;
     const int du = tree->depth[u];
@@ -141,6 +129,9 @@ static int spec_propose(proposer *self, token_tree *tree, const propose_call *ca
     return s->grow ? grow(self, tree, depth, call, err) : walk(self, tree, 0, depth, call, err);
 }
 
+/* The draft returns to the longest prefix of the committed path it still holds (after a static walk, the first
+ * child's path at every depth, since children are walked last to first) and queues the rest, to catch up on it
+ * in one batched step at the next proposal. */
 static int spec_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
     spec_impl *s = self->impl;
     (void)hidden, (void)next_token, (void)err;

@@ -1,28 +1,5 @@
-/* tree_grow.h — dynamic draft trees (EAGLE-2's idea, kept exact): under a
- * node budget, the tree grows one child at a time, each given to the node
- * whose next child has the highest priority, ties to the lower node index
- * (the earlier node). Shared by the draft-model and MTP proposers
- * (speculative.c, mtp.c); what they supply is the step that gives a node
- * its q.
- *
- * The draft's confidence c in a child x of node u is q_u(x) when children
- * are drawn from q, and softmax(logits_u)(x) (temperature 1) when they are
- * the top ranks (at temperature 0 q is one-hot and says nothing).
- *   raw (EAGLE-2's rule): path(child) = path(u) · c; the priority of u's
- *     next child is path(u) · (1 − c of u's distinct children so far), the
- *     draft's own chance that the target's path leaves u by a token not yet
- *     offered there.
- *   calibrated (the default): c is replaced by the acceptance rate that the
- *     verdicts of the earlier rounds measured for children of about that
- *     confidence (tree_calibration; c itself as a prior worth two
- *     children); the chance that u's children so far all fail is the
- *     product of (1 − calibrated c); the priority is the chance of reaching
- *     u's next child times the acceptance measured for first, or later,
- *     children: the tokens that child is expected to add.
- * Either reads only draws already made and earlier rounds, never the child
- * it decides on, never p and never this round's verifier randomness:
- * docs/methods.md ("Dynamic trees") says why that keeps the multi-round
- * rule exact. */
+/* tree_grow.h — dynamic draft trees (EAGLE-2's idea, kept exact): under a node budget the tree grows one child
+ * at a time. Shared by the draft-model and MTP proposers, which supply the step that gives a node its q. */
 #ifndef SPECULA_TREE_GROW_H
 #define SPECULA_TREE_GROW_H
 
@@ -78,9 +55,29 @@ void tree_grow_learn(tree_growth *g, const int *path, int len);
 /* A fresh growth for one proposal; caps->budget > 0. The calibration stays. */
 void tree_grow_start(tree_growth *g, const tree_shape *caps, children_kind kind);
 
-/* The node to give the next child to, or −1 when the budget is spent or no
- * node may take one. depth: the deepest a node may be (the caps' depth or
- * less, the round's token budget). */
+/* The node to give the next child to: the one whose next child has the
+ * highest priority, ties to the lower node index; −1 when the budget is spent
+ * or no node may take one. depth: the deepest a node may be (the caps' depth
+ * or less, the round's token budget).
+ *
+ * The draft's confidence c in a child x of node u is q_u(x) when children
+ * are drawn from q, and softmax(logits_u)(x) (temperature 1) when they are
+ * the top ranks (at temperature 0 q is one-hot and says nothing).
+ *   raw (EAGLE-2's rule): path(child) = path(u) · c; the priority of u's
+ *     next child is path(u) · (1 − c of u's distinct children so far), the
+ *     draft's own chance that the target's path leaves u by a token not yet
+ *     offered there.
+ *   calibrated (the default): c is replaced by the acceptance rate that the
+ *     verdicts of the earlier rounds measured for children of about that
+ *     confidence (tree_calibration; c itself as a prior worth two
+ *     children); the chance that u's children so far all fail is the
+ *     product of (1 − calibrated c); the priority is the chance of reaching
+ *     u's next child times the acceptance measured for first, or later,
+ *     children: the tokens that child is expected to add.
+ * Either reads only draws already made and earlier rounds, never the child
+ * it decides on, never p and never this round's verifier randomness:
+ * docs/methods.md ("Dynamic trees") says why that keeps the multi-round
+ * rule exact. */
 int tree_grow_pick(const tree_growth *g, const token_tree *t, int depth);
 
 /* Node u has been stepped: its q row is in the tree; logits [V] are the

@@ -1,8 +1,5 @@
-/* model.h — the reference qwen3_5 model: load a checkpoint into float32 and
- * run it one position at a time, the llama2.c way. The trunk is 3:1 Gated
- * DeltaNet / gated full attention (per config.layer_types), then the final
- * norm and the lm_head; the MTP module is one more attention decoder layer
- * fed by the trunk's hidden state and the next token's embedding. */
+/* model.h — the reference qwen3_5 model: a checkpoint loaded into float32 and run one position at a time, the
+ * llama2.c way. The trunk mixes Gated DeltaNet and gated full attention layers 3:1 (config.layer_types). */
 #ifndef SPECULA_MODEL_H
 #define SPECULA_MODEL_H
 
@@ -44,7 +41,7 @@ void model_free(model *m);
  * are not NULL (the hidden state is what the MTP module reads). */
 void model_forward(model *m, model_state *s, int token, float *logits, float *hidden);
 
-/* One step of the MTP module at position ms->pos: combines the hidden state
+/* One step of the MTP module (one more attention decoder layer) at position ms->pos: combines the hidden state
  * h[D] of the position before with the embedding of `next_token`, runs the
  * MTP decoder layer (its own KV cache in ms), and writes logits[V] through
  * the shared lm_head and the MTP's output hidden state[D] (which the next

@@ -1,9 +1,5 @@
-/* state.h — everything a sequence carries between positions: the KV cache
- * of the attention layers (in ref-counted blocks, so beams can share a
- * prefix and copy a block only when they write to it) and the DeltaNet conv
- * and recurrent state. Speculative methods save the state before a
- * proposal and restore it after a rejection, so a rejected token leaves no
- * trace. Reference-simple: float32, blocks allocated on demand. */
+/* state.h — everything a sequence carries between positions: the KV cache of the attention layers and the
+ * DeltaNet conv and recurrent state. Reference-simple: float32, KV blocks allocated on demand. */
 #ifndef SPECULA_STATE_H
 #define SPECULA_STATE_H
 
@@ -12,7 +8,8 @@
 #include "config.h"
 #include "kv_block.h" /* KV_BLOCK_SIZE */
 
-/* A pool of KV blocks shared by the sequences (beams) of one model. */
+/* A pool of KV blocks shared by the sequences (beams) of one model. Blocks are ref-counted, so beams share a
+ * prefix and copy a block only when they write to it. */
 typedef struct {
     int num_layers; /* [La] attention layers with a KV cache */
     int kv_dim;     /* Hkv·Dh floats per position per layer, for keys and again for values */
@@ -69,7 +66,9 @@ float *state_conv(model_state *s, int li);      /* [C, K−1] of DeltaNet layer 
 float *state_recurrent(model_state *s, int li); /* [Hv, Dk, Dv] of DeltaNet layer li */
 
 /* The part of a state that a rollback must restore: the position and the
- * DeltaNet state (KV entries past the position are simply dropped). */
+ * DeltaNet state (KV entries past the position are simply dropped). Methods
+ * save before a proposal and restore after a rejection, so a rejected token
+ * leaves no trace. */
 typedef struct {
     int pos;
     size_t conv_floats, recurrent_floats;

@@ -1,9 +1,6 @@
-/* ops.h — the numerical building blocks of the qwen3_5 forward, float32,
- * single thread, no intrinsics. These functions are the definition of each
- * op: the engine's CPU backend and the CUDA kernels' CPU twins call them
- * rather than keeping a second copy of the math.
- * Shapes: row-major, [rows, cols]; a weight W of a linear layer has shape
- * [n_out, n_in] exactly as stored in the checkpoint. */
+/* ops.h — the numerical building blocks of the qwen3_5 forward: float32, one thread, no intrinsics. They are
+ * the definition of each op; the engine's CPU backend and the CUDA kernels' CPU twins call them. Shapes are
+ * row-major [rows, cols]; a linear layer's weight W is [n_out, n_in], as stored in the checkpoint. */
 #ifndef SPECULA_OPS_H
 #define SPECULA_OPS_H
 

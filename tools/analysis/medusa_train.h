@@ -1,21 +1,6 @@
-/* medusa_train.h — training Medusa heads by self-distillation against a
- * frozen target: the target continues prompts from a corpus, its own tokens
- * are the labels, its final-normed hidden states the inputs, and only the
- * heads learn (backpropagation by hand through the projection and the
- * ResBlocks). Plain C, one example at a time: a lesson as much as a tool.
- *
- * The objective, for one position t with hidden state h_t:
- *     L = Σ_i λ^i · CE(head_i(h_t), x_{t+2+i}),      λ = 0.8 by default,
- * where x_{t+1}, x_{t+2}, … is the target's own continuation (greedy by
- * default). Why cross-entropy against the target's tokens rather than a KL
- * to its distributions: with greedy continuations the label is exactly the
- * token a greedy Medusa round must guess, so the loss trains the quantity
- * the method (and the held-out figure) measures; with sampled continuations
- * the label is a draw from the target given the prefix, so the expected
- * loss is the cross-entropy to the target's own distribution of that token
- * — the KL objective up to a constant — without storing a V-wide
- * distribution per label. Later heads weigh less: their targets are harder
- * and noisier, and Medusa found 0.8^i to keep them from dominating. */
+/* medusa_train.h — training Medusa heads by self-distillation against a frozen target: the target continues
+ * prompts from a corpus, its own tokens are the labels, its final-normed hidden states the inputs, and only the
+ * heads learn (gradients by hand). Plain C, one example at a time: a lesson as much as a tool. */
 #ifndef SPECULA_MEDUSA_TRAIN_H
 #define SPECULA_MEDUSA_TRAIN_H
 
@@ -75,7 +60,19 @@ double medusa_head_loss(const medusa_heads *h, int i, const float *hidden, int l
                         medusa_work *w);
 
 /* The weighted loss Σ_i weights[i] · CE_i of one example, and its gradient
- * (scaled by `scale`) added into grad when not NULL. */
+ * (scaled by `scale`) added into grad when not NULL. The training objective,
+ * for one position t with hidden state h_t:
+ *     L = Σ_i λ^i · CE(head_i(h_t), x_{t+2+i}),      λ = 0.8 by default,
+ * where x_{t+1}, x_{t+2}, … is the target's own continuation (greedy by
+ * default). Why cross-entropy against the target's tokens rather than a KL
+ * to its distributions: with greedy continuations the label is exactly the
+ * token a greedy Medusa round must guess, so the loss trains the quantity
+ * the method (and the held-out figure) measures; with sampled continuations
+ * the label is a draw from the target given the prefix, so the expected
+ * loss is the cross-entropy to the target's own distribution of that token
+ * — the KL objective up to a constant — without storing a V-wide
+ * distribution per label. Later heads weigh less: their targets are harder
+ * and noisier, and Medusa found 0.8^i to keep them from dominating. */
 double medusa_example_loss(const medusa_heads *h, const float *hidden, const int *labels, const float *weights,
                            float scale, medusa_heads *grad, medusa_work *w);
 

@@ -1,8 +1,6 @@
-/* roofline.h — a roofline model of batched decoding with and without
- * speculation, for the speed-up against batch size: every pass costs
- * max(bytes / bandwidth, FLOPs / peak). A model, not a measurement: the
- * device figures are assumptions the caller states (datasheet peaks), and
- * the workload comes from a config alone (footprint.h). */
+/* roofline.h — a roofline model of batched decoding with and without speculation: every pass costs
+ * max(bytes / bandwidth, FLOPs / peak). A model, not a measurement: the device figures are datasheet peaks the
+ * caller states, and the workload comes from a config alone. */
 #ifndef SPECULA_ROOFLINE_H
 #define SPECULA_ROOFLINE_H
 

@@ -1,11 +1,6 @@
-/* spec_model.h — the analytic model of speculative decoding: the speed-up
- * over plain decoding, the depth k that maximises it, the weight bytes read
- * per committed token, and the expected accepted length of a token tree,
- * each with a seeded Monte-Carlo simulation beside the formula. Assumes
- * i.i.d. acceptance (every drafted token is accepted with its own fixed
- * probability, independently of the others); E(α,k) itself is
- * expected_tokens_per_pass in accounting.h. Shared by the plots, the
- * lessons and the engine's reports: plain numbers, no model types. */
+/* spec_model.h — the analytic model of speculative decoding (speed-up, best depth, bytes per token, accepted
+ * length of a tree), each formula with a seeded Monte-Carlo twin. Assumes i.i.d. acceptance: every drafted token
+ * is accepted with its own fixed probability, independently of the others. E(α,k) is in accounting.h. */
 #ifndef SPECULA_SPEC_MODEL_H
 #define SPECULA_SPEC_MODEL_H
 

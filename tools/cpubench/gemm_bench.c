@@ -1,8 +1,6 @@
 /* gemm_bench.c — `make gemm-bench`: times cpu_gemm (optimized/cpu/gemm.h) against this machine's streaming read
- * bandwidth. Prints one table (median of several runs, GB/s of weight reads, % of the read bandwidth timed between
- * the row's own samples at its thread count) and asserts nothing. W (1 GiB by default) is larger than the L3, so it
- * comes from DRAM.
- *   gemm-bench [--w-mib N] [--stream-mib N] [--runs N] [--threads N] [--kernel NAME] */
+ * bandwidth and prints one table; it asserts nothing. W (1 GiB by default) is larger than the L3, so it comes
+ * from DRAM. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +52,8 @@ typedef float lanes4 __attribute__((vector_size(16))); /* one SSE register: ever
 typedef float lanes4_unaligned __attribute__((vector_size(16), aligned(4), may_alias));
 
 /* Σ buf[0 .. count) read as 8 concurrent sequential streams, one per eighth of the range, as the kernels read
- * several W rows at once (a single stream leaves the hardware prefetchers short of requests: about 60 % of this
- * rate on the machine of docs/performance.md); count a multiple of STREAM_UNIT. */
+ * several W rows at once (a single stream leaves the hardware prefetchers short of requests: see
+ * docs/methods.md); count a multiple of STREAM_UNIT. */
 static float sum_chunk(const float *buf, size_t count) {
     const size_t seg = count / 8;
     lanes4 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, a4 = {0}, a5 = {0}, a6 = {0}, a7 = {0};

@@ -1,16 +1,6 @@
-/* readbw.c — the machine's streaming read bandwidth, STREAM-style: every
- * thread sums its own contiguous slice of one buffer far larger than the
- * last-level cache, and a run's bandwidth is the buffer's bytes over the time
- * from the moment all threads start to the moment the last one ends. The
- * median of the runs is reported, for each thread count asked for.
- *
- * This is the ceiling a batch-1 decoder is compared with in `make
- * bench-peers` (tools/peer/bench_peers.py): decoding one token reads every
- * weight once, so weight bytes per token × tokens/s cannot exceed it.
- * Plain C11 with POSIX threads; the sum uses GCC vector types, and the
- * Makefile builds it with -O3 -march=native, so that the loads, not the adds,
- * are the limit (at -O2 with 16-byte vectors one core summed slower than it
- * could read). */
+/* readbw.c — the machine's streaming read bandwidth, STREAM-style: the ceiling a batch-1 decoder is compared
+ * with in `make bench-peers`, since decoding one token reads every weight once. Every thread sums its own slice
+ * of one buffer far larger than the last-level cache; the median of the runs is reported per thread count. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -34,7 +24,8 @@ typedef struct {
     int runs;
 } worker;
 
-/* Four independent accumulators, so one add's latency never waits on the last. */
+/* Four independent accumulators, so one add's latency never waits on the last. The Makefile builds this file
+ * with -O3 -march=native so that the loads, not the adds, are the limit (see docs/methods.md). */
 static uint64_t sum_slice(const u64x4 *p, size_t n) {
     u64x4 a = {0, 0, 0, 0}, b = a, c = a, d = a;
     size_t i = 0;
@@ -83,7 +74,8 @@ static long long l3_bytes(void) {
     return kb * 1024;
 }
 
-/* Runs `runs` timed passes with `threads` threads over buf; gbs[r] gets each run's GB/s. */
+/* Runs `runs` timed passes with `threads` threads over buf; gbs[r] gets each run's GB/s: the buffer's bytes over
+ * the time from the moment all threads start to the moment the last one ends. */
 static int measure(const u64x4 *buf, size_t n, int threads, int runs, double *gbs, uint64_t *check) {
     pthread_t tid[MAX_THREADS];
     worker w[MAX_THREADS];

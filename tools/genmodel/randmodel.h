@@ -1,8 +1,6 @@
-/* randmodel.h — deterministic random qwen3_5 checkpoints: config.json plus
- * safetensors with exactly the tensors of reference/base/layout.h's layout, every
- * value drawn from Philox keyed by the seed. Linked into the tests (which
- * write micro models into a scratch directory in milliseconds) and into the
- * `genmodel` tool. */
+/* randmodel.h — deterministic random qwen3_5 checkpoints: config.json plus safetensors with exactly the tensors
+ * of reference/base/layout.h, every value drawn from Philox keyed by the seed. Used by the tests (micro models in
+ * a scratch directory) and by the `genmodel` tool. */
 #ifndef SPECULA_RANDMODEL_H
 #define SPECULA_RANDMODEL_H
 

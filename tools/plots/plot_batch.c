@@ -1,9 +1,6 @@
-/* plot_batch.c — (e) the speed-up of MTP speculation against batch size:
- * a roofline model of the large model on an H200 (roofline.h), and beside
- * it, when the caller measured them, points measured on this machine's CPU
- * engine with the embedded model by `specula bench --batch`'s code — a
- * different machine and model, drawn in a panel of their own and labelled
- * so. */
+/* plot_batch.c — (e) the speed-up of MTP speculation against batch size: a roofline model of the large model on
+ * an H200 and, when the caller measured them, the CPU engine's points with the embedded model in a panel of their
+ * own (another machine and model, labelled so). */
 #include <math.h>
 #include <string.h>
 

@@ -1,7 +1,5 @@
-/* plot_measure.c — the measured points: generations with each proposer at
- * each temperature on each prompt, built by the same method factory and run
- * by the same decode_run as `specula generate`, keeping every run's
- * accounting untouched. */
+/* plot_measure.c — the measured points: generations with each proposer at each temperature on each prompt,
+ * built and run as `specula generate` builds and runs them, every run's accounting kept untouched. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

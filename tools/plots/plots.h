@@ -1,8 +1,6 @@
-/* plots.h — the plots of `specula plot` / `make plots`: measured points
- * from decoding runs on real models, the analytic curves (spec_model.h,
- * roofline.h) beside them, each plot written as a data file (.dat, a
- * commented whitespace table) and a gnuplot script (.gp) that draws it, so
- * a user can restyle any plot; gnuplot is only needed for the images. */
+/* plots.h — the plots of `specula plot` / `make plots`: measured points from decoding runs beside the analytic
+ * curves. Each plot is a data file (.dat) and a gnuplot script (.gp) that draws it, so a user can restyle any
+ * plot; gnuplot is only needed for the images. */
 #ifndef SPECULA_PLOTS_H
 #define SPECULA_PLOTS_H
 
@@ -84,12 +82,8 @@ typedef struct {
  * heads: whichever parts are not NULL) at every temperature on every prompt,
  * and keeps each run's accounting and the sums per (method, temperature).
  * Each method is `base` (the command's flags: k, rule, MTP drafts, tree, …)
- * built by the method factory with the point's temperature, so the defaults
- * are generate's (method.h): exact for the chains (at temperature 0 it
- * accepts exactly the greedy agreement), MTP drafting its argmax at
- * temperature 0 and sampling from its own distribution above, Medusa greedy
- * over top-ranked children at temperature 0 and exact without replacement
- * above. */
+ * built by the method factory with the point's temperature, so its defaults
+ * are generate's (method_spec_finish in method.h). */
 int plots_measure(const method_parts *parts, const method_spec *base, const plot_prompts *prompts,
                   const plot_measure_opts *o, plot_measurements *m, sp_error *err);
 void plots_measurements_free(plot_measurements *m);
