@@ -47,8 +47,8 @@ int decode_check(const decode_target *t, const proposer *prop, const int *prompt
 
 /* The prompt minus its last token goes straight into the target; the last one becomes the first root, so the
  * prompt's final position is computed by the first round's pass like any other root. */
-static int prefill(decode_target *t, decode_seq *s, proposer *prop, const int *prompt, int n_prompt,
-                   decode_output *out, sp_error *err) {
+static int prefill(decode_target *t, decode_seq *s, proposer *prop, const int *prompt, int n_prompt, decode_output *out,
+                   sp_error *err) {
     const int D = t->cfg->hidden_size;
     float *hidden = s->hidden ? sp_xcalloc((size_t)n_prompt * D, sizeof(float), "prompt hidden states") : NULL;
     int rc = t->prefill(t, s->seq, prompt, n_prompt - 1, NULL, hidden, err);
@@ -100,8 +100,7 @@ accept_site decode_site(const decode_seq *s, const decode_options *opt) {
     return (accept_site){opt->seed, s->round, s->position};
 }
 
-int decode_propose(decode_seq *s, proposer *prop, const decode_options *opt, const decode_output *out,
-                   sp_error *err) {
+int decode_propose(decode_seq *s, proposer *prop, const decode_options *opt, const decode_output *out, sp_error *err) {
     const int remaining = opt->max_tokens - out->n;
     tree_reset(&s->tree, s->pending, prop ? prop->kind : CHILDREN_IID);
     const propose_call call = {&opt->sampling, opt->seed, s->round, s->position, remaining - 1};
@@ -174,7 +173,7 @@ int decode_run(decode_target *t, proposer *prop, const int *prompt, int n_prompt
     int rc = decode_seq_start(t, prop, prompt, n_prompt, opt, &s, out, err);
     while (!rc && decode_seq_live(&s, opt, out)) {
         const target_job job = {s.seq, &s.tree, s.p, s.hidden};
-        if ((rc = decode_propose(&s, prop, opt, out, err))) break;   /* a tree under the pending token, q per node */
+        if ((rc = decode_propose(&s, prop, opt, out, err))) break;    /* a tree under the pending token, q per node */
         if ((rc = t->verify(t, &job, 1, &opt->sampling, err))) break; /* one pass over every node: p per node */
         if ((rc = decode_accept(&s, opt, err))) break;                /* the accepted path and the token after it */
         if ((rc = decode_commit(t, &s, opt, out, t0, err))) break;    /* that burst, into the sequence and out */
