@@ -1,8 +1,6 @@
-/* attention.cu — decode / tree-verify attention over the paged bf16 KV cache
- * with qwen3_5's sigmoid output gate (kn_attention.h). v1 is the readable
- * three-phase form; v2 streams each K/V row once for the whole GQA group with
- * an online softmax; v3 splits the positions over blocks (flash-decoding) so
- * a single decode query fills the GPU at long contexts. */
+/* attention.cu — decode / tree-verify attention over the paged bf16 KV cache with qwen3_5's sigmoid output gate
+ * (kn_attention.h). Numbered versions, each saying what changed; v3 splits the positions over blocks
+ * (flash-decoding) so a single decode query fills the GPU at long contexts. */
 #include "kn_attention.h"
 #include "kn_common.cuh"
 
@@ -71,7 +69,7 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
 
 #define ATT_WARPS 8
 #define ATT_MAX_GROUP                                                                                                  \
-    6 /* query heads per KV head kept in registers (6 at 27B: 195 → ~150 registers); more falls back to v1 */
+    6 /* query heads per KV head kept in registers; a larger group falls back to v1 (docs/performance.md) */
 
 /* DPL consecutive bf16 of a row, as floats (16, 8 or 4 bytes in one load). */
 template <int DPL> __device__ __forceinline__ void load_row(const uint16_t *p, float *f) {

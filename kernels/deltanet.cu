@@ -1,9 +1,6 @@
-/* deltanet.cu — Gated DeltaNet's causal conv step and gated delta rule over
- * a chain or tree of positions, one state slot per node (kn_deltanet.h). The
- * state of one value head is a 128×128 fp32 matrix whose columns evolve
- * independently given q and k; the fast version keeps a column slice in
- * registers along a chain, so a verify pass reads the committed state once
- * and only writes the m slots. */
+/* deltanet.cu — Gated DeltaNet's causal conv step and gated delta rule over a chain or tree of positions, one state
+ * slot per node (kn_deltanet.h). A value head's state columns evolve independently given q and k, so the fast
+ * version keeps a column slice in registers along a chain: a verify pass reads the committed state once. */
 #include "kn_common.cuh"
 #include "kn_deltanet.h"
 
@@ -168,9 +165,7 @@ __global__ void delta_v1(float *out, float *slots, const int *slot_of, size_t st
  * column's dot products are two shuffles. A child that follows its parent
  * keeps the registers: a chain reads S0 once and writes each slot once.
  * FULL (Dk = 4·RPT, Dv a multiple of 32, the 27B shape) drops the edge
- * tests. Registers (nvcc 13.0 -Xptxas -v, sm_90): 72 with FULL, 143
- * without, no spills; both were 251, at the 255 cap, when the edge tests
- * of the 32 unrolled rows were hoisted into registers. */
+ * tests, which saves registers (docs/performance.md). */
 template <int RPT, bool FULL>
 __global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const int *slot_of, size_t stride,
                                                 const float *S0, const float *q, const float *k, const float *v,
@@ -187,8 +182,8 @@ __global__ __launch_bounds__(128) void delta_v2(float *out, float *slots, const 
     float qscale = 1.0f / sqrtf((float)Dk);
     float S[RPT];
     /* bit ii: row r + 4·ii exists (i < Dk). One register rather than RPT
-     * predicates hoisted out of the loop over nodes (which took v2 to 251
-     * registers when Dk is not 4·RPT) */
+     * predicates hoisted out of the loop over nodes, which took v2 to the
+     * register cap when Dk is not 4·RPT (docs/performance.md) */
     uint32_t row_ok = 0;
 #pragma unroll
     for (int ii = 0; ii < RPT; ii++) row_ok |= (uint32_t)(r + 4 * ii < Dk) << ii;

@@ -1,8 +1,6 @@
-/* kn_api.h — what every launcher header includes: the CUDA runtime types (or
- * the emulator's, under -DKN_EMU) and C linkage, so the engine and the check
- * harness call the launchers alike. Launchers are asynchronous on `stream`
- * and return the launch's cudaError_t (cudaErrorInvalidValue for arguments
- * outside their contract). Device pointers only; bf16 is uint16_t. */
+/* kn_api.h — what every launcher header includes: the CUDA runtime types (or the emulator's, under -DKN_EMU) and C
+ * linkage. Launchers are asynchronous on `stream` and return the launch's cudaError_t (cudaErrorInvalidValue for
+ * arguments outside their contract). Device pointers only; bf16 is uint16_t. */
 #ifndef SPECULA_KN_API_H
 #define SPECULA_KN_API_H
 

@@ -1,9 +1,6 @@
-/* kn_common.cuh — the device vocabulary every kernel file shares: bf16 held
- * as raw 16-bit words (the top half of a float32, as reference/dtype.h),
- * warp and block reductions, 16-byte streaming loads, the bf16 tensor-core
- * product, and a launch macro. Written once so the same source compiles with
- * nvcc for the GPU and with a C++ compiler against the CPU emulator (emu.h,
- * -DKN_EMU) for tests without a device. Assumes blockDim.x a multiple of 32. */
+/* kn_common.cuh — the device vocabulary every kernel file shares: bf16 as raw 16-bit words, warp and block
+ * reductions, streaming loads, the bf16 tensor-core product and a launch macro. The same source compiles with nvcc
+ * and against the CPU emulator (emu.h, -DKN_EMU). Assumes blockDim.x a multiple of 32. */
 #ifndef SPECULA_KN_COMMON_CUH
 #define SPECULA_KN_COMMON_CUH
 

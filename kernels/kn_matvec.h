@@ -1,13 +1,7 @@
-/* kn_matvec.h — the bf16-weight linear layers: one position (decode) and a
- * batch of m ≤ 16 positions (a verify pass) reading each weight once.
- * Contract of every version:
- *   Y[m, n_out] = X[m, n_in] · Wᵀ     W[n_out, n_in] bf16 (the checkpoint's
- *   layout), X and Y fp32, fp32 accumulation. Y must not alias X.
- * Versions whose name ends in "-xbf16" round X to bf16 first (the tensor
- * cores take bf16 operands): the CPU twin applies the same rounding, and the
- * cost in accuracy is ~2⁻⁹/√3 ≈ 1e-3 relative to the fp32-activation result.
- * Any n_out ≥ 1, n_in ≥ 1; the 16-byte paths need n_in % 8 == 0 and fall
- * back to element loads otherwise. */
+/* kn_matvec.h — the bf16-weight linear layers, reading each weight once for one position (decode) or m ≤ 16
+ * (a verify pass). Every version computes Y[m, n_out] = X[m, n_in] · Wᵀ, W[n_out, n_in] bf16 (the checkpoint's
+ * layout), X and Y fp32, fp32 accumulation; Y must not alias X. Any n_out, n_in ≥ 1; the 16-byte paths need
+ * n_in % 8 == 0 and fall back to element loads otherwise. */
 #ifndef SPECULA_KN_MATVEC_H
 #define SPECULA_KN_MATVEC_H
 
@@ -48,8 +42,10 @@ typedef struct {
     const char *name; /* "v1" … ; "-xbf16" suffix: activations rounded to bf16 */
     const char *what; /* one line: what changed from the previous version */
     kn_matvec_fn fn;
-    int max_m;                /* largest m the version accepts (1 for the decode kernels) */
-    int x_bf16;               /* rounds X to bf16 */
+    int max_m; /* largest m the version accepts (1 for the decode kernels) */
+    /* rounds X to bf16 first, as the tensor cores take bf16 operands (the CPU twin rounds alike): about
+     * 2⁻⁹/√3 ≈ 1e-3 relative to the fp32-activation result */
+    int x_bf16;
     int numerics;             /* KN_MV_* class */
     kn_matvec_group_fn group; /* the same kernel writing a group's parts (NULL: cuBLAS, which cannot) */
 } kn_matvec_version;

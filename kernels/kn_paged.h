@@ -1,10 +1,6 @@
-/* kn_paged.h — the layout of the engine's paged KV cache, shared by the
- * kernels (device code) and their CPU twins (C). One attention layer keeps
- * two pools, keys and values, each bf16 [n_blocks, Hkv, KV_BLOCK_SIZE, Dh]:
- * a block holds KV_BLOCK_SIZE consecutive positions of one sequence, and
- * within a block each KV head's positions are contiguous, so attention for
- * one head streams 16·Dh·2 = 8 KB runs (Dh = 256). A sequence's block table
- * maps cache slot s to block block_table[s / KV_BLOCK_SIZE], row s % 16. */
+/* kn_paged.h — the layout of the engine's paged KV cache, shared by the kernels and their CPU twins. An attention
+ * layer has a key pool and a value pool, each bf16 [n_blocks, Hkv, KV_BLOCK_SIZE, Dh]. Within a block each KV
+ * head's positions are contiguous, so attention for one head streams 16·Dh·2 = 8 KB runs (Dh = 256). */
 #ifndef SPECULA_KN_PAGED_H
 #define SPECULA_KN_PAGED_H
 
@@ -19,7 +15,8 @@
 #define KN_HD
 #endif
 
-/* Element offset of (slot s, KV head h, dim d) in a pool. */
+/* Element offset of (slot s, KV head h, dim d) in a pool. A block holds KV_BLOCK_SIZE consecutive positions of one
+ * sequence: slot s is row s % KV_BLOCK_SIZE of block block_table[s / KV_BLOCK_SIZE]. */
 static inline KN_HD size_t kn_paged_offset(const int *block_table, int s, int h, int d, int Hkv, int Dh) {
     size_t block = (size_t)block_table[s / KV_BLOCK_SIZE];
     return ((block * (size_t)Hkv + (size_t)h) * KV_BLOCK_SIZE + (size_t)(s % KV_BLOCK_SIZE)) * (size_t)Dh + (size_t)d;

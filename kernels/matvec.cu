@@ -1,10 +1,6 @@
-/* matvec.cu — bf16-weight linear layers for decode (m = 1) and for a verify
- * batch (m ≤ 16), fp32 activations and accumulation (kn_matvec.h). Batch-1
- * decode is bandwidth-bound: a version is judged by the fraction of the
- * copy bandwidth it reaches while reading W once. Numbered versions, the
- * llm.c dev/cuda way; each says what changed. kn_matvec, at the end, runs
- * the pair (decode, batch) of one numerics class that its table names for
- * the shape, so a verify pass rounds exactly as decoding does. */
+/* matvec.cu — bf16-weight linear layers for decode (m = 1) and a verify batch (m ≤ 16), fp32 activations and
+ * accumulation (kn_matvec.h). Decode is bandwidth-bound, so a version is judged by the share of the copy bandwidth
+ * it reaches while reading W once. Numbered versions, llm.c style; each says what changed. */
 #include <string.h>
 
 #include "kn_common.cuh"
@@ -673,6 +669,8 @@ const kn_matvec_version *kn_matvec_dispatch(int m, int n_out, int n_in) {
     return version_named(m == 1 ? "v4" : "b3");
 }
 
+/* Runs the pair (decode, batch) of one numerics class that the table names for the shape, so a verify pass rounds
+ * exactly as decoding does. */
 cudaError_t kn_matvec(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in, cudaStream_t s) {
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     return kn_matvec_dispatch(m, n_out, n_in)->fn(Y, W, X, m, n_out, n_in, s);

@@ -1,9 +1,6 @@
-/* probs.cu — logits to the processed distribution on the device (kn_sample.h),
- * following sampler.c's sampler_probs step by step: the same double
- * arithmetic, the same thresholds (found by radix selection over the
- * values' bit patterns instead of a sort). v1: one block of 1024 threads per
- * row (a row is 1 MB at V = 248320, read from L2); v2: several blocks per
- * row. */
+/* probs.cu — logits to the processed distribution on the device (kn_sample.h), following sampler.c's sampler_probs
+ * step by step: the same double arithmetic and the same thresholds, found by radix selection over the values' bit
+ * patterns instead of a sort. */
 #include "kn_common.cuh"
 #include "kn_race.cuh"
 #include "kn_sample.h"
@@ -113,7 +110,8 @@ __device__ double topp_cut(const double *e, int V, double target, int *hist, dou
     return __longlong_as_double((long long)prefix);
 }
 
-/* v1: one block per row, every pass over the whole row: max, top-k by a
+/* v1: one block of SB threads per row (a row is 1 MB at V = 248320, read from L2), every pass over the whole row:
+ * max, top-k by a
  * 4-pass radix select on the logits' keys, the weights e = exp(z − m) in
  * double (kept in the workspace), top-p by an 8-pass radix walk over the
  * weights' bit patterns carrying the mass of each bucket, min-p, then

@@ -1,8 +1,6 @@
-/* sample.cu — the exponential-race draw and chain and tree acceptance on
- * the device (kn_sample.h), following sampler.c's and accept.c's
- * definitions step by step: the same double arithmetic, the same Philox
- * sites. One block of 1024 threads per row (per walk, for acceptance). The
- * processed distribution is in probs.cu. */
+/* sample.cu — the exponential-race draw and chain and tree acceptance on the device (kn_sample.h), following
+ * sampler.c's and accept.c's definitions step by step: the same double arithmetic, the same Philox sites. One block
+ * of 1024 threads per row, or per walk for acceptance. */
 #include "kn_common.cuh"
 #include "kn_philox.cuh"
 #include "kn_race.cuh"

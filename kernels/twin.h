@@ -1,8 +1,6 @@
-/* twin.h — the CPU twin of every CUDA kernel: the same contract (shapes,
- * dtypes, layouts: kn_*.h), computed by calling the reference's own ops
- * (reference/ops.h, sampler.h, accept.h) after converting bf16 to float with
- * reference/dtype.h — never a second copy of the math. Single thread, plain
- * C; used by the kernel harness and by the unit tests. */
+/* twin.h — the CPU twin of every CUDA kernel: the same contract (kn_*.h), computed by the reference's own ops
+ * after converting bf16 to float, never by a second copy of the math. Single-threaded plain C, for the kernel
+ * harness and the unit tests. */
 #ifndef SPECULA_KN_TWIN_H
 #define SPECULA_KN_TWIN_H
 

@@ -1,11 +1,6 @@
-/* backend.h — what a pass computes with, as a struct of function pointers:
- * the CPU backend (backend_cpu.c) and the CUDA backend (cuda/backend_cuda.cu,
- * on a GPU or on the kernels' CPU emulator) fill it. The host code
- * (engine_forward.c, engine_seq.c, kv_cache.c, engine_target.c) decides what
- * is computed and where it is kept; it never reads backend memory itself,
- * so the same host code drives host memory on the CPU and device memory on
- * a GPU. Activations are float32; weights are read as the backend placed
- * them (place_weights). */
+/* backend.h — what a pass computes with: a struct of function pointers, filled by the CPU backend (backend_cpu.c)
+ * and the CUDA backend (cuda/backend_cuda.cu). The host code decides what is computed and where it is kept, and
+ * never reads backend memory itself, so it drives host and device memory alike. Activations are float32. */
 #ifndef SPECULA_BACKEND_H
 #define SPECULA_BACKEND_H
 
@@ -73,12 +68,12 @@ typedef struct {
     const float *A_log, *dt_bias, *norm_w; /* [Hv], [Hv], [Dv] */
     float *mixed;                          /* [m, C] scratch: the convolution's output */
     float *out;                            /* [m, Hv·Dv] */
-    /* Node i's state in this layer (conv [C, K−1] and recurrent [Hv, Dk, Dv], backend memory) and the state
-     * it starts from: its parent's, after the parent's step (node 0's: the committed state). In-place nodes
-     * share one. With a backend that replays (deltanet_replay), a tree's nodes past the in-place ones keep no
-     * state: conv_state[i] and rec_state[i] are NULL, the pass keeps node i's state in its own scratch while
-     * its children need it, and log[i] (else NULL) receives the step (deltanet_log_floats); conv_from[i] and
-     * rec_from[i] are NULL where the parent is such a node. */
+    /* Node i's state in this layer (conv [C, K−1] and recurrent [Hv, Dk, Dv], backend memory), and the state it
+     * starts from: its parent's after the parent's step, or for node 0 the committed state. In-place nodes share
+     * one. On a backend that replays (deltanet_replay), the tree's other nodes keep no state: conv_state[i] and
+     * rec_state[i] are NULL, the pass holds the state in its own scratch while children need it, and log[i]
+     * (else NULL) receives the step (deltanet_log_floats). conv_from[i] and rec_from[i] are NULL where the
+     * parent is such a node. */
     float *const *conv_state, *const *rec_state;     /* [m] */
     const float *const *conv_from, *const *rec_from; /* [m] */
     float *const *log;                               /* [m] */
@@ -155,10 +150,10 @@ struct engine_backend {
     /* A DeltaNet layer's core: the causal convolution and the gated delta step of every node from its parent's
      * state into its own, and the gated norm of the output. */
     void (*deltanet)(engine_backend *b, const epass *p, const deltanet_args *a);
-    /* Redo n logged steps (root side first) on one layer's committed state in place, the same float operations
-     * as the steps themselves, so the state is the one the pass computed, bit for bit. A backend that has this
-     * writes no state for a tree's nodes during a pass (a pass of m nodes would otherwise write m states): the
-     * commit replays the accepted path. NULL: every node's state goes to a slot of its own. */
+    /* Redo n logged steps (root side first) on one layer's committed state in place, with the same float
+     * operations as the steps, so the state is bit for bit the one the pass computed. A backend that has this
+     * writes no state for a tree's nodes during a pass; the commit replays the accepted path. NULL: every node's
+     * state goes to a slot of its own. */
     void (*deltanet_replay)(engine_backend *b, float *conv_state, float *rec_state, const float *const *steps, int n);
 
     /* out[m, V] (host memory) = the processed distributions (sampler_probs) of the m rows of logits (backend
@@ -200,9 +195,9 @@ struct engine_backend {
      * and its one wait. 0 on the CPU. */
     long stalls;
 
-    /* body(ctx) with the backend's threads held for its duration, so that the ops it calls start no thread team
-     * of their own (the CPU's: cpu/team.h; a pass's ops run one after another, microseconds each on a small
-     * model). NULL: the engine calls body itself. */
+    /* body(ctx) with the backend's threads held throughout, so the ops it calls start no thread team of their
+     * own (the CPU's: cpu/team.h; on a small model each op takes microseconds). NULL: the engine calls body
+     * itself. */
     void (*hold)(engine_backend *b, void (*body)(void *), void *ctx);
 
     /* 0, or −1 with the first failure (a kernel that did not run) since the last call. */

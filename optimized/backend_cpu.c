@@ -1,12 +1,6 @@
-/* backend_cpu.c — the CPU backend: backend memory is host memory, every
- * product of a pass is one cpu_gemm (cpu/gemm.h, OpenMP over rows of W when
- * threads > 1; the projections that share an input, one cpu_gemm_group: one
- * thread team over all their rows), which reads W once for all m rows and computes each output
- * the same way whatever m is — a verify pass and a decode step agree bit for
- * bit. The kernel is the widest this CPU runs, adding in lanes; in the exact
- * cross-test mode it is the in-order kernel, op_matvec's sums, so that with
- * float32 weights the engine computes the reference's floats. The weights
- * are read where the loader put them (mapped or converted once). */
+/* backend_cpu.c — the CPU backend. Backend memory is host memory. Every product is one cpu_gemm or
+ * cpu_gemm_group (cpu/gemm.h): it reads W once for all m rows, and a row's bits do not depend on m. The exact
+ * cross-test mode uses the in-order kernel, so with float32 weights the engine computes the reference's floats. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,7 +72,6 @@ static void cpu_matmul_group(engine_backend *b, const ematmul_part *parts, int n
     cpu_gemm_group(b->in_order ? CPU_GEMM_IN_ORDER : cpu_gemm_default_isa(), p, n_parts, x, m, k, b->threads);
 }
 
-/* Row r of E as float32 into x[D]. */
 static void cpu_embed(engine_backend *b, float *x, const eweight *E, const int *tokens, int m, int D) {
     (void)b;
     const size_t elem = E->dtype == DTYPE_F32 ? sizeof(float) : sizeof(uint16_t);

@@ -1,10 +1,6 @@
-/* engine.h — the optimized engine's model: weights kept as the engine
- * computes with them (engine_weights.h), a paged KV cache shared by every
- * sequence (kv_cache.h), DeltaNet state slots, and batched passes over the
- * nodes of a token tree. It reaches the decoding layer through the same
- * interfaces as the reference (engine_target.h), so every method runs on it
- * through the same loop. This is the host code, written once; the compute
- * of a pass goes through engine_backend (backend.h). */
+/* engine.h — the optimized engine: its weights, a paged KV cache shared by all sequences, DeltaNet state slots,
+ * and batched passes over the nodes of token trees. This host code is written once; a pass computes through
+ * engine_backend (backend.h). */
 #ifndef SPECULA_ENGINE_H
 #define SPECULA_ENGINE_H
 
@@ -106,25 +102,23 @@ float *engine_slot_recurrent(engine *e, int slot, int li); /* [Hv, Dk, Dv] */
 void engine_slot_copy(engine *e, int dst, int src);
 void engine_slot_zero(engine *e, int slot);
 
-/* The steps of committing node `node` of a verified tree (engine_target.c),
- * apart so a negative control can recombine them with one slip
- * (verify/planted_engine.c). engine_seq_path lists the path's
- * nodes below the root in the order their keys and values must move (by
- * depth: a node's index is at least its depth, so no move overwrites one
- * still to be read). commit_kv puts node `from`'s keys and values at node
- * u's position — from = u on a correct path; keep_state makes node ≥ 1's
- * DeltaNet state the sequence's (its slot, or with a backend that replays,
- * the sequence's own slot after the logged steps of the path to it); end_tree
- * gives back the slots of the tree's other nodes and the cache blocks past
- * the committed positions. */
+/* The steps of committing node `node` of a verified tree (engine_target.c). They are separate functions so that
+ * a negative control can recombine them with one slip (verify/planted_engine.c). */
+
+/* The path's nodes below the root, in the order their keys and values must move: by depth. A node's index is at
+ * least its depth, so no move overwrites a node still to be read. */
 int engine_seq_path(const eseq *s, int node, int *path); /* path[depth[node]]; returns depth[node] */
 /* Holds a tree of n nodes (parent, depth as in engine_forward) for its verify pass: its arrays, and a DeltaNet
  * slot for every node past the root (with a backend that replays, room in delta_log for their steps instead). */
 int engine_seq_begin_tree(engine *e, eseq *s, const int *parent, const int *depth, int n, sp_error *err);
+/* Puts node from's keys and values at node u's position (from = u on a correct path). */
 void engine_seq_commit_kv(engine *e, eseq *s, int u, int from);
+/* Makes node ≥ 1's DeltaNet state the sequence's: its slot, or on a backend that replays, the sequence's own slot
+ * after the logged steps of the path to it. */
 void engine_seq_keep_state(engine *e, eseq *s, int node);
 /* Where node's step in DeltaNet layer li is logged (a backend that replays). */
 float *engine_seq_log(const engine *e, const eseq *s, int node, int li);
+/* Gives back the slots of the tree's other nodes and the cache blocks past the committed positions. */
 void engine_seq_end_tree(engine *e, eseq *s);
 
 /* ---- a pass (engine_forward.c) -------------------------------------------------- */
@@ -133,36 +127,31 @@ void engine_seq_end_tree(engine *e, eseq *s);
  * the MTP module's layer); type_index: its index among the layers of its type. */
 void engine_decoder_layer(engine *e, const epass *p, int layer, layer_type type, int type_index);
 
-/* One sequence's share of a pass: m nodes of sequence s; node i takes tokens[i] after its parent (parent[i] < i,
+/* One sequence's share of a pass: m nodes of sequence s. Node i takes tokens[i] after its parent (parent[i] < i,
  * an index among these m; −1 for node 0, which follows the committed positions) at position s->pos + depth[i].
- * The first n_in_place nodes form a chain consumed into the sequence itself (their DeltaNet state into its
- * slot): a prefill, or the root of a tree. Every node keeps its keys and values at cache position s->pos + i
- * (epass) and every other node its DeltaNet state in a slot of its own (s->node_slot), so that a commit copies
- * no state — or, with a backend that replays (backend.h), only its DeltaNet step in s->delta_log, a few
- * hundredths of a state, so that a pass writes no state and a commit redoes the accepted path's steps. logits
- * [m, V] raw and hidden [m, D] final-normed (host memory), when not NULL. */
+ * The first n_in_place nodes form a chain whose DeltaNet state goes into the sequence's own slot: a prefill, or
+ * the root of a tree. Every node keeps its keys and values at cache position s->pos + i (epass). Each other node
+ * keeps its DeltaNet state in a slot of its own (s->node_slot), so a commit copies no state. On a backend that
+ * replays (backend.h) it logs only its DeltaNet step in s->delta_log instead, and the commit redoes the accepted
+ * path's steps. */
 typedef struct {
     eseq *s;
     const int *tokens, *parent, *depth; /* [m] */
     int m, n_in_place;
-    float *logits, *hidden; /* [m, V], [m, D] host memory, or NULL */
+    float *logits, *hidden; /* [m, V] raw, [m, D] final-normed; host memory, or NULL */
     const int *drawn;       /* [m] the tokens in backend memory, drawn there (tokens then NULL), or NULL */
 } epart;
 
-/* One pass over the nodes of n_parts sequences (distinct; several only on a backend with multi_seq): every
- * product reads its weights once for all of them, and each node sees only its own sequence. in_place: the
- * logits are left where the backend computed them, in e->act.logits (the CPU's in host memory, a GPU's on the
- * device), and the final-normed hidden states in e->act.xn, part after part, for a round that processes them where
- * they are; the parts' logits and hidden are then unused, and the pass is launched, not waited for (the caller
- * reads what it needs, then calls be.status). */
+/* One pass over the nodes of n_parts distinct sequences (several only on a backend with multi_seq). Every product
+ * reads its weights once for all of them; each node sees only its own sequence. in_place: the logits stay in
+ * e->act.logits (backend memory) and the final-normed hidden states in e->act.xn, part after part; the parts'
+ * logits and hidden are unused, and the pass is launched but not waited for (the caller reads what it needs, then
+ * calls be.status). */
 int engine_forward_parts(engine *e, const epart *parts, int n_parts, int in_place, sp_error *err);
 /* One sequence's pass: engine_forward_parts with one part, the logits into the caller's rows or left in place. */
 int engine_forward(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m, int n_in_place,
                    float *logits, float *hidden, sp_error *err);
-/* The same pass with the logits left where the backend computed them, in e->act.logits (the CPU's in host
- * memory, a GPU's on the device), and the final-normed hidden states in e->act.xn, for a round that processes
- * them where they are. Launched, not waited for: the caller reads what it needs, then calls be.status, so a
- * round on a GPU waits on the device once. */
+/* engine_forward_parts with one part, in place: a round on a GPU then waits on the device only once. */
 int engine_forward_in_place(engine *e, eseq *s, const int *tokens, const int *parent, const int *depth, int m,
                             int n_in_place, sp_error *err);
 

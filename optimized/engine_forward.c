@@ -1,12 +1,6 @@
-/* engine_forward.c — one pass of the engine over the m nodes of a tree (or
- * a chain), or of several sequences' trees at once, as calls to the backend
- * (backend.h): every product reads its weights once for all m rows, and
- * the projections that read the same rows run as one grouped product; the
- * attention and DeltaNet cores give each node its own sequence's committed
- * positions and its own ancestors only, so a pass computes what the
- * reference computes one position at a time. This is the
- * host code, the same for every backend: it decides what runs and which
- * state each node reads and writes, and touches no backend memory. */
+/* engine_forward.c — one pass of the engine over the nodes of one or more sequences' trees, as calls to the
+ * backend (backend.h). Each node sees only its own sequence's committed positions and its own ancestors, so a
+ * pass computes what the reference computes one position at a time. */
 #include <string.h>
 
 #include "engine.h"

@@ -1,11 +1,6 @@
-/* engine_mtp.c — the MTP module of the engine as a stepper: step n
- * positions in one pass (fc over [norm(embedding), norm(hidden)], the
- * module's attention layer over its own KV cache, its final norm, the shared
- * lm_head for the last position). A mark is a position: the module has no
- * DeltaNet state, so a rewind drops the KV entries written since. On a
- * backend that drafts where the logits are (be.draft), the last step's
- * outputs also stay in backend memory (engine_mtp.h), where the MTP round on
- * the target's side (engine_mtp_round.c) draws from them. */
+/* engine_mtp.c — the engine's MTP module as a stepper: n positions in one pass through fc, the module's attention
+ * layer over its own KV cache, its final norm and the shared lm_head. A mark is a position: the module has no
+ * DeltaNet state, so a rewind only drops the KV entries written since. */
 #include <stdlib.h>
 #include <string.h>
 

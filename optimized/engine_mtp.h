@@ -1,6 +1,6 @@
-/* engine_mtp.h — the engine's MTP module as a stepper (stepper.h), and the module as that stepper holds it, shared
- * by the stepper (engine_mtp.c) and the MTP round on the target's side (engine_mtp_round.c), which steps the same
- * module with its inputs and outputs left in backend memory. */
+/* engine_mtp.h — the engine's MTP module as a stepper (stepper.h). The stepper (engine_mtp.c) and the target's
+ * MTP round (engine_mtp_round.c) share the module's state; the round keeps its inputs and outputs in backend
+ * memory. */
 #ifndef SPECULA_ENGINE_MTP_H
 #define SPECULA_ENGINE_MTP_H
 

@@ -1,13 +1,6 @@
-/* engine_mtp_round.c — an MTP chain round on the target's side (target.h,
- * mtp_verify_accept), on a backend that drafts where the logits are
- * (backend.h: draft; the CUDA one). Everything is launched in order and
- * nothing is waited for until the end: the MTP module's real steps of the
- * last commit, from the target's hidden states kept from the last round;
- * each draft's q row and draw, at the proposer's rng sites (mtp.c,
- * draw_child), the drawn token embedded by the next MTP step; the verify
- * pass over the chain; the chain's hidden states kept for the next round;
- * acceptance (accept_exact's rule, as verify_accept). Then one download
- * brings the result and the drafts to the host: the round's one wait. */
+/* engine_mtp_round.c — an MTP chain round on the target's side (target.h's mtp_verify_accept), on a backend that
+ * drafts where the logits are (backend.h: draft). Every step is launched in order; only the final download of the
+ * result and the drafts waits, so the round waits on the device once. */
 #include <string.h>
 
 #include "accept.h"
@@ -46,7 +39,8 @@ int engine_mtp_verify_accept(decode_target *t, const target_job *job, const mtp_
     }
     if (call->n_real) call->mtp->mark(call->mtp, call->real_mark);
 
-    /* draft d from the last step's logits (d = 1: the real steps'), then a chain step on it unless it is the last */
+    /* draft d from the last step's logits (d = 1: the real steps'), at the proposer's rng sites (mtp.c,
+     * draw_child), then a chain step on it unless it is the last */
     sampler_params dsp = *sp;
     if (!call->sample_drafts) dsp.temperature = 0.0f; /* argmax drafts: q one-hot at the argmax, as mtp.c's */
     for (int d = 1; d <= k; d++) {

@@ -1,9 +1,5 @@
-/* engine_seq.c — the engine's sequences and DeltaNet state slots. A
- * sequence owns one slot (its committed state); a verified tree's nodes
- * each own one until the commit keeps the slot of the last accepted node and
- * gives the others back — or, with a backend that replays, log their steps
- * only, and the commit redoes the accepted path's steps on the sequence's
- * slot. */
+/* engine_seq.c — the engine's sequences and DeltaNet state slots. A sequence owns one slot, its committed state.
+ * Each node of a verified tree owns one until the commit, or on a backend that replays only logs its steps. */
 #include <stdlib.h>
 #include <string.h>
 

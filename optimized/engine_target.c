@@ -1,21 +1,6 @@
-/* engine_target.c — the target interface over the engine. A verify pass
- * runs every node of a tree in one engine pass — on a backend that takes
- * several sequences a pass (the CPU's and the CUDA one), every job's tree
- * in the same pass, so one read of the weights serves them all. The root is
- * consumed into the sequence (it is committed whatever is accepted), every
- * other node writes its keys and values after the committed positions and
- * logs its DeltaNet step (CPU) or writes its state into a slot of its own
- * (GPU). A commit moves the accepted path's keys and values into place and
- * replays its logged steps on the sequence's state, or takes the last
- * accepted node's slot as the sequence's state. On a backend that accepts
- * where the logits are (accept: the CUDA one), a tree's pass and its exact
- * acceptance are one call (verify_accept), and only the result and the
- * accepted path's hidden states cross to the host. That call stays one
- * job's (the device's walk takes one tree): the batched round loop
- * (decode_batch.c) verifies several jobs in one pass through verify with
- * the processed distributions, and each job accepts on the host at the rng
- * sites its verify_accept would use (tests/gpu/test_engine_cuda_batch.c:
- * the same tokens either way). */
+/* engine_target.c — the target interface (target.h) over the engine. A verify pass runs the trees of several
+ * jobs in one engine pass where the backend allows it. A tree's root is committed whatever is accepted, so the
+ * pass consumes it into the sequence; the other nodes wait for the commit. */
 #include "engine_target.h"
 
 #include <stdlib.h>
@@ -104,9 +89,11 @@ static int verify_then_accept(engine *e, const target_job *job, const sampler_pa
     return rc;
 }
 
-/* A tree's pass and its acceptance where the logits are (backend.h, accept): the tree's tokens and q rows go to
- * the backend before the pass, so no upload waits on it; the result comes back (on a GPU the round's one wait),
- * then the hidden states up to the accepted path's last node when the caller reads them. */
+/* A tree's pass and its acceptance where the logits are (backend.h, accept); only the result and the accepted
+ * path's hidden states cross to the host. The tree's tokens and q rows are uploaded before the pass, so no upload
+ * waits on it; downloading the result is the round's one wait on a GPU. This takes one job, since the device's
+ * walk takes one tree. The batched round loop (decode_batch.c) calls verify instead and accepts each job on the
+ * host at the same rng sites (tests/gpu/test_engine_cuda_batch.c checks that the tokens agree). */
 static int e_verify_accept(decode_target *t, const target_job *job, const sampler_params *sp, accept_site site,
                            accept_result *r, sp_error *err) {
     engine *e = eng(t);
@@ -139,6 +126,8 @@ static int e_verify_accept(decode_target *t, const target_job *job, const sample
     return e->be.status(&e->be, err);
 }
 
+/* Moves the accepted path's keys and values into place, then makes the last accepted node's DeltaNet state the
+ * sequence's: a replay of the path's logged steps (CPU) or that node's slot (GPU). */
 static int e_commit(decode_target *t, int seq, int node, sp_error *err) {
     engine *e = eng(t);
     eseq *s = engine_seq(e, seq, err);

@@ -1,8 +1,6 @@
-/* engine_target.h — the engine behind the decoding layer's interfaces: the
- * target (target.h) and the MTP module as a stepper (stepper.h), so that the
- * round loop, beam search, every proposer and the method factory run on the
- * engine unchanged. A draft model served by the engine is a stepper over its
- * own target (target_stepper.h). The target and stepper borrow the engine. */
+/* engine_target.h — the engine as the decoding layer's target (target.h), so every method runs on it unchanged.
+ * A draft model served by the engine is a stepper over its own target (target_stepper.h). The target borrows the
+ * engine. */
 #ifndef SPECULA_ENGINE_TARGET_H
 #define SPECULA_ENGINE_TARGET_H
 

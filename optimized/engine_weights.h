@@ -1,9 +1,6 @@
-/* engine_weights.h — the engine's weights, loaded through the loader's checks
- * (checkpoint.h). Matrices (every linear layer, the embedding, the lm_head)
- * keep the precision the engine computes with: bf16 by default — a bf16
- * checkpoint is used in place, mapped, without a copy; f32 and f16 ones are
- * converted once — or f32 (for exact cross-tests with the reference). The
- * small tensors (norms, conv, A_log, dt_bias) are float32 copies. */
+/* engine_weights.h — the engine's weights, loaded through the loader's checks (checkpoint.h). Matrices are bf16
+ * (a bf16 checkpoint is mapped in place, others converted once) or f32 for exact cross-tests with the reference;
+ * the small tensors (norms, conv, A_log, dt_bias) are float32 copies. */
 #ifndef SPECULA_ENGINE_WEIGHTS_H
 #define SPECULA_ENGINE_WEIGHTS_H
 
@@ -28,9 +25,8 @@ typedef struct {
 } engine_weights;
 
 /* The products a layer takes from the same input rows, each run as one grouped product (backend.h's
- * matmul_group) with its parts' outputs in this order: an attention layer's q, k and v projections, a DeltaNet
- * layer's four input projections, the MLP's gate and up. A backend may place a group's weights back to back (the
- * CUDA backend's one allocation per group and layer, so that one launch reads them all). */
+ * matmul_group), parts in this order: an attention layer's q, k and v; a DeltaNet layer's four input projections;
+ * the MLP's gate and up. A backend may place a group's weights back to back so one launch reads them all. */
 #define ENGINE_GROUP_MAX_PARTS 4
 typedef enum { EGROUP_ATTENTION_IN = 0, EGROUP_DELTANET_IN, EGROUP_MLP_IN, EGROUP_COUNT } engine_group_id;
 typedef struct {

@@ -1,15 +1,6 @@
-/* kv_cache.h — the engine's paged KV cache: fixed blocks of KV_BLOCK_SIZE
- * positions in one pool, a block table per sequence, blocks ref-counted so
- * that sequences (beams) share a prefix and copy a block only when they
- * write into a shared one. The bookkeeping is host code; the pool is backend
- * memory (the backend's copy moves it), one layout for every backend:
- *
- *   keys, values [capacity, n_layers, n_heads, KV_BLOCK_SIZE, head_dim]
- *
- * so that within a block each layer's heads are the kernels' paged layout
- * (kernels/kn_paged.h) with block index block · n_layers + layer, and one
- * head's positions are contiguous. Elements are float32 on the CPU (the
- * activations' precision) and bf16 on a GPU. */
+/* kv_cache.h — the engine's paged KV cache: blocks of KV_BLOCK_SIZE positions in one pool and a block table per
+ * sequence. Blocks are ref-counted, so sequences (beams) share a prefix and copy a block only on write. The
+ * bookkeeping is host code; the pool is backend memory. */
 #ifndef SPECULA_KV_CACHE_H
 #define SPECULA_KV_CACHE_H
 
@@ -24,7 +15,11 @@ struct kv_cache {
     size_t elem;   /* bytes per element */
     int capacity;  /* blocks allocated */
     int *refcount; /* [capacity] 0 = free */
-    void *keys;    /* backend memory, the layout above */
+    /* keys and values: backend memory, [capacity, n_layers, n_heads, KV_BLOCK_SIZE, head_dim], the same layout on
+     * every backend. Within a block each layer's heads follow the kernels' paged layout (kernels/kn_paged.h) with
+     * block index block · n_layers + layer, so one head's positions are contiguous. Elements are float32 on the
+     * CPU and bf16 on a GPU. */
+    void *keys;
     void *values;
     int in_use;  /* blocks with refcount > 0 */
     long copies; /* blocks copied on write */

@@ -1,18 +1,15 @@
-/* check_copy.cu — the ceilings every bandwidth figure is compared with: a
- * large device-to-device copy (cudaMemcpyAsync), counting the bytes read
- * plus the bytes written, and beside it a read-only stream (16-byte loads,
- * four in flight per thread, nothing written but one word per block), the
- * ceiling of a kernel that only reads, as a matrix-vector product does. The
- * emulator has no such figures. */
+/* check_copy.cu — the ceilings every bandwidth figure is compared with: a large device-to-device copy (bytes read
+ * plus bytes written), and a read-only stream, the ceiling of a kernel that only reads, as a matrix-vector product
+ * does. The emulator has no such figures. */
 #include "gc.cuh"
 
 #define COPY_BYTES ((size_t)1 << 30) /* 1 GiB each way: ~20× the L2 */
 #define READ_THREADS 256
 #define READ_UNROLL 4
 
-/* XOR of every 32-bit word of src[n4] (uint4s), one partial per block:
- * exact and order-free, so the result validates the read, and the loads
- * cannot be dropped by the compiler. */
+/* XOR of every 32-bit word of src[n4] (uint4s), one partial per block: 16-byte loads, READ_UNROLL in flight per
+ * thread, nothing written but one word per block. Exact and order-free, so the result validates the read, and the
+ * compiler cannot drop the loads. */
 __global__ __launch_bounds__(READ_THREADS) void read_xor(unsigned *partial, const uint4 *src, size_t n4) {
     __shared__ unsigned scratch[READ_THREADS / KN_WARP];
     unsigned acc = 0;

@@ -1,8 +1,6 @@
-/* check_deltanet.cu — validates and times the DeltaNet conv step and gated
- * delta rule (kn_deltanet.h) against twin_conv_step / twin_delta_step, for
- * chains and for branching trees, comparing both the outputs and every
- * written state slot; and each version's slot-table form (the engine's
- * state slots written in place) bit for bit against its contiguous form. */
+/* check_deltanet.cu — validates and times the DeltaNet conv step and gated delta rule (kn_deltanet.h) against
+ * twin_conv_step / twin_delta_step for chains and branching trees, outputs and every written state slot; and each
+ * version's slot-table form bit for bit against its contiguous form. */
 #include <string.h>
 
 #include "gc.cuh"

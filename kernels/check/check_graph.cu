@@ -1,12 +1,6 @@
-/* check_graph.cu — stream capture and CUDA graphs, the calls the engine's
- * CUDA backend makes, checked as rows: on a GPU against the driver, on the
- * emulator (kernels/emu/emu_rt.h) against the same expectations, so that the
- * emulator's rules are the device's. A capture records instead of running;
- * a kernel's arguments are the values at its launch; an update takes a new
- * capture's arguments and refuses another topology; a synchronous copy,
- * a wait on the capturing stream, an allocation (global mode) or a copy
- * from pageable memory end the capture invalidated — the controls, each
- * of which must fail. */
+/* check_graph.cu — stream capture and CUDA graphs, the calls the engine's CUDA backend makes, checked as rows: on a
+ * GPU against the driver and on the emulator (kernels/emu/emu_rt.h) against the same expectations, so that the
+ * emulator's rules are the device's. */
 #include <string.h>
 
 #include "gc.cuh"
@@ -115,8 +109,9 @@ static void capture_and_update(gc_ctx *c, graph_bufs *g) {
     GC_CUDA(cudaGraphExecDestroy(stale));
 }
 
-/* Captures one launch around `forbidden` (a call that must fail during a capture) and returns 1 when the
- * call failed and the capture ended invalidated, with no graph. */
+/* Captures one launch around `forbidden` (a call that must fail during a capture: a synchronous copy, a wait on
+ * the capturing stream, an allocation in global mode, a copy from pageable memory) and returns 1 when the call
+ * failed and the capture ended invalidated, with no graph. */
 template <class F> static int capture_refuses(graph_bufs *g, cudaStreamCaptureMode mode, F forbidden) {
     GC_CUDA(cudaStreamBeginCapture(g->s, mode));
     GC_CUDA(axpb(g->y, g->x, 1.0f, 0.0f, g->s));

@@ -1,8 +1,6 @@
-/* check_matvec.cu — validates every matvec version (kn_matvec.h) against
- * twin_matvec on fresh random bf16 weights and fp32 activations, then times
- * it with rotating buffers. Large shapes are validated on a sample of rows
- * (rows are independent dot products) while every output is checked for
- * having been written. */
+/* check_matvec.cu — validates every matvec version (kn_matvec.h) against twin_matvec on fresh random bf16 weights
+ * and fp32 activations, then times it with rotating buffers. Large shapes are validated on a sample of rows (rows
+ * are independent dot products), and every output is checked for having been written. */
 #include <string.h>
 
 #include "gc.cuh"

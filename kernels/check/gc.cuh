@@ -1,9 +1,6 @@
-/* gc.cuh — the device-side toolkit of the kernel harness (gpucheck): checked
- * memory calls, random fills, poisoning, timing with CUDA events, and result
- * rows. Compiled by nvcc for the GPU and, under -DKN_EMU, against the CPU
- * emulator, where memory is host memory and nothing is timed. Every CUDA call
- * is checked with file and line; an error that poisons the context ends the
- * process (the gpu-check script runs each family in its own process). */
+/* gc.cuh — the device-side toolkit of the kernel harness (gpucheck): checked memory calls, random fills, poisoning,
+ * timing with CUDA events, and result rows. Under -DKN_EMU it compiles against the CPU emulator, where memory is
+ * host memory and nothing is timed. */
 #ifndef SPECULA_GC_CUH
 #define SPECULA_GC_CUH
 
@@ -25,6 +22,8 @@ typedef struct {
     double tsv_copy_gbs, tsv_read_gbs; /* the ceilings last written to tsv */
 } gc_ctx;
 
+/* Every CUDA call is checked with file and line. An error that poisons the context ends the process, so the
+ * gpu-check script runs each family in a process of its own. */
 #define GC_CUDA(call) gc_cuda_check((call), #call, __FILE__, __LINE__)
 void gc_cuda_check(cudaError_t e, const char *what, const char *file, int line);
 

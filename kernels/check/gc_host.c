@@ -1,4 +1,4 @@
-/* gc_host.c — host-side logic of the kernel harness (see bench.h): norms,
+/* gc_host.c — host-side logic of the kernel harness (gc_host.h): norms,
  * statistics, the result file and table, the 27B shapes and estimate. */
 #include "gc_host.h"
 

@@ -1,11 +1,6 @@
-/* gc_main.cu — gpucheck, the kernel harness: validates every kernel version
- * against its CPU twin on fresh random inputs, times it, prints one table and
- * the Qwen3.8-27B estimate. The GPU build only (the emulator build runs the
- * families from the unit tests instead).
- *   gpucheck [--only FAMILY[,FAMILY…]] [--validate-only] [--seed N] [--results FILE]
- *   gpucheck --report FILE        the table and estimate of the rows in FILE
- *   gpucheck --probe              exit 0 when a CUDA device is usable, GC_EXIT_NO_DEVICE when none
- *   gpucheck --list               the families */
+/* gc_main.cu — gpucheck, the kernel harness: validates every kernel version against its CPU twin on fresh random
+ * inputs, times it, and prints one table and the Qwen3.8-27B estimate (options: usage below). GPU build only; the
+ * emulator build runs the families from the unit tests instead. */
 #ifndef KN_EMU
 #include <string.h>
 #include <time.h>

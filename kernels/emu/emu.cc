@@ -1,8 +1,6 @@
-/* emu.cc — the fiber scheduler behind emu.h: one ucontext fiber per CUDA
- * thread of the running block, a round-robin scheduler that switches only at
- * barriers and warp collectives, and deadlock detection (a barrier that some
- * live thread never reaches is a bug the GPU would hang or misbehave on).
- * Annotated for AddressSanitizer's fiber support so ASan builds stay exact. */
+/* emu.cc — the fiber scheduler behind emu.h: one ucontext fiber per CUDA thread of the running block, switched
+ * round-robin only at barriers and warp collectives, with deadlock detection (a barrier some live thread never
+ * reaches would hang a GPU). Annotated for AddressSanitizer's fiber support so ASan stays exact. */
 #include "emu.h"
 
 #include <stdio.h>

@@ -1,9 +1,7 @@
-/* emu.h — a small CPU emulator of the CUDA execution model, so that the
- * kernels (the .cu files of kernels/) run without a GPU (CI, AddressSanitizer) on small
- * shapes. Each CUDA thread is a fiber; blocks run one after another; barriers,
- * warp shuffles, tensor-core mma and atomics are emulated. Assumes kernels
- * written in the vocabulary of kn_common.cuh, full warps, and blocks that do
- * not wait on other blocks. It checks semantics, never speed. */
+/* emu.h — a small CPU emulator of the CUDA execution model, so the kernels run without a GPU (CI,
+ * AddressSanitizer) on small shapes. Each CUDA thread is a fiber and blocks run one after another. Assumes kernels
+ * written with kn_common.cuh's vocabulary, full warps, and blocks that never wait on other blocks. It checks
+ * semantics, never speed. */
 #ifndef SPECULA_KN_EMU_H
 #define SPECULA_KN_EMU_H
 

@@ -1,9 +1,6 @@
-/* emu_rt.cc — the runtime calls of emu_rt.h: memory as host memory, streams
- * that run their work when it is issued, and stream capture into graphs
- * whose nodes own copies of their parameters. One host thread, as the
- * engine's CUDA backend has, so thread-local and global capture modes act
- * alike. What a capture forbids follows the CUDA programming guide's rules
- * on stream capture; the error codes are CUDA's. */
+/* emu_rt.cc — the runtime calls of emu_rt.h; a graph's nodes own copies of their parameters. One host thread, as
+ * the engine's CUDA backend has, so thread-local and global capture modes act alike. What a capture forbids follows
+ * the CUDA programming guide's rules on stream capture; the error codes are CUDA's. */
 #include "emu.h"
 
 #include <pthread.h>

@@ -1,12 +1,7 @@
-/* emu_rt.h — the CUDA runtime around the emulated kernels (included by
- * emu.h): device and pinned host memory (host memory), streams, and stream
- * capture into graphs, the subset the engine's CUDA backend uses. Work runs
- * when it is issued, one stream like another; what the emulator adds is the
- * GPU's rules, so that host code a GPU would reject fails here too: while a
- * stream captures, a launch or an asynchronous copy on it is recorded (the
- * kernel's arguments copied by value, as CUDA copies them at launch), and a
- * call that would wait for the device (cudaMemcpy, cudaMalloc, a
- * synchronisation) fails with CUDA's error and invalidates the capture. */
+/* emu_rt.h — the subset of the CUDA runtime the engine's CUDA backend uses (memory as host memory, streams, stream
+ * capture into graphs), around the emulated kernels. Work runs when it is issued, but host code a GPU would reject
+ * fails here too: while a stream captures, a launch or asynchronous copy on it is recorded with its arguments by
+ * value, and a call that would wait for the device fails with CUDA's error and invalidates the capture. */
 #ifndef SPECULA_KN_EMU_RT_H
 #define SPECULA_KN_EMU_RT_H
 

@@ -1,9 +1,6 @@
-/* activations.c — the CPU engine's element-wise functions (activations.h).
- * Compiled with -O3 (Makefile) and, on x86-64, one clone per instruction
- * set chosen at load time; the exponential is plain float arithmetic and
- * integer bit operations, so its loops vectorise, and a vector lane and
- * the scalar loop after the last whole vector compute the same bits (ISO
- * C mode: multiply and add are never fused). */
+/* activations.c — the CPU engine's element-wise functions (activations.h). The exponential is plain float and
+ * integer arithmetic, so its loops vectorise; multiply and add are never fused (ISO C mode), so a vector lane and
+ * the scalar tail compute the same bits. On x86-64 each function has one clone per instruction set. */
 #include "activations.h"
 #include "lanes.h"
 

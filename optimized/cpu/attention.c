@@ -1,7 +1,5 @@
-/* attention.c — cpu_attention_head (attention.h). Compiled with -O3
- * (Makefile) and, on x86-64, one clone per instruction set chosen at load
- * time; the lanes are plain C arrays, so every clone adds the same floats in
- * the same order (ISO C mode: multiply and add are never fused). */
+/* attention.c — cpu_attention_head (attention.h). The lanes are plain C arrays and multiply and add are never
+ * fused, so every clone (one per instruction set on x86-64) adds the same floats in the same order. */
 #include "attention.h"
 
 #include "activations.h"

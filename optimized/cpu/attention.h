@@ -1,11 +1,6 @@
-/* attention.h — the engine's attention for one head and one query:
- * op_attention_head (ops/ops.h) with its dot products q·k added in 16
- * lanes (lane l takes the terms d ≡ l mod 16, then a fixed tree over the
- * lanes, then the last Dh mod 16 terms in order), which the compiler
- * vectorises; the softmax is cpu_act_softmax (activations.h) and the
- * weighted sum of the values the reference's, each out[d] adding its terms
- * in order. Only the last bits differ from the reference's; the engine's
- * exact cross-test mode (float32 weights) calls op_attention_head itself. */
+/* attention.h — the engine's attention for one head and one query: op_attention_head (ops/ops.h) with the q·k
+ * products added in lanes (lanes.h) and the softmax of activations.h; the weighted sum of the values is the
+ * reference's. Only the last bits differ; the exact cross-test mode calls op_attention_head itself. */
 #ifndef SPECULA_CPU_ATTENTION_H
 #define SPECULA_CPU_ATTENTION_H
 

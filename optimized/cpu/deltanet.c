@@ -1,12 +1,6 @@
-/* deltanet.c — cpu_delta_step (deltanet.h). op_gated_delta_step walks the
- * state a column at a time (stride Dv); here the same sums run a row at a
- * time: each kv[j] and out[j] still adds its Dk terms in order i = 0, 1, …,
- * so no element's arithmetic changes, only the order in which independent
- * elements are visited. Blocks of 64 columns keep their sums in registers
- * from row to row (the rest of a row, past the last whole block, in plain
- * loops). Compiled with -O3 (Makefile); on x86-64 one clone per instruction
- * set is chosen at load time. Multiply and add stay separate (ISO C mode: no
- * contraction), as in the reference. */
+/* deltanet.c — cpu_delta_step (deltanet.h). op_gated_delta_step walks the state a column at a time; here the same
+ * sums run a row at a time. Each kv[j] and out[j] still adds its Dk terms in order i = 0, 1, …, so no element's
+ * arithmetic changes, only the order in which independent elements are visited. */
 #include "deltanet.h"
 
 #include <math.h>
@@ -25,8 +19,8 @@
 
 /* Sixteen consecutive columns of a state row as one of GCC's generic vectors (a zmm register in the AVX-512 clone,
  * two ymm or four xmm in the others); BLOCK columns are four of them, whose sums stay in registers from row to
- * row. Walked row after row with the sums in an array, each sum is a chain through memory (a store and a reload
- * per row), which made the step latency-bound. Element-wise: each element's arithmetic is the scalar loop's. */
+ * row. With the sums in an array, each sum would be a chain through memory (a store and a reload per row) and the
+ * step latency-bound. Each element's arithmetic is the scalar loop's. */
 typedef float f16v __attribute__((vector_size(16 * sizeof(float))));
 #define BLOCK 64
 /* Unaligned loads and stores of a vector (memcpy: no alignment or aliasing assumed; compiled to one move). Macros,

@@ -1,13 +1,6 @@
-/* deltanet.h — the engine's gated delta-rule step: op_gated_delta_step's
- * arithmetic (ops/ops.h), every element computed by the same float32
- * operations in the same order, so the state and output are the
- * reference's bit for bit — but the state is walked row by row (contiguous
- * in Dv, which the compiler vectorises for the CPU it runs on) instead of
- * column by column, read from the parent's state and stored once as the
- * node's. A tree node past the root stores its state only in the pass's
- * scratch and logs its step; the commit replays the accepted path's logged
- * steps on the sequence's state (cpu_delta_replay): a pass writes no state
- * to memory that outlives it but the root's. */
+/* deltanet.h — the engine's gated delta-rule step: op_gated_delta_step's arithmetic (ops/ops.h), each element by
+ * the same float32 operations in the same order, so state and output are the reference's bit for bit. The state
+ * is walked row by row, which vectorises, read from the parent's state and stored once as the node's. */
 #ifndef SPECULA_CPU_DELTANET_H
 #define SPECULA_CPU_DELTANET_H
 
@@ -26,8 +19,10 @@ void cpu_delta_step(float *out, float *S_out, const float *S_in, float *q, float
 /* op_conv_step (ops/ops.h) over C channels: its sums (op_conv_taps), the SiLU by cpu_act_silu. */
 void cpu_conv_step(float *out, float *state, const float *x, const float *w, int C, int K);
 
-/* S[Dk, Dv] ← the state update a logged step made (decay·S + k uᵀ), in place,
- * with the step's own float operations: the same state, bit for bit. */
+/* S[Dk, Dv] ← the state update a logged step made (decay·S + k uᵀ), in place, with the step's own float
+ * operations: the same state, bit for bit. A tree node past the root keeps its state only in the pass's scratch
+ * and logs its step; the commit replays the accepted path's steps, so a pass writes no lasting state but the
+ * root's. */
 void cpu_delta_replay(float *S, const float *step_log, int Dk, int Dv);
 
 #endif

@@ -1,7 +1,6 @@
-/* gemm.c — cpu_gemm's dispatch (the CPU's instruction sets, checked at run time with __builtin_cpu_supports),
- * the split of W's rows (of one weight or of a group sharing x) across OpenMP threads, and the portable and in-order
- * kernels in plain C. Compiled with -fopenmp and no -m flags: the per-ISA kernels live in their own files, and only
- * this file calls them. */
+/* gemm.c — cpu_gemm's run-time dispatch over instruction sets, the split of W's rows across threads, and the
+ * portable and in-order kernels in plain C. Compiled with no -m flags: the per-ISA kernels live in their own files,
+ * and only this file calls them, after checking the CPU. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,6 @@
-/* gemm.h — the CPU engine's matrix products: y[m, n] = x[m, k] · W[n, k]ᵀ with W a checkpoint's weight as
- * stored (f32 or bf16, any alignment), fp32 activations and fp32 accumulation, one pass over W for all m rows,
- * OpenMP over rows of W (of one weight, or of a group of weights that read the same x). The instruction set is chosen
- * at run time; tests and benchmarks may force one. */
+/* gemm.h — the CPU engine's matrix products y[m, n] = x[m, k] · W[n, k]ᵀ: W a checkpoint weight as stored (f32 or
+ * bf16), fp32 activations and accumulation, one pass over W for all m rows, threads over rows of W. The kernel is
+ * chosen at run time; tests and benchmarks may force one. */
 #ifndef SPECULA_CPU_GEMM_H
 #define SPECULA_CPU_GEMM_H
 

@@ -13,7 +13,7 @@
 #define TILE_M 2 /* rows of x per register tile */
 #define TILE_N 4 /* rows of W per register tile: 8 accumulators + 4 W vectors + 1 x vector of 16 registers */
 /* How far ahead each W row is prefetched: the same offset TILE_N rows on, the next tile's row. Rows of a few KB end
- * before the hardware prefetcher has ramped up on them (see gemm_avx512.c for the measurement). */
+ * before the hardware prefetcher has ramped up on them (docs/performance.md). */
 #define PREFETCH_ROWS TILE_N
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))

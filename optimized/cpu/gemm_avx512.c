@@ -1,7 +1,6 @@
-/* gemm_avx512.c — the AVX-512 kernel of cpu_gemm (F for the arithmetic, BW + VL for masked 16-bit loads):
- * 16 fp32 lanes per output, register tiles of 6 rows of x × 4 rows of W, the tail of k by masked loads, W
- * prefetched one tile ahead.
- * Compiled with -mavx512f -mavx512bw -mavx512vl -mfma; only gemm.c calls it, after checking the CPU. */
+/* gemm_avx512.c — the AVX-512 kernel of cpu_gemm (F for the arithmetic, BW + VL for masked 16-bit loads): 16 fp32
+ * lanes per output, register tiles of 6 rows of x × 4 rows of W, the tail of k by masked loads. Compiled with
+ * -mavx512f -mavx512bw -mavx512vl -mfma; only gemm.c calls it, after checking the CPU. */
 #include <immintrin.h>
 
 #include "gemm_kernels.h"
@@ -11,13 +10,11 @@
 #define LANES 16
 #define TILE_M 6 /* rows of x per register tile (rows_typed's switch takes the rest: 1 … TILE_M − 1) */
 #define TILE_N 4 /* rows of W per register tile: 24 accumulators + 4 W vectors + 1 x vector of 32 registers */
-/* W rows per block: a block (64 rows × k) stays in L2 while every x tile of the block passes over it, each x tile
- * in L1 — measured on the bench preset's shapes at m = 64: 1.3× the throughput of one pass over all of W per x
- * tile, which streams x from L2 instead. */
+/* W rows per block: a block (64 rows × k) stays in L2 while every x tile passes over it, each x tile in L1. One
+ * pass over all of W per x tile would stream x from L2 instead, and is slower (docs/performance.md). */
 #define W_BLOCK 64
 /* How far ahead each W row is prefetched: the same offset TILE_N rows on, the next tile's row. Rows of a few KB
- * end before the hardware prefetcher has ramped up on them; measured at m = 1 on rows of 2 KB (k = 1024 bf16):
- * 9-10 GB/s without, 14-15 GB/s with, the read bandwidth of one core. */
+ * end before the hardware prefetcher has ramped up on them (docs/performance.md). */
 #define PREFETCH_ROWS TILE_N
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -83,8 +80,7 @@ ALWAYS_INLINE void w_tiles(const gemm_problem *p, int i, int tm, int j_begin, in
     for (; j < j_end; j++) tile(p, i, tm, j, 1, wdtype);
 }
 
-/* W in blocks of W_BLOCK rows (they stay in L2 while every x tile of the block passes over them; the x tile stays
- * in L1), x in blocks of GEMM_M_BLOCK rows. */
+/* W in blocks of W_BLOCK rows, x in blocks of GEMM_M_BLOCK rows. */
 ALWAYS_INLINE void rows_typed(const gemm_problem *p, int row_begin, int row_end, dtype_t wdtype) {
     for (int i_block = 0; i_block < p->m; i_block += GEMM_M_BLOCK) {
         const int i_end = p->m < i_block + GEMM_M_BLOCK ? p->m : i_block + GEMM_M_BLOCK;

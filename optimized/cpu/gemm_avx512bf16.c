@@ -1,7 +1,6 @@
 /* gemm_avx512bf16.c — the AVX-512-BF16 kernel of cpu_gemm, bf16 weights only: vdpbf16ps on W as stored and on x
- * ROUNDED TO BF16 by gemm.c (so not fp32 activations: an explicit option, never the default). 16 fp32 lanes, each
- * taking a pair of elements per step; register tiles of 4 rows of x × 4 rows of W. Compiled with -mavx512f
- * -mavx512bw -mavx512vl -mavx512bf16; only gemm.c calls it, after checking the CPU. */
+ * ROUNDED TO BF16 by gemm.c, so only on request, never the default. Register tiles of 4 rows of x × 4 rows of W.
+ * Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512bf16; only gemm.c calls it, after checking the CPU. */
 #include <immintrin.h>
 
 #include "gemm_kernels.h"

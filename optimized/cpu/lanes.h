@@ -1,25 +1,20 @@
-/* lanes.h — the CPU engine's one way of adding a dot product in lanes:
- * 16 lanes (lane l takes the terms t ≡ l mod 16 while 16 terms remain), a
- * fixed tree over the lanes (l + l+8, l + l+4, l + l+2, 0 + 1), then the
- * last n mod 16 terms in order. Plain C that the compiler turns into vector
- * code for whatever target a file is built for; multiply and add stay
- * separate under GCC's ISO C mode (-std=c11: no contraction), so every
- * caller, vectorised or not, gets the same sum for the same inputs. Used by
- * the portable product (gemm.c), the attention's scores (attention.c), the
- * norms' sums of squares and the softmax's sum (activations.c). */
+/* lanes.h — the CPU engine's one way of adding a sum in lanes, in plain C that the compiler vectorises for any
+ * target. Multiply and add stay separate (-std=c11: no contraction), so every caller, vectorised or not, gets the
+ * same sum for the same inputs. */
 #ifndef SPECULA_CPU_LANES_H
 #define SPECULA_CPU_LANES_H
 
 #define CPU_LANES 16
 
-/* The fixed tree over the lanes, into lane[0]. */
+/* The fixed tree over the lanes (l + l+8, l + l+4, l + l+2, 0 + 1), into lane[0]. */
 static inline float lanes_reduce(float lane[CPU_LANES]) {
     for (int half = CPU_LANES / 2; half > 0; half /= 2)
         for (int l = 0; l < half; l++) lane[l] += lane[l + half];
     return lane[0];
 }
 
-/* Σ a[t]·b[t]. */
+/* Σ a[t]·b[t]: lane l takes the terms t ≡ l mod 16 while 16 terms remain, then the tree, then the last n mod 16
+ * terms in order. */
 static inline float lanes_dot(const float *a, const float *b, int n) {
     float lane[CPU_LANES] = {0};
     int t = 0;

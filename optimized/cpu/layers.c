@@ -53,7 +53,6 @@ static int ancestors(const epass *p, int i, int *path) {
     return n;
 }
 
-/* The reference's RMSNorm in the exact cross-test mode, else the engine's (activations.h). */
 static void rmsnorm(const engine_backend *b, float *out, const float *x, const float *w, int n, float eps) {
     (b->in_order ? op_rmsnorm : cpu_act_rmsnorm)(out, x, w, n, eps);
 }

@@ -25,15 +25,10 @@ typedef struct {
 /* The team the calling thread holds, if any (the host calls the backend from one thread). */
 static _Thread_local held_team *held;
 
-/* A wait checks its counter up to this many times, a pause apart (about 30 µs on the VM of docs/performance.md:
- * longer than the serial stretches inside a pass of the embedded model), then yields the processor before each further
- * check. A handoff normally comes within a microsecond or two; on a busy machine a thread that yielded sooner would
- * give its core away between two handoffs and wait for it back. With more threads than processors a thread that spins
- * takes the time of the one it waits for: there every wait yields at once. Measured 2026-12-01 on the 2-processor VM,
- * `specula bench models/tiny-shakespeare --plain --prompt-tokens 64 --tokens 256 --runs 4 --backend cpu`, whole
- * process: 2 threads beside one busy process, 200 checks 1.2–1.8 s, 2 000 checks 0.48–0.59 s, spinning without end
- * 0.62–0.65 s; 3 threads, yielding at once 0.32–0.33 s, 200 checks 0.5 s, 2 000 checks 2.0–2.4 s, spinning
- * without end 174 s. */
+/* A wait checks its counter up to this many times, a pause apart, then yields before each further check: a thread
+ * that yields sooner may give its core away between two handoffs on a busy machine. With more threads than
+ * processors a spinning thread takes the time of the one it waits for, so there every wait yields at once
+ * (docs/performance.md). */
 #define SPINS_BEFORE_YIELD 2000
 
 static inline void wait_a_little(unsigned *spins, unsigned budget) {

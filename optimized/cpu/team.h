@@ -1,12 +1,6 @@
-/* team.h — how the CPU backend's work is split across threads. A piece of
- * work is a function each of T threads calls with its index; cpu_team_run
- * returns when all have returned. Outside a held team each call is an
- * OpenMP parallel region of its own, whose start and end cost about 1 µs
- * on a 2-core VM (docs/performance.md): a decode step of the embedded model
- * runs some 25 of them in about 150 µs. cpu_team_hold keeps the threads of
- * one region for the whole of a pass instead; the calls inside it hand
- * their work to the waiting threads through two shared counters, a few
- * hundred nanoseconds. */
+/* team.h — how the CPU backend splits work across threads. Outside a held team each cpu_team_run is an OpenMP
+ * region of its own. cpu_team_hold keeps one team for a whole pass and hands each piece of work to its waiting
+ * threads through two shared counters, which is much cheaper than a region per op (docs/performance.md). */
 #ifndef SPECULA_CPU_TEAM_H
 #define SPECULA_CPU_TEAM_H
 
@@ -18,10 +12,9 @@ typedef void cpu_team_work(void *ctx, int t, int T);
  * count that actually runs it. Returns when every share is done. */
 void cpu_team_run(int T, cpu_team_work *work, void *ctx);
 
-/* body(ctx) on the calling thread while T − 1 more threads wait for its cpu_team_run calls (spinning: the
- * held team is meant for a pass, microseconds to milliseconds; past some 30 µs, or at once where the threads
- * outnumber the processors, a waiting thread yields). Only the
- * calling thread may call cpu_team_run inside body. T ≤ 1, or a hold inside a hold: body runs as it is. */
+/* body(ctx) on the calling thread while T − 1 more threads wait for its cpu_team_run calls. A held team is meant
+ * for one pass, so a waiting thread spins before it yields (team.c, SPINS_BEFORE_YIELD). Only the calling thread
+ * may call cpu_team_run inside body. T ≤ 1, or a hold inside a hold: body runs as it is. */
 void cpu_team_hold(int T, void (*body)(void *), void *ctx);
 
 #endif

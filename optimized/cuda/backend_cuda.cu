@@ -1,8 +1,6 @@
-/* backend_cuda.cu — the engine's CUDA backend (backend.h's struct filled with the kernels of kernels/): its set-up,
- * backend memory and the stream's waits, status and release. What lives on the device: the weights, the
- * activations, the KV cache (bf16) and the DeltaNet state slots; the host code of the engine decides which slot and
- * cache position each node reads and writes, and the other files of this folder turn that into the kernels'
- * arguments (cuda_backend.h). */
+/* backend_cuda.cu — the engine's CUDA backend (backend.h) over the kernels of kernels/: its set-up, backend memory,
+ * the stream's waits, status and release. The weights, activations, KV cache (bf16) and DeltaNet state slots all
+ * live on the device. */
 extern "C" {
 #include "dtype.h"
 }

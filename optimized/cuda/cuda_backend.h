@@ -1,9 +1,6 @@
-/* cuda_backend.h — what the files of the CUDA backend share beyond backend.h: its state (the stream, the failure
- * record, the pass's arrays and scratch, the ring of pinned pass buffers, the graphs) and its memory helpers.
- * backend_cuda.cu builds the backend and owns memory and waits; cuda_weights.cu places the weights; cuda_pass.cu
- * runs a pass's ops; cuda_accept.cu computes distributions and acceptance on the device; mtp_device.cu drafts an
- * MTP chain there. Every file compiles with nvcc for a GPU and with the C++ compiler against the kernels' CPU
- * emulator (-DKN_EMU). Internal to optimized/cuda. */
+/* cuda_backend.h — what the files of the CUDA backend share beyond backend.h: its state and its memory helpers.
+ * Every file compiles with nvcc for a GPU and with the C++ compiler against the kernels' CPU emulator (-DKN_EMU).
+ * Internal to optimized/cuda. */
 #ifndef SPECULA_CUDA_BACKEND_H
 #define SPECULA_CUDA_BACKEND_H
 
@@ -29,9 +26,9 @@ typedef struct {
 } cuda_seq;
 
 /* The pinned buffers a pass's first nodes copy to the device: its arrays (c_begin_pass) and its token ids (c_embed).
- * A ring of them, one set per pass: a pass rewrites the set of the pass PASS_STAGES before it, whose copies have run
- * if the stream has been waited on since (a round waits once, for its result), so the passes of a round follow
- * each other without the host draining the stream between them. */
+ * A ring of them, one set per pass. A pass rewrites the set of the pass PASS_STAGES before it, whose copies have
+ * run if the stream has been waited on since; a round waits once, so its passes follow each other without the host
+ * draining the stream. */
 #define PASS_STAGES 8
 typedef struct {
     int *table, *tokens;

@@ -1,8 +1,6 @@
-/* cuda_pass.cu — the CUDA backend's passes (backend.h: begin_pass and the ops of a pass): the pass's node arrays
- * (positions, cache slots, tree masks, parents, DeltaNet slots, block tables) uploaded once through a ring of
- * pinned buffers, the products and element-wise ops over all rows, the attention and DeltaNet kernels once per
- * sequence. Each pass is captured into a CUDA graph (graph_cache.h) and launched where the host next needs the
- * device; its inputs are copied by the graph itself from the pass's pinned buffers. */
+/* cuda_pass.cu — the CUDA backend's passes (backend.h: begin_pass and the ops of a pass). Products and element-wise
+ * ops run over all rows of the pass; the attention and DeltaNet kernels run once per sequence. Each pass is
+ * captured into CUDA graphs (graph_cache.h) that copy its inputs from the pass's own pinned buffers. */
 #include "cuda_backend.h"
 
 #include <math.h>

@@ -1,7 +1,6 @@
 /* cuda_weights.cu — the CUDA backend's weights (backend.h: place_weights, free_weights, synthesize_weights):
- * bf16 matrices and float32 small tensors uploaded once, the projections that read one input (q/k/v, DeltaNet's
- * four in_proj, gate/up) back to back in one allocation per layer, so that one kn_matvec_group launch computes
- * them all; or random values of the same shapes made on the device (the synthetic 27B). */
+ * uploaded once, or random values of the same shapes made on the device. The parts of a weight group lie back to
+ * back in one allocation per layer, so one kn_matvec_group launch reads them all. */
 #include "cuda_backend.h"
 
 #include <math.h>
@@ -24,10 +23,9 @@ static eweight *placed_or_failure(engine_backend *b, eweight *placed, const engi
     return placed;
 }
 
-/* The checkpoint's tensors by table entry: each entry's spec (−1: none) and size, to place a group's parts
- * (engine_weight_groups) back to back in one allocation: row `row`'s group g is one allocation when every part
- * of it has a tensor there (always so in a checkpoint the loader accepts), so one launch reads them all
- * (c_matmul_group). */
+/* The checkpoint's tensors by table entry: each entry's spec (−1: none) and size. A row's weight group is placed
+ * as one allocation when every part of it has a tensor there, which is always so in a checkpoint the loader
+ * accepts. */
 typedef struct {
     int *spec;     /* [n_slots · ROLE_COUNT] */
     size_t *bytes; /* [n_slots · ROLE_COUNT] */

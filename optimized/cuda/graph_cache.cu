@@ -1,7 +1,5 @@
-/* graph_cache.cu — capture, update and launch of the passes' CUDA graphs
- * (graph_cache.h). The same file compiles with nvcc and against the
- * kernels' CPU emulator, whose runtime (kernels/emu/emu_rt.h) records and
- * replays the same calls. */
+/* graph_cache.cu — capture, update and launch of the passes' CUDA graphs (graph_cache.h). It also compiles against
+ * the kernels' CPU emulator, whose runtime (kernels/emu/emu_rt.h) records and replays the same calls. */
 #include "graph_cache.h"
 
 #include <string.h>

@@ -1,32 +1,7 @@
-/* graph_cache.h — the CUDA backend's passes as CUDA graphs: a pass's launches
- * are captured on the backend's stream (not run), and the graph runs where
- * the host next needs the device for anything else. One executable graph
- * per pass shape — m nodes, sequences, and the number of nodes captured,
- * which tells the MTP module's one-layer pass from the trunk's — is kept
- * and updated to each new capture's arguments (cudaGraphExecUpdate), so a
- * step pays a capture and an update, not an instantiation.
- *
- * Why capture every pass rather than replay one graph per shape as it is:
- * the kernels take the context length as a launch argument, and it sets
- * their grids (the attention splits the context over blocks) and scratch
- * sizes, so a graph replayed unchanged would attend over the context of
- * the step it was captured at. Moving such values into device memory would
- * give one graph for every step but change every kernel family's contract;
- * re-capturing keeps the kernels as they are, and a capture costs the host
- * about what the launches did, while the device runs the graph's kernels
- * back to back (as llama.cpp's CUDA backend does). What the graph reads
- * from the host — the pass's tables and tokens — comes from pinned buffers
- * the backend owns, copied by the graph's own nodes when it runs.
- *
- * A long pass is captured in segments (every `marks_per_segment` marks: the
- * backend marks each RMSNorm, two a layer), each launched as soon as it is
- * captured, so the device runs one segment while the host captures and
- * updates the next: only the first segment's capture is not hidden behind
- * the device's work. A segment's graph is kept per shape and segment.
- *
- * A shape's first pass is not captured but launched op by op: it loads the
- * kernels it uses (CUDA loads a module's kernels lazily, at their first
- * launch, which is not a capture's to record) and sizes the scratch. */
+/* graph_cache.h — the CUDA backend's passes as CUDA graphs. A pass's launches are captured on the backend's stream
+ * and run where the host next needs the device. One executable graph per pass shape and segment is kept and
+ * updated to each new capture's arguments (cudaGraphExecUpdate), so a step pays a capture and an update, not an
+ * instantiation. */
 #ifndef SPECULA_GRAPH_CACHE_H
 #define SPECULA_GRAPH_CACHE_H
 
@@ -40,6 +15,8 @@ extern "C" {
 #define GRAPH_MARKS_PER_SEGMENT 16 /* 8 layers: a 64-layer pass in 8 segments of about 150 launches */
 #define GRAPH_SHAPES_SEEN 64       /* shapes whose first pass has run */
 
+/* A shape is m nodes, the sequences and the number of nodes captured, which tells the MTP module's one-layer pass
+ * from the trunk's. */
 typedef struct {
     int m, n_seqs, segment;
     size_t n_nodes;
@@ -53,6 +30,8 @@ typedef struct {
     int m, n_seqs; /* its shape */
     int segment;   /* the segment being captured (0: the pass's first) */
     int marks;     /* marks in it so far */
+    /* A long pass is captured in segments of this many marks (the backend marks each RMSNorm, two a layer). Each
+     * segment is launched as soon as it is captured, so the device runs one while the host captures the next. */
     int marks_per_segment;
     struct {
         int m, n_seqs;
@@ -66,7 +45,13 @@ typedef struct {
 
 void graph_cache_init(graph_cache *g); /* graphs on, GRAPH_MARKS_PER_SEGMENT */
 /* Opens a capture of a pass of m nodes over n_seqs sequences on s; nothing when graphs are off or for a shape's
- * first pass (kv, the pass's KV cache, tells the MTP module's passes from the trunk's: their kernels differ). */
+ * first pass (kv, the pass's KV cache, tells the MTP module's passes from the trunk's: their kernels differ).
+ * A shape's first pass runs op by op: CUDA loads kernels lazily at their first launch, which a capture cannot
+ * record, and that pass sizes the scratch.
+ * Every pass is captured again because the kernels take the context length as a launch argument that sets their
+ * grids and scratch: a graph replayed unchanged would attend over the context it was captured at. Moving such
+ * values into device memory would change every kernel family's contract. The pass's tables and tokens come from
+ * pinned buffers the backend owns, copied by the graph's own nodes. */
 cudaError_t graph_begin(graph_cache *g, cudaStream_t s, int m, int n_seqs, const void *kv);
 /* A point where the pass may be cut: every marks_per_segment-th mark (after the first) closes the segment being
  * captured (graph_end) and opens the next. */

@@ -1,10 +1,6 @@
-/* mtp_device.cu — the CUDA backend's ops for an MTP chain drafted on the
- * device (backend.h: embed_drawn, draft, accept_drawn): each draft's
- * processed distribution (kn_probs) and its draw (kn_sample, the race of
- * sampler_sample at the proposer's Philox site) stay on the device, where
- * the next MTP step embeds the drawn token and acceptance reads the q rows;
- * the round's result and its drafts come back in one download. Compiles
- * with nvcc and against the kernels' CPU emulator, as backend_cuda.cu. */
+/* mtp_device.cu — the CUDA backend's ops for an MTP chain drafted on the device (backend.h: embed_drawn, draft,
+ * accept_drawn). Each draft's distribution and draw stay on the device, where the next MTP step embeds the token
+ * and acceptance reads the q rows; the round's result and drafts come back in one download. */
 #include <stdlib.h>
 
 #include "cuda_backend.h"
@@ -36,6 +32,7 @@ static double *probs_work(engine_backend *b, int m, int V) {
                                   "probs scratch");
 }
 
+/* q by kn_probs; the draw by kn_sample, sampler_sample's race at the proposer's Philox site (RNG_DRAFT, index). */
 static void c_draft(engine_backend *b, int *token, int *drawn, float *q, const float *logits, int V,
                     const sampler_params *sp, uint64_t seed, uint64_t index) {
     cuda_flush(b); /* not one of a pass's ops: after the pass's graph */
