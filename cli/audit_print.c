@@ -1,7 +1,5 @@
-/* audit_print.c — `specula audit`'s report: a table with one row per
- * position (the two-sample test of the token at that position, its TV
- * bound, and each arm's law test there), a row for whole sequences and the
- * pooled law, the control's line and the verdict; or the same as JSON. */
+/* audit_print.c — `specula audit`'s report, as a table or as JSON: a row per position (the two-sample test, its
+ * TV bound, each arm's law test), a row for whole sequences and the pooled law, the control and the verdict. */
 #include <math.h>
 #include <string.h>
 

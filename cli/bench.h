@@ -1,8 +1,5 @@
-/* bench.h — what the files of `specula bench` share: a row of the table,
- * where a row's time went (bench_split.c: the target and the proposer timed
- * inside the real runs), the costs measured apart from the runs
- * (bench_cost.c) and the speed-up the cost model predicts from them
- * (bench_model.c). */
+/* bench.h — what the files of `specula bench` share: a table row, where its time went (bench_split.c), the costs
+ * measured apart from the runs (bench_cost.c) and the speed-up the cost model predicts (bench_model.c). */
 #ifndef SPECULA_CLI_BENCH_H
 #define SPECULA_CLI_BENCH_H
 
@@ -77,16 +74,13 @@ typedef struct {
     int medusa_nodes; /* nodes of that tree, the root included (0: no heads) */
 } bench_costs;
 
-/* The measurement, rep by rep: bench_costs_begin prepares it (a sequence of
- * `position` tokens, the runs' middle: a pass's cost grows with the context
- * it attends to) or returns NULL with a message; each bench_costs_rep times,
- * once and in one order, a pass of a chain of each size in {1, 2, 4, 8, 16,
- * 32, 64, k + 1} (capped at the target's largest tree) on a fork of that
- * sequence, the draft and MTP steps of one position, and a proposal by the
- * heads of `medusa` (NULL: none) with the pass over the tree it proposes
- * (rep < 0: a warm-up, not kept); bench_costs_end writes the medians into
- * *c when ok (else empties it), resets the steppers and frees the run. The
- * caller may decode with the same models between reps. */
+/* The measurement, rep by rep. bench_costs_begin prepares a sequence of `position` tokens (the runs' middle: a
+ * pass's cost grows with the context it attends to), or returns NULL with a message. Each bench_costs_rep times,
+ * once and in one order, on a fork of that sequence: a pass of a chain of each size in {1, 2, 4, 8, 16, 32, 64,
+ * k + 1} (capped at the target's largest tree), the draft and MTP steps of one position, and a proposal by the
+ * heads of `medusa` (NULL: none) with the pass over its tree. rep < 0 is a warm-up, not kept. bench_costs_end
+ * writes the medians into *c when ok (else empties it), resets the steppers and frees the run. The caller may
+ * decode with the same models between reps. */
 typedef struct bench_cost_run bench_cost_run;
 bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *base, const method_spec *medusa,
                                   int position, int reps, bench_costs *c, sp_error *err);

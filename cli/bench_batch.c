@@ -1,23 +1,5 @@
-/* bench_batch.c — `specula bench MODEL --batch B,...`: what one pass over
- * B sequences buys on the engine (the CPU backend, or with --backend cuda
- * the CUDA one: on a GPU, or slowly on the kernels' emulator in a build
- * for it). For each B, B sequences decode side
- * by side, round after round, two ways on the same prompts: every round
- * one verify pass over all B sequences' nodes (engine_target.c's batched
- * verify), and every round B passes of one sequence each. Two tables. The
- * first times bare rounds: plain greedy decoding (one node per sequence:
- * the argmax of its last row), and a chain of k + 1 nodes per sequence
- * whose last node is committed — a speculative round at full acceptance
- * whose drafts are placeholders (the root's successors in the vocabulary),
- * the verify and commit of a spec or MTP round without a proposer. The
- * second runs the methods themselves through the decoding layer's batched
- * round loop (decode_batch.h, bench_batch_decode.c): plain decoding, MTP
- * when the checkpoint has the module and a draft model when one is given
- * or lies beside MODEL, each sequence its own proposer, at the temperature
- * asked for; its last column is the speed-up over plain decoding at the
- * same B. Prints tokens/s summed over the sequences (medians of --runs
- * runs, the two ways alternating run by run so both see the same load) and
- * the ratio of one pass to B passes. A benchmark: it asserts nothing. */
+/* bench_batch.c — `specula bench MODEL --batch B,...`: what one verify pass over B sequences buys on the engine,
+ * against B passes of one sequence each. A benchmark: it asserts nothing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +219,8 @@ static int row_specs(const batch_args *a, const engine *e, const decode_target *
 }
 
 /* The method table: each method through decode_batch_run at each B, one pass against B, and its speed-up over
- * plain decoding's one-pass rate at the same B. */
+ * plain decoding's one-pass rate at the same B. MTP runs when the checkpoint has the module, the draft model when
+ * one is given or lies beside MODEL. */
 static int method_table(engine *e, decode_target *t, decode_target *draft, const batch_args *a) {
     sp_error err;
     method_spec specs[N_ROW_METHODS];
@@ -285,6 +268,12 @@ static int open_draft(const batch_args *a, const char *dir, const engine_options
     return 1;
 }
 
+/* Two tables, each timed two ways on the same prompts: one verify pass a round over all B sequences' nodes
+ * (engine_target.c's batched verify), and B passes of one sequence each. The first times bare rounds: plain
+ * greedy decoding, and a chain of k + 1 nodes committed whole, i.e. a spec or MTP round at full acceptance with
+ * placeholder drafts and no proposer. The second runs the methods (method_table). Figures are tokens/s summed
+ * over the sequences, medians of --runs runs. With --backend cuda it runs on a GPU, or slowly on the kernels'
+ * emulator in a build for it. */
 int bench_batch(int argc, char **argv) {
     batch_args a;
     const int prc = parse(argc, argv, &a);

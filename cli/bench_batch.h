@@ -1,9 +1,6 @@
-/* bench_batch.h — what the files of `specula bench --batch` and the
- * measured points of `specula plot` (e) share: B sequences decoded together
- * by the decoding layer's batched round loop (decode_batch.h) on one
- * engine (the CPU backend or the CUDA one), each with its own proposer, timed one verify pass a round over
- * all of them against one pass a sequence (bench_batch_decode.c), and the
- * points plot (e) draws from the same code (plot_batch_measure.c). */
+/* bench_batch.h — what `specula bench --batch` and plot (e)'s measured points share: B sequences decoded together
+ * by the batched round loop (decode_batch.h) on one engine, each with its own proposer, timed with one verify pass
+ * a round over all of them against one pass a sequence. */
 #ifndef SPECULA_CLI_BENCH_BATCH_H
 #define SPECULA_CLI_BENCH_BATCH_H
 

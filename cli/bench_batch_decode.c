@@ -1,10 +1,6 @@
-/* bench_batch_decode.c — B sequences decoded together by decode_batch_run
- * (decode_batch.h) on one engine, for `specula bench --batch` and plot (e)'s
- * measured points: every sequence has its own stepper (the engine's MTP
- * module, or a stepper over the draft's target) and its own proposer from
- * the method factory, and the loop verifies all B trees in one pass a round
- * (or, for the baseline, one pass a sequence). Only the clock is added to
- * the loop: what is timed is exactly what `generate` would run. */
+/* bench_batch_decode.c — B sequences decoded together by decode_batch_run on one engine, each with its own stepper
+ * and proposer, for `specula bench --batch` and plot (e)'s measured points. Only the clock is added to the loop,
+ * so what is timed is exactly what `generate` would run. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,6 @@
-/* bench_cost.c — the costs of `specula bench` measured apart from its runs,
- * the inputs of its cost model (bench_model.c): one target pass (verify +
- * commit) per verified size, one step of the draft model and of the MTP
- * module, the Medusa heads' proposal of one round and the pass over the
- * tree it proposes. Medians of reps that the caller interleaves with the
- * runs, so that on a shared machine both see the same load; on either
- * backend. */
+/* bench_cost.c — the costs of `specula bench` measured apart from its runs: the inputs of its cost model
+ * (bench_model.c). Each figure is a median of reps that the caller interleaves with the runs, so that on a shared
+ * machine both see the same load. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,18 +1,6 @@
-/* bench_model.c — the cost model beside `specula bench`'s runs. From the
- * costs measured apart (bench_cost.c) and a row's α̂ it predicts the
- * speed-up over plain decoding,
- *     S = E / (t(m)/t(1) + P/t(1)),
- * m the nodes one round verifies (k + 1 for a chain, the tree's nodes for
- * Medusa and a draft tree), P the proposer's time per round (k steps of one
- * position; a draft tree's measured steps per round; the Medusa heads once;
- * nothing for prompt lookup), E = E(α̂, k) for a chain and the measured
- * tokens per pass for trees (a tree has no single α) and
- * for prompt lookup (whose rounds propose k drafts or none: t(m) is then
- * t(k + 1) and t(1) in the proportion of its rounds that had drafts). With t(m) = t(1) this is
- * spec_speedup (tools/analysis/spec_model.h); here t(m) is measured, since what a
- * verify of k + 1 positions costs beside a decode step is the question.
- * Where a run is more than 15 % off its prediction, the time each part of
- * the runs took (bench_split.c) says where. */
+/* bench_model.c — the cost model beside `specula bench`'s runs: from the costs measured apart (bench_cost.c) and
+ * a row's α̂ it predicts the speed-up over plain decoding. Where a run is more than 15 % off its prediction, the
+ * split of its time (bench_split.c) says where. */
 #include <math.h>
 #include <stdio.h>
 
@@ -25,6 +13,14 @@ static int size_at(const bench_costs *c, int m) {
     return -1;
 }
 
+/* S = E / (t(m)/t(1) + P/t(1)), where
+ *   m  the nodes one round verifies: k + 1 for a chain, the tree's nodes for Medusa and a draft tree;
+ *   P  the proposer's time per round: k steps of one position, a draft tree's measured steps per round, the
+ *      Medusa heads once, nothing for prompt lookup;
+ *   E  E(α̂, k) for a chain; the measured tokens per pass for trees (a tree has no single α) and for prompt
+ *      lookup, whose rounds propose k drafts or none, so its t(m) mixes t(k + 1) and t(1) as its rounds did.
+ * With t(m) = t(1) this is spec_speedup (tools/analysis/spec_model.h). Here t(m) is measured, because what a
+ * verify of k + 1 positions costs beside a decode step is the question. */
 int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out) {
     if (c->n_sizes < 1) return -1;
     const method_kind kind = row->spec.kind;

@@ -1,11 +1,6 @@
-/* bench_split.c — where a bench run's time goes: the target and the
- * proposer of a real run put behind wrappers that time each call the round
- * loop makes and pass it on unchanged, so the run computes what
- * method_generate computes and the table can set the passes, the proposer
- * and the rest (acceptance, sampling, allocations) beside the cost model.
- * Each pass is kept apart too: on a loaded machine a few passes that the
- * scheduler interrupts take far longer than the rest, and their median
- * says what a pass costs when it is not interrupted. */
+/* bench_split.c — where a bench run's time goes: the target and the proposer of a real run sit behind wrappers
+ * that time each call and pass it on unchanged, so the run computes what method_generate computes and the table
+ * can set the passes, the proposer and the rest beside the cost model. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,7 +23,9 @@ double bench_median(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
-/* The copy decode_run calls comes first, so a callback's t is the wrapper. */
+/* The copy decode_run calls comes first, so a callback's t is the wrapper. Each pass is kept apart: on a loaded
+ * machine a few passes that the scheduler interrupts take far longer than the rest, and the median says what a
+ * pass costs when it is not interrupted. */
 typedef struct {
     decode_target t;
     decode_target *inner;

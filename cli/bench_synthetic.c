@@ -1,14 +1,6 @@
-/* bench_synthetic.c — `specula bench --synthetic DIR`: the engine's passes
- * on random weights of the shapes DIR/config.json gives, made on the
- * device, so a model whose weights are not here (models/qwen3.8-27b) can be
- * timed: the decode step at each context (captured into a CUDA graph, as
- * the engine runs it, and launched op by op), verify passes of chains and of a
- * 64-node tree, the MTP module's step, against the device's copy bandwidth
- * measured in the same run; and what MTP-3 would give at the per-position
- * acceptance of the course's case, labelled as a prediction. The context
- * is synthetic too: the sequence's KV blocks are reserved and its position
- * set, so a pass attends to `ctx` cached positions (zeros) without a
- * prefill. Every figure is the median of --runs passes. */
+/* bench_synthetic.c — `specula bench --synthetic DIR`: the engine's passes on random weights of the shapes
+ * DIR/config.json gives, made on the device, so that a model whose weights are not here (models/qwen3.8-27b) can
+ * be timed. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,7 +119,9 @@ static double time_pass(engine *e, eseq *s, int ctx, int runs, pass_fn pass, con
 }
 
 /* A verify pass over a tree of n nodes (parent, depth), its root consumed at ctx, then the tree dropped: what a
- * round's pass costs when sampling happens where the logits are. */
+ * round's pass costs when sampling happens where the logits are. The context is synthetic: the sequence's KV
+ * blocks are reserved and its position set, so a pass attends to `ctx` cached positions (zeros) without a
+ * prefill. */
 typedef struct {
     const int *parent, *depth;
     int n;
@@ -209,6 +203,10 @@ static double pass_bytes(const engine *e, int ctx) {
     return e->weight_bytes_per_pass + 2.0 * e->La * c->num_kv_heads * c->head_dim * 2.0 * ctx;
 }
 
+/* Each figure is the median of --runs passes: the decode step at each context (as a CUDA graph, as the engine
+ * runs it, and op by op), verify passes of chains and of a 64-node tree, and the MTP module's step, beside the
+ * device's copy bandwidth measured in the same run. MTP-3's speed at the course's acceptance is labelled as a
+ * prediction. */
 int bench_synthetic(int argc, char **argv) {
     synth_args a;
     int rc = parse(argc, argv, &a);

@@ -1,12 +1,6 @@
-/* cmd_audit.c — `specula audit`: does an engine with speculation on still
- * sample from the target's distribution? Draws the three arms of
- * verify/audit.h from specula's own decoding, an external
- * adapter program (audit_exec.h) or sample files, computes each arm's law
- * test on the target checkpoint, and prints the table (audit_print.c) or
- * JSON. Progress on stderr. Exit status: 0 passed, 1 the engine failed the
- * audit, 2 bad input (the command line, the model or a file it names), 3
- * underpowered (the control was not rejected), 4 the audit could not run
- * (an adapter failed, or a write). */
+/* cmd_audit.c — `specula audit`: does an engine with speculation on still sample from the target's law? It draws
+ * the three arms of verify/audit.h from specula's own decoding, an adapter program (audit_exec.h) or sample files,
+ * tests each arm against the target checkpoint's law, and prints a table or JSON. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -27,8 +21,8 @@
 #include "tokenizer.h"
 #include "verify_dist.h"
 
-/* Beside the statuses of cli/commands.h (2: bad input), the audit's own:
- * 0 passed, 1 failed, 3 underpowered (audit_verdict), and 4: the run could
+/* Beside the statuses of cli/commands.h (2: bad input: the command line, the model or a file it names), the
+ * audit's own: 0 passed, 1 failed, 3 underpowered, the control not rejected (audit_verdict), and 4: the run could
  * not be done (an adapter or a write failed). */
 #define AUDIT_EXIT_ERROR 4
 

@@ -1,12 +1,6 @@
-/* cmd_bench.c — `specula bench MODEL`: decode speed on either backend, as a
- * table — median tokens/s over several runs, the weight bytes those tokens
- * read and the bandwidth that implies, for plain decoding and for each
- * speculative method the model supports, with ratios to plain decoding
- * measured in the same run and, beside them, the speed-up the cost model
- * predicts from pass costs measured apart (bench_cost.c, bench_model.c).
- * A benchmark, not a test: it asserts nothing. --json prints the same rows
- * as one JSON object, with the prefill and decode rates of each row apart
- * (what tools/peer/bench_peers.py reads). */
+/* cmd_bench.c — `specula bench MODEL`: decode speed as a table, median tokens/s of plain decoding and of each
+ * speculative method the model supports, with the bytes read and the bandwidth they imply, and beside the
+ * measured ratios the speed-up the cost model predicts. A benchmark, not a test: it asserts nothing. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,7 +338,8 @@ static void print_json_text(const char *t) {
     putchar('"');
 }
 
-/* The rows as one JSON object; rates that could not be measured are null. */
+/* The rows as one JSON object, with each row's prefill and decode rates apart (tools/peer/bench_peers.py reads
+ * them); rates that could not be measured are null. */
 static void print_json(const bench_args *a, const char *dir, const loaded_models *lm, const bench_costs *c,
                        const bench_row *rows, const int *ok, int n) {
     struct rusage ru;

@@ -1,9 +1,6 @@
-/* cmd_logits.c — `specula logits MODEL --tokens …`: run the forward over a
- * token sequence and print or dump the logits of every position (and of the
- * MTP module), so other implementations can be compared with it (tools/peer/
- * does exactly that with the reference, the default backend here). The model
- * is reached through the decoding layer's interfaces: a prefill of the
- * target, steps of the MTP module. */
+/* cmd_logits.c — `specula logits MODEL --tokens …`: the logits of every position of a token sequence (and of the
+ * MTP module), printed or dumped, so that other implementations can be compared with it (tools/peer/ does this
+ * with the reference, the default backend here). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,6 @@
-/* cmd_medusa_train.c — `specula medusa-train`: trains Medusa heads by
- * self-distillation against a frozen target (reference/medusa_train.h),
- * writes them with the base checkpoint's sha256, reloads the file through
- * the same loader `generate` uses, and prints every head's held-out
- * agreement with the target's greedy continuation. */
+/* cmd_medusa_train.c — `specula medusa-train`: trains Medusa heads by self-distillation against a frozen target
+ * (tools/analysis/medusa_train.h), writes them with the base checkpoint's sha256, reloads the file as `generate`
+ * would, and prints each head's held-out agreement with the target's greedy continuation. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

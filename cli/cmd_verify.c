@@ -1,8 +1,6 @@
-/* cmd_verify.c — `specula verify`: the statistical check that every
- * decoding method emits the target's distribution (reference/verify_cases.h),
- * on random micro models written into a scratch directory, with one table
- * row per case: the test, the TV upper bound and the negative control.
- * Progress goes to stderr; --json prints the rows as one JSON object. */
+/* cmd_verify.c — `specula verify`: the statistical check that every decoding method emits the target's law
+ * (verify/verify_cases.h), on random micro models written into a scratch directory. One table row per case: the
+ * test, the TV upper bound and the negative control; --json prints the rows as one JSON object. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -168,13 +166,15 @@ static int selected(const verify_case *c, const verify_args *a) {
 }
 
 /* Beam search is deterministic: it is checked against its rules on the
- * exact law (beam_law.h), not by a distribution test. */
-/* Beam search's check runs on the reference only. */
+ * exact law (beam_law.h), not by a distribution test, and on the reference
+ * only. */
 static int beam_selected(const verify_args *a) { return !a->engine && (!a->only || !strcmp(a->only, "beam")); }
 
 #define BEAM_PROMPTS 30
 #define BEAM_SETTINGS 8
 
+/* No setting may differ from the rules, and every planted slip (the negative controls) must differ in at least
+ * one setting, or the comparison could not see a wrong search. */
 static int beam_ok(const beam_law_report *r) {
     int ok = r->mismatches == 0;
     for (int s = 1; s < BEAM_SLIP_COUNT; s++) ok = ok && r->slip_mismatches[s] > 0;

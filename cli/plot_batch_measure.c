@@ -1,10 +1,5 @@
-/* plot_batch_measure.c — the measured points of plot (e): the speed-up of
- * greedy MTP decoding over plain greedy decoding with B sequences decoded
- * together on the CPU engine, each figure from bench_batch_measure (the
- * code of `specula bench --batch`), on the model `specula plot` measures.
- * Small budgets keep `make plots` quick: the figures are medians of a few
- * short runs, noisy on a loaded machine, which the data file says (date
- * and load average). */
+/* plot_batch_measure.c — plot (e)'s measured points: the speed-up of greedy MTP over plain greedy decoding with
+ * B sequences decoded together on the CPU engine, from the code of `specula bench --batch`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +7,8 @@
 
 #include "bench_batch.h"
 
+/* Small budgets keep `make plots` quick. The figures are then medians of a few short runs, noisy on a loaded
+ * machine, so the data file records the date and the load average. */
 #define PLOT_BATCH_TOKENS 96
 #define PLOT_BATCH_RUNS 5
 static const int sizes[] = {1, 2, 4, 8};
@@ -19,7 +16,7 @@ static const int ks[] = {1, 2, 3, 4};
 #define N_SIZES (int)(sizeof sizes / sizeof sizes[0])
 #define N_KS (int)(sizeof ks / sizeof ks[0])
 
-/* "2026-12-01 08:10 UTC, load average 2.31 (2 cores)". */
+/* "YYYY-MM-DD HH:MM UTC, load average L at the start". */
 static void stamp(char *buf, size_t size) {
     const time_t now = time(NULL);
     struct tm tm;

@@ -1,8 +1,6 @@
-/* runner.c — runs the Check suites of tests/unit, tests/stat and tests/gpu
- * (the list is generated from the sources into build/gen/suites.h) and ends
- * with Check's summary line and a plain "N passed, N failed, N skipped".
- *   runner [--group unit|stat|gpu] [--suite NAME] [--case NAME] [--counts FILE]
- * Check runs every test in a forked child: keep OpenMP out of this process. */
+/* runner.c — runs the Check suites of tests/unit, tests/stat and tests/gpu (listed in build/gen/suites.h), ending
+ * with Check's summary and "N passed, N failed, N skipped". Check forks every test: keep OpenMP out of this process.
+ *   runner [--group unit|stat|gpu] [--suite NAME] [--case NAME] [--counts FILE] */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

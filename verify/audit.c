@@ -1,7 +1,5 @@
-/* audit.c — the audit's two families of tests (audit.h): on against off,
- * and the negative control against off, each Holm-corrected on its own;
- * the verdict from both. Only samples and transform counts come in: no
- * model, no engine. */
+/* audit.c — the audit's two test families (audit.h): on against off, and the control against off, each
+ * Holm-corrected on its own. The verdict needs both. Only samples and PIT counts come in. */
 #include "audit.h"
 
 #include <math.h>

@@ -1,22 +1,6 @@
-/* audit.h — `specula audit`'s statistics: does an engine with speculation
- * on sample from the same law as with it off, and from the target's law?
- * The core sees only samples (n continuations of L token ids per arm), so
- * any engine that can write token ids can be audited; how the samples are
- * drawn is an adapter's job (audit_specula.h, tools/audit/). Three arms:
- *   on       speculation on, at the audit's temperature and cuts
- *   off      speculation off, same model, prompt, temperature and cuts
- *   control  the same engine at a deliberately different temperature: the
- *            negative control, which the same tests must reject at
- *            p < AUDIT_CONTROL_P, or the audit has too few draws to mean
- *            anything and says so.
- * The tests: per position t, the homogeneity of the token drawn at t in
- * `on` and `off` (a 2×V table, G-test, pooled), the homogeneity of whole
- * sequences (when enough of them repeat to have a degree of freedom), and,
- * when the law is computed (audit_law.h), a goodness of fit of each arm's
- * randomised probability integral transforms against the uniform law,
- * pooled over the positions and at each position.
- * Holm over the run's tests; a TV upper bound for each position.
- * docs/audit.md states what this can and cannot see. */
+/* audit.h — the statistics of `specula audit`: does an engine sample the same law with speculation on as off,
+ * and the target's law? It sees only samples (token ids), so any engine can be audited; adapters draw them
+ * (audit_specula.h, tools/audit/). docs/audit.md states what it can and cannot see. */
 #ifndef SPECULA_AUDIT_H
 #define SPECULA_AUDIT_H
 
@@ -85,11 +69,16 @@ typedef struct {
     audit_verdict verdict;
 } audit_report;
 
-/* The audit of on against off with the control, each arm n samples of L
- * tokens below V. pit_on, pit_off and pit_control, when not NULL (all or
- * none), are the arms' transforms against the target's law. The control's
- * draws choose the coarse cells of the TV bounds: independent of the arms
- * bounded, so the bounds keep their coverage (stats.h). */
+/* The audit of three arms, each n samples of L tokens below V:
+ *   on       speculation on, at the audit's temperature and cuts;
+ *   off      speculation off, same model, prompt, temperature and cuts;
+ *   control  the same engine at a deliberately different temperature. It is the negative control: the same
+ *            tests must reject it at p < AUDIT_CONTROL_P, or the draws are too few to mean anything.
+ * The tests, Holm-corrected over the run: per position, a G-test of on against off (a 2×V table, pooled); the
+ * same on whole sequences, when enough repeat to leave a degree of freedom; and, when pit_on, pit_off and
+ * pit_control are given (all or none; audit_law.h), the fit of each arm's randomised PIT to the uniform law,
+ * pooled and per position. Each position gets a TV upper bound whose coarse cells come from the control's
+ * draws: they are independent of the arms bounded, so the bounds keep their coverage (stats.h). */
 int audit_run(const audit_samples *on, const audit_samples *off, const audit_samples *control, int V,
               const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control, const audit_options *opt,
               audit_report *r, sp_error *err);

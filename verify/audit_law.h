@@ -1,17 +1,6 @@
-/* audit_law.h — where each arm's draws fall against the target's law,
- * computed by a specula target (the reference forward, or the engine) for
- * engines that run one of this project's checkpoints. For each sample and
- * position t the target gives p_t = the processed distribution (same
- * temperature and cuts as the arms) of the token after the prompt and the
- * sample's own first t tokens; the drawn token x_t becomes the randomised
- * probability integral transform
- *     u = P_t(tokens ranked above x_t) + U · p_t(x_t),   U ~ Uniform(0, 1),
- * tokens ranked by descending p_t (ties by id). If every x_t is drawn from
- * its p_t given the prefix, the u of all samples and positions are
- * independent and uniform on [0, 1) whatever the prefixes (each is uniform
- * given everything before it), so one goodness-of-fit test to the uniform
- * law checks the whole joint law of the sequences. Ranking by probability
- * makes a too cold arm pile up near 0 and a too hot one spread towards 1. */
+/* audit_law.h — where each arm's draws fall against the target's law, for engines that run one of this project's
+ * checkpoints. A specula target (the reference or the engine) computes the law; each drawn token becomes a
+ * randomised probability integral transform (PIT), which one goodness-of-fit test can check. */
 #ifndef SPECULA_AUDIT_LAW_H
 #define SPECULA_AUDIT_LAW_H
 
@@ -25,7 +14,9 @@
 typedef void (*audit_progress_fn)(void *user, int64_t done, int64_t total);
 
 /* Adds the transforms of s (continuations of prompt[n_prompt], n_prompt ≥ 1)
- * under t's processed distribution at sp. The uniforms U come from Philox
+ * under t's processed distribution at sp: at position t, p_t is the law of the
+ * token after the prompt and the sample's own first t tokens, with the arms'
+ * temperature and cuts. The uniforms U come from Philox
  * with `seed` (stream: the sample, counter: the position), so a run is
  * reproducible. banned[n_banned]: tokens the engine never draws (an engine
  * told to ignore EOS gives them a logit of −inf): removed from the logits
@@ -34,8 +25,12 @@ int audit_law_pit(decode_target *t, const int *prompt, int n_prompt, const sampl
                   int n_banned, const audit_samples *s, uint64_t seed, audit_progress_fn progress, void *user,
                   audit_pit *out, sp_error *err);
 
-/* The transform of token x under probs[V] with uniform U (the rule above):
- * in [0, 1), or −1 when probs[x] is 0. */
+/* The transform of token x under probs[V] with uniform U, in [0, 1), or −1 when probs[x] is 0:
+ *     u = P(tokens ranked above x) + U · p(x),   tokens ranked by descending p (ties by id).
+ * If every x_t is drawn from its p_t given the prefix, each u is uniform given everything before it, so the
+ * u of all samples and positions are independent and uniform: one goodness-of-fit test to the uniform law
+ * checks the whole joint law of the sequences. Ranking by probability makes a too cold arm pile up near 0
+ * and a too hot one spread towards 1. */
 double audit_pit_value(const float *probs, int V, int x, double U);
 
 #endif

@@ -1,8 +1,5 @@
-/* audit_specula.h — the audit's adapter for specula's own engines: n
- * continuations of L tokens from one method (any of method.h, on whatever
- * target and steppers `parts` holds: the reference or the CPU engine), the
- * sample i drawn with seed seed_base + i and EOS not stopping the run (an
- * EOS token is drawn and decoding goes on, as plain sampling would). */
+/* audit_specula.h — the audit's adapter for specula's own engines: it draws an arm with any method of method.h,
+ * on whatever target and steppers `parts` holds (the reference or the CPU engine). */
 #ifndef SPECULA_AUDIT_SPECULA_H
 #define SPECULA_AUDIT_SPECULA_H
 
@@ -12,6 +9,8 @@
 #include "audit_samples.h"
 #include "method.h"
 
+/* n continuations of out->L tokens; sample i is drawn with seed seed_base + i. EOS does not stop a sample: it
+ * is drawn and decoding goes on, as plain sampling would. */
 int audit_specula_draw(const method_spec *spec, const method_parts *parts, const int *prompt, int n_prompt,
                        uint64_t seed_base, int n, audit_progress_fn progress, void *user, audit_samples *out,
                        sp_error *err);

@@ -1,10 +1,6 @@
-/* beam_law.h — beam search's rules (beam.h) evaluated on an enumerated
- * sequence law (enumerate.h) instead of a model: a brute-force oracle with
- * no state, no KV blocks and no slots, so a comparison with beam_run tests
- * the search apart from the state handling, and ties every score to the
- * probability of its tokens. Planted slips of the rules serve as the
- * comparison's negative controls. Micro models: at most BEAM_LAW_MAX_B
- * beams, BEAM_LAW_MAX_NEW new tokens, 4 EOS ids. */
+/* beam_law.h — beam search's rules (beam.h) run on an enumerated sequence law (enumerate.h) instead of a model.
+ * This brute-force oracle has no state, KV blocks or slots, so comparing it with beam_run tests the search apart
+ * from the state handling, and ties every score to the probability of its tokens. */
 #ifndef SPECULA_BEAM_LAW_H
 #define SPECULA_BEAM_LAW_H
 
@@ -13,9 +9,11 @@
 #include "beam.h"
 #include "enumerate.h"
 
+/* Sized for micro models: at most BEAM_LAW_MAX_B beams, BEAM_LAW_MAX_NEW new tokens, 4 EOS ids. */
 #define BEAM_LAW_MAX_B 8
 #define BEAM_LAW_MAX_NEW 4
 
+/* Planted slips of the rules: the comparison's negative controls, each of which it must catch. */
 typedef enum {
     BEAM_SLIP_NONE = 0,
     BEAM_SLIP_PENALTY_WITHOUT_EOS, /* the EOS token not counted in the length the penalty divides by */

@@ -1,10 +1,6 @@
-/* enumerate.h — the exact probability of every token sequence of length L
- * that a model can emit after a prompt under the processed sampling
- * distribution: the truth the distribution tests compare samplers against.
- * Micro models only (V^L ≤ ENUM_MAX_CELLS). The walk never stops at EOS:
- * samplers compared with it run with decode_options.stop_at_eos = 0, or
- * stop, pad their window with EOS, and are compared with the table after
- * enumerate_stop_at_eos. */
+/* enumerate.h — the exact probability of every token sequence of length L that a model can emit after a prompt,
+ * under the processed sampling distribution: the truth the distribution tests compare samplers against. Micro
+ * models only (V^L ≤ ENUM_MAX_CELLS). */
 #ifndef SPECULA_ENUMERATE_H
 #define SPECULA_ENUMERATE_H
 
@@ -40,7 +36,10 @@ typedef struct {
  * (n_prompt ≥ 1): all but the last token are fed first; the last one is the
  * first token the walk feeds, as decode_run does. Fails with a message when
  * V^L exceeds ENUM_MAX_CELLS, L is outside [1, ENUM_MAX_LENGTH], a prompt
- * token is outside the vocabulary or the sampling parameters are invalid. */
+ * token is outside the vocabulary or the sampling parameters are invalid.
+ * The walk never stops at EOS: samplers compared with it run with
+ * decode_options.stop_at_eos = 0, or stop, pad their window with EOS, and are
+ * compared with the table after enumerate_stop_at_eos. */
 int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, const sampler_params *sp, int L,
                     sp_error *err);
 void enumerate_free(enum_table *t);

@@ -1,9 +1,6 @@
-/* planted.h — deliberate bugs for the negative controls of the
- * distribution tests: a test that passes the real sampler must reject these
- * at the same sample size, or it proves nothing. Each is a real code path —
- * a copy of the exact rule with one mistake, or a proposer wrapper — and
- * none is reachable from the decoding methods themselves. Shared by
- * tests/stat and `specula verify`. */
+/* planted.h — deliberate bugs, the negative controls of the distribution tests: a test that passes the real
+ * sampler must reject them at the same sample size, or it proves nothing. Each is a copy of the exact rule with
+ * one mistake, or a wrapper; none is reachable from the decoding methods. */
 #ifndef SPECULA_PLANTED_H
 #define SPECULA_PLANTED_H
 

@@ -1,9 +1,6 @@
-/* planted_engine.h — deliberate bugs in the engine's commit (and one in its
- * acceptance where the logits are), for the
- * negative controls of the engine's distribution checks: a target over the
- * engine whose commit is a copy of the real one with one mistake. Each is
- * the kind of bookkeeping slip a tree-verifying engine can make, and none
- * is reachable from the engine itself. */
+/* planted_engine.h — deliberate bugs in the engine's commit (and one in its acceptance where the logits are):
+ * the negative controls of the engine's distribution checks. Each is a bookkeeping slip a tree-verifying engine
+ * could make, planted in a copy of the real code; none is reachable from the engine itself. */
 #ifndef SPECULA_PLANTED_ENGINE_H
 #define SPECULA_PLANTED_ENGINE_H
 

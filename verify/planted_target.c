@@ -1,8 +1,5 @@
-/* planted_target.c — PLANT_COMMIT_PARENT_AFTER_TWO (planted.h): any
- * target (the reference's or the engine's) whose commit, after a round that
- * accepted two nodes or more, commits the last node's parent. Everything
- * else is the inner target's; verify also remembers each job's tree so the
- * commit can find the parent. */
+/* planted_target.c — PLANT_COMMIT_PARENT_AFTER_TWO (planted.h) around any target: after a round that accepted
+ * two nodes or more, the commit takes the last node's parent. Everything else is the inner target's. */
 #include "planted.h"
 
 #include <stdlib.h>
@@ -26,6 +23,7 @@ static void p_memory(const decode_target *t, const int *seqs, int n, target_memo
     inner(t)->memory(inner(t), seqs, n, out);
 }
 
+/* Remembers the job's tree, so the commit can find the parent. */
 static int p_verify(decode_target *t, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
     if (n_jobs != 1) return sp_fail(err, "planted target: one job per pass, got %d", n_jobs);
     ((planted *)t->impl)->tree = jobs[0].tree;

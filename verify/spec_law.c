@@ -1,13 +1,6 @@
-/* spec_law.c — the exact law of chain speculative decoding (spec_law.h), by
- * following every branch of the process with its probability:
- *   a node at depth d < K of a round draws x from the draft row with
- *   probability d(x), accepts it with probability a(x) (min(1, p/q) for the
- *   exact rule) and goes on; with the remaining mass it rejects and emits a
- *   correction from the residual, which ends the round;
- *   the node at depth K emits a bonus token from p and ends the round.
- * Each planted bug of planted.h changes a(x), the residual or the bonus row
- * exactly as planted_accept does. With an EOS stop, a branch ends at the
- * EOS it emits: the rest of the window is EOS, whatever the round held. */
+/* spec_law.c — the exact law of chain speculative decoding (spec_law.h), found by following every branch of the
+ * process with its probability. Each planted bug changes the acceptance, the residual or the bonus row exactly
+ * as planted_accept does. */
 #include "spec_law.h"
 
 #include <stdlib.h>
@@ -74,7 +67,13 @@ static void residual(planted_bug bug, const float *p, const float *q, double *ro
 }
 
 /* A node at depth `depth` of a round that proposes K drafts, reached after
- * emitting tokens[0..len) with probability mass. */
+ * emitting tokens[0..len) with probability mass. A node at depth d < K draws
+ * x from the draft row with probability d(x), accepts it with probability
+ * a(x) (min(1, p/q) for the exact rule) and goes on; with the remaining mass
+ * it rejects and emits a correction from the residual, which ends the round.
+ * The node at depth K emits a bonus token from p and ends the round. With an
+ * EOS stop, a branch ends at the EOS it emits: the rest of the window is EOS,
+ * whatever the round held. */
 static void law_node(law *w, int len, int depth, int K, double mass) {
     const spec_law_spec *s = w->s;
     const int V = s->V;

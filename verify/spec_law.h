@@ -1,14 +1,7 @@
-/* spec_law.h — the exact law of the first L tokens that chain speculative
- * decoding emits, computed (not sampled) from the conditional distributions
- * of the target and the proposer, for the exact rule or any planted bug of
- * planted.h. With the exact rule the result is the target's own law, which
- * proves exactness on that instance; with a planted bug it is the law the
- * negative control samples from, which sizes the test that must reject it.
- * Assumes what decode_run does: rounds of min(k, budget − 1) drafts (k may
- * depend on the prefix, as prompt lookup's does), a stop at EOS when one is
- * given (the run ends with it; the law pads the rest of the window with
- * EOS, as the samplers do), and proposer rows that depend only on the
- * emitted prefix and the draft's depth in its round. */
+/* spec_law.h — the exact law of the first L tokens that chain speculative decoding emits, computed (not sampled)
+ * from the target's and the proposer's conditional rows, under the exact rule or a planted bug (planted.h). With
+ * the exact rule it is the target's own law, which proves exactness on that instance; with a bug it is the law
+ * the negative control samples, which sizes the test that must reject it. */
 #ifndef SPECULA_SPEC_LAW_H
 #define SPECULA_SPEC_LAW_H
 
@@ -23,6 +16,9 @@ typedef void (*law_target_fn)(void *user, const int *tokens, int len, float *out
 /* The drafts a round proposes after the emitted prefix tokens[0..len), before the budget cuts it. */
 typedef int (*law_depth_fn)(void *user, const int *tokens, int len);
 
+/* The process, as decode_run runs it: rounds of min(k, budget − 1) drafts (k may depend on the prefix, as prompt
+ * lookup's does), and a stop at EOS when one is given (the law pads the rest of the window with EOS, as the
+ * samplers do). The proposer's rows may depend only on the emitted prefix and the draft's depth in its round. */
 typedef struct {
     int V, L;             /* the law is over V^L sequences (enumerate.h numbering) */
     int k;                /* drafts per round */

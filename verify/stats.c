@@ -1,8 +1,5 @@
-/* stats.c — goodness of fit, two-sample homogeneity, Holm/Bonferroni and
- * the total-variation upper confidence bound of stats.h. Plain C; p-values
- * from GSL's chi-square survival function. Assumes i.i.d. draws; counts are
- * exact integers, probabilities doubles. Power and sample sizes live in
- * stats_power.c. */
+/* stats.c — the tests, corrections and total-variation bound of stats.h, with p-values from GSL's chi-square
+ * survival function. Every test assumes i.i.d. draws. Power and sample sizes are in stats_power.c. */
 #include "stats.h"
 
 #include <gsl/gsl_cdf.h>

@@ -1,9 +1,6 @@
-/* stats.h — the hypothesis tests behind specula's distribution checks:
- * goodness of fit against known probabilities, two-sample homogeneity,
- * multiple-test corrections, a total-variation upper confidence bound, and
- * the sample sizes that give a test a stated power. Plain C on GSL's
- * distribution functions; shared by the reference and the engine's tests.
- * docs/verification.md explains the methods; stats.c states every rule. */
+/* stats.h — the hypothesis tests behind specula's distribution checks: goodness of fit, two-sample homogeneity,
+ * multiple-test corrections, a total-variation upper confidence bound, and the sample sizes that give a test a
+ * stated power. docs/verification.md explains the methods. */
 #ifndef SPECULA_STATS_H
 #define SPECULA_STATS_H
 

@@ -1,9 +1,7 @@
-/* stats_power.c — the noncentral chi-square law, the power of a chi-square
- * test, and the sample sizes that reach a stated power (stats.h). Uses the
- * large-sample approximation: under an alternative with effect size w, X²
- * and G are noncentral chi-square with noncentrality λ = n·w² (Cohen 1988,
- * ch. 7). GSL has no noncentral chi-square, so it is built here from GSL's
- * central one. */
+/* stats_power.c — the noncentral chi-square law, the power of a chi-square test, and the sample sizes that reach
+ * a stated power (stats.h). Under an alternative of effect size w, X² and G are taken as noncentral chi-square
+ * with λ = n·w² (the large-sample approximation; Cohen 1988, ch. 7). GSL has none, so it is built from GSL's
+ * central law. */
 #include <gsl/gsl_cdf.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,11 +1,6 @@
-/* tree_law.c — tree_accept_law (tree_law.h). Each node with children runs
- * planted_accept_rule's multi-round rejection over them in order: child j
- * is reached when the j before it were rejected and accepted with
- * min(1, r(x)/q(x)) (inverted: min(1, q(x)/r(x))); after a rejection r
- * becomes the residual and, drawn without replacement, q loses x. A node
- * without children emits the bonus; a node whose children all missed, the
- * correction. Each planted bug changes these steps exactly as it does in
- * planted.c. In double: the planted code's float rounding is not followed. */
+/* tree_law.c — tree_accept_law (tree_law.h): planted_accept_rule's walk with the probability of each branch.
+ * Each planted bug changes the steps as it does in planted.c. It computes in double, so the planted code's
+ * float rounding is not followed. */
 #include "tree_law.h"
 
 #include <stdlib.h>
@@ -101,6 +96,10 @@ static void correction(walk *w, int n, double *r, double *q, double mass) {
     }
 }
 
+/* Node u runs the multi-round rejection over its children in order: child j is reached when the j before it
+ * were rejected, and accepted with min(1, r(x)/q(x)) (inverted: min(1, q(x)/r(x))). After a rejection r becomes
+ * the residual and, for children drawn without replacement, q loses x. A node without children emits the bonus;
+ * a node whose children all missed, the correction. */
 static void node(walk *w, int u, int n, double mass) {
     const token_tree *t = w->t;
     const int V = t->V;

@@ -1,7 +1,5 @@
-/* verify_cases.c — the micro worlds of verify_cases.h, the samplers that
- * run each case of the catalogue (verify_catalogue.c) through the method
- * factory and decode_run, the laws and the plans. Each draw is one
- * complete, independent generation: a fresh proposer, the world's prompt,
+/* verify_cases.c — the micro worlds of verify_cases.h, and for each case of the catalogue (verify_catalogue.c) its
+ * sampler, law and plan. Each draw is one complete, independent generation: a fresh proposer, the world's prompt,
  * its own seed. */
 #include "verify_cases.h"
 
@@ -133,8 +131,8 @@ planted_engine_bug verify_case_engine_control(const verify_case *c) {
     if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == METHOD_RULE_TYPICAL)
         return PLANT_ENGINE_NONE;
     const method_kind k = c->spec.kind;
-    if (k == METHOD_MEDUSA) /* on the small world's tree of three siblings a stray sibling's KV moved the law too
-                             * little (p = 0.23 and 0.004 at 5 500 draws, 2026-12-01) */
+    if (k == METHOD_MEDUSA) /* on the small world's tree of three siblings a stray sibling's KV moves the law too
+                             * little to be caught (docs/verification.md) */
         return c->world == VERIFY_MAIN ? PLANT_ENGINE_SIBLING_KV : PLANT_ENGINE_NONE;
     return k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT : PLANT_ENGINE_NONE;
 }

@@ -1,12 +1,7 @@
-/* verify_cases.h — the catalogue of distribution checks that `specula
- * verify` runs and tests/stat runs at test size: for each decoding method
- * and setting, a sampler over the decode loop, the law it must follow, and a
- * planted bug (planted.h) the same check must reject. Each case names its
- * method with the flags of `specula generate`, parsed and built by the one
- * method factory (method.h). The models come from the caller (a
- * verify_world), so tests can use their fixtures and the CLI its own scratch
- * models. Micro models only: the law is enumerated over V^L sequences
- * (enumerate.h). */
+/* verify_cases.h — the catalogue of distribution checks that `specula verify` runs, and tests/stat at test size:
+ * for each method and setting, a sampler over the decode loop, the law it must follow, and a planted bug
+ * (planted.h) the same check must reject. The caller brings the models (a verify_world). Micro models only:
+ * the law is enumerated over V^L sequences (enumerate.h). */
 #ifndef SPECULA_VERIFY_CASES_H
 #define SPECULA_VERIFY_CASES_H
 
@@ -22,15 +17,12 @@
 #include "target.h"
 #include "verify_dist.h"
 
-/* The micro worlds the cases run on: the "micro" target (with its MTP
- * module) and the "micro-draft" draft, with no EOS token (but in the EOS
- * world below), the target's width halved so a draw costs ~0.1–0.4 ms. The main world has vocabulary 8.
- * The long-window world has vocabulary 3, so that a window of L = k + 2
- * tokens (the k drafts, the bonus after them and the first token of the
- * next round; up to L = 6 for k = 4) reaches at most 3^6 = 729 sequences,
- * where vocabulary 8 would reach 262 144: the law stays enumerable and the
- * planned sizes stay in the tens of thousands. Both are written by the same
- * generator (randmodel's presets) with these adjustments. */
+/* The micro worlds the cases run on: the "micro" target (with its MTP module) and the "micro-draft" draft, from
+ * randmodel's presets with the adjustments below. The target's width is halved to make draws cheap (the cost is
+ * in docs/verification.md). Only the EOS world has an EOS token. The main world has vocabulary 8. The long-window
+ * world has vocabulary 3: a window of L = k + 2 tokens (the k drafts, the bonus and the first token of the next
+ * round; up to L = 6 for k = 4) then has at most 3^6 = 729 sequences, not 262 144, so the law stays enumerable
+ * and the planned sizes stay in the tens of thousands. */
 #define VERIFY_WORLD_V 8
 #define VERIFY_SMALL_V 3
 /* The EOS world: the small world's models (the same weights) with token
@@ -143,14 +135,12 @@ void verify_case_prompt(const verify_case *c, const verify_world *w, const int *
  * catalogue that does not parse aborts with the message: it is a constant). */
 const verify_case *verify_cases(void);
 int verify_case_count(void);
-/* The engine-side bug of case c's negative control on the engine: one that
- * a window of c->L tokens can see (a wrong DeltaNet slot after a partial
- * acceptance for chains and draft trees, a sibling's KV for the main
- * world's Medusa tree (on a draft tree of a few siblings, and on the small
- * world's Medusa tree of three, it moved the law too little to be caught at
- * the plan's size); it shows from the second round on, so only in windows
- * of 3 tokens or more), or PLANT_ENGINE_NONE (typical acceptance, two-sample
- * rows, short windows): the acceptance-side control stays. */
+/* The engine-side bug of case c's negative control on the engine, one a window of c->L tokens can see: a wrong
+ * DeltaNet slot after a partial acceptance for chains and draft trees, a sibling's KV for the main world's Medusa
+ * tree. The sibling bug moves the law too little to be caught at the plan's size on a draft tree of a few
+ * siblings, or on the small world's Medusa tree of three. Both show from the second round on, so only in windows
+ * of 3 tokens or more. PLANT_ENGINE_NONE (typical acceptance, two-sample rows, short windows): the
+ * acceptance-side control stays. */
 planted_engine_bug verify_case_engine_control(const verify_case *c);
 /* "what the control plants", e.g. "drafts drawn at T=2, q at T=1"; on_engine:
  * the control of the engine's run. */

@@ -1,7 +1,5 @@
-/* verify_catalogue.c — the catalogue of verify_cases.h: every row of
- * `specula verify` and tests/stat, written in the flags of `specula
- * generate` and parsed once by the method factory's parser. The worlds,
- * samplers, laws and plans that run the rows are verify_cases.c's. */
+/* verify_catalogue.c — the rows of `specula verify` and tests/stat (verify_cases.h), each written in the flags of
+ * `specula generate` and parsed once by the method factory. verify_cases.c runs them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +152,7 @@ static verify_case catalogue[] = {
          PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
     /* MTP trees: the module's children at every depth from its chained state, without replacement or
      * i.i.d.; the controls draw them at half the temperature of the q the rule divides by (verifying the
-     * draws without replacement as i.i.d. was caught only at p = 4e-6 at 5 000 draws here) */
+     * draws without replacement as i.i.d. is caught too weakly here: docs/verification.md) */
     CASE("mtp tree 4,1 without replacement T=0.5", 0, "mtp-tree",
          "--method mtp --tree-shape 4,1 --temperature 0.5 --rule exact-norepl", VC_EXACT, 2, 4, PLANT_NONE, 0.25f, 0,
          0),

@@ -1,11 +1,6 @@
-/* verify_dist.h — does a sampler emit sequences with the right law? A
- * "sampler" is any callback that turns a seed into L tokens: the reference
- * decode loop with some method, or later the optimized or CUDA engine. Two
- * questions, each answered with a hypothesis test and a total-variation
- * upper confidence bound (reference/stats.h):
- *   verify_against_exact       n draws against exact probabilities (enumerate.h)
- *   verify_same_distribution   n draws from A against n draws from B
- * Assumes the draws of one sampler are i.i.d. given distinct seeds. */
+/* verify_dist.h — does a sampler emit sequences with the right law? A sampler is any callback that turns a seed
+ * into L tokens. Each check is a hypothesis test with a total-variation upper confidence bound (stats.h), and
+ * assumes one sampler's draws are i.i.d. given distinct seeds. */
 #ifndef SPECULA_VERIFY_DIST_H
 #define SPECULA_VERIFY_DIST_H
 

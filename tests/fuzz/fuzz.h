@@ -1,8 +1,5 @@
-/* fuzz.h — what the fuzz targets (tests/fuzz/fuzz_*.c) share: the libFuzzer
- * entry point each defines, a NUL-terminated copy of an input for the parsers
- * that take C strings, and a check that aborts (a crash to the fuzzer) when an
- * invariant of a successful parse fails. Linked by libFuzzer (make fuzz) or by
- * replay.c, which feeds files (make test). */
+/* fuzz.h — what the fuzz targets (tests/fuzz/fuzz_*.c) share. Each is linked by libFuzzer (make fuzz) or by
+ * replay.c, which feeds it files (make test). */
 #ifndef SPECULA_FUZZ_H
 #define SPECULA_FUZZ_H
 
@@ -23,6 +20,7 @@ static inline char *fuzz_text(const uint8_t *data, size_t size) {
     return s;
 }
 
+/* Aborts, a crash to the fuzzer, when an invariant of a successful parse fails. */
 #define FUZZ_CHECK(cond)                                                                                               \
     do {                                                                                                               \
         if (!(cond)) {                                                                                                 \

@@ -1,15 +1,14 @@
-/* fuzz_cli.c — the command line (cli/generate_args.c, method_cli.c,
- * reference/methods/method_flags.c, base/parse.c), without running a
- * model: the input, split at newlines, is the argv of `specula generate`,
- * which is parsed and checked; the same words are parsed again as a
- * catalogue entry (method_spec_parse) and --tokens as a list of ids. Every
- * answer is a run, --help or exit status 2 with a message; none crashes. */
+/* fuzz_cli.c — the command line of `specula generate` (cli/generate_args.c, method_cli.c, method_flags.c,
+ * parse.c), without running a model. Every answer must be a run, --help or exit status 2 with a message; none
+ * may crash. */
 #include "fuzz.h"
 #include "generate_args.h"
 #include "parse.h"
 
 enum { MAX_ARGS = 64 };
 
+/* The input, split at newlines, is the argv; the same words are parsed again as a catalogue entry
+ * (method_spec_parse), and --tokens as a list of ids. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *text = fuzz_text(data, size), *argv[MAX_ARGS + 1], *save = NULL;
     int argc = 0;

@@ -1,12 +1,9 @@
-/* fuzz_medusa_heads.c — a Medusa heads file (reference/methods/medusa_heads.c)
- * read from memory for a base of D = V = 8 (the nano checkpoint of
- * tests/fuzz/make-seeds.sh), the base's digest not checked: any bytes are
- * refused with a message or give heads whose forward runs. (Not that it is
- * finite: finite weights near the float range overflow, as they would in
- * the target's own layers; the loader refuses only non-finite stored values.) */
+/* fuzz_medusa_heads.c — a Medusa heads file (reference/methods/medusa_heads.c) read from memory: any bytes are
+ * refused with a message or give heads whose forward runs. */
 #include "fuzz.h"
 #include "medusa.h"
 
+/* The base is the nano checkpoint of tests/fuzz/make-seeds.sh; its digest is not checked. */
 enum { D = 8, V = 8 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -19,6 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (medusa_load_set(&h, &st, "fuzz heads", &base, 1, &err) == 0) {
         float hidden[D], logits[V], scratch[2 * D];
         for (int i = 0; i < D; i++) hidden[i] = (float)(i - D / 2) / D;
+        /* the logits need not be finite: finite weights near the float range overflow, as they would in the
+         * target's own layers; the loader refuses only non-finite stored values */
         for (int i = 0; i < h.n_heads; i++) medusa_head_forward(&h, i, hidden, logits, scratch);
         FUZZ_CHECK(medusa_bytes_per_step(&h, 2) > 0);
         medusa_free(&h);

@@ -1,12 +1,11 @@
-/* fuzz_safetensors.c — a safetensors file (reference/base/safetensors.c)
- * read from memory, then checked as a checkpoint (checkpoint.c, layout.c)
- * against a fixed nano config: any bytes are either refused with a message
- * or give tensors that lie inside the input and can be read and checked for
- * finite values. The config is the one of tests/fuzz/make-seeds.sh's nano
- * checkpoint, so its seeds pass every check and mutations start deep. */
+/* fuzz_safetensors.c — a safetensors file (reference/base/safetensors.c) read from memory and checked as a
+ * checkpoint (checkpoint.c, layout.c): any bytes are refused with a message, or give tensors that lie inside the
+ * input and can be read and checked for finite values. */
 #include "checkpoint.h"
 #include "fuzz.h"
 
+/* The config of tests/fuzz/make-seeds.sh's nano checkpoint, so its seeds pass every check and mutations start
+ * deep. */
 static const char nano_config[] =
     "{\n"
     "  \"architectures\": [\"Qwen3_5ForConditionalGeneration\"],\n"

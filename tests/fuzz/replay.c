@@ -1,8 +1,6 @@
-/* replay.c — a fuzz target without libFuzzer: feeds each file named on the
- * command line (a folder: every file in it) to LLVMFuzzerTestOneInput once,
- * so `make test` replays the seed corpora and past crashes with the normal
- * compiler and its sanitizers. Exits 1 when a file cannot be read; a crash
- * of the target is the process's own. */
+/* replay.c — a fuzz target without libFuzzer: feeds each file named on the command line (a folder: every file in
+ * it) to LLVMFuzzerTestOneInput once, so `make test` replays the seed corpora and past crashes under the
+ * sanitizers. Exits 1 when a file cannot be read. */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -1,40 +1,5 @@
-/* test_accept_coupling.c — the CUDA engine's acceptance where the logits
- * are (verify_accept: kn_probs and kn_accept_chain or kn_accept_tree on the
- * device, one wait per round) held to the host's (verify, then accept_exact on the downloaded
- * distributions) and to the CPU engine, on the kernels' CPU emulator, by
- * coupling.
- *
- * Why a coupling bound is a distribution test. Every random number of a run
- * is a pure function of its Philox site (seed, purpose, round, position,
- * slot: sampler.h, accept.h), and the device path draws at the same sites as
- * the host path. Run both with the same seed and the pair (A, B) of their
- * token sequences is one draw of a coupling of the two output laws; for any
- * coupling, TV(law of A, law of B) ≤ P(A ≠ B). Over n seeds the number of
- * runs whose tokens differ is binomial with that probability, so its
- * Clopper–Pearson upper bound at 95 % bounds the total-variation distance
- * between the whole output sequences' laws — with no assumption on what the
- * laws are, and far tighter than comparing histograms at the same n: a
- * correct device path gives no mismatch at all, since its distributions are
- * the host path's floats and its arithmetic the rule's.
- *
- * The same seeds through the CPU engine close the chain to the exact law:
- * the CPU engine is held to it (tests/stat/test_engine_dist.c), and
- * TV(CUDA, exact) ≤ TV(CUDA, CPU) + TV(CPU, exact). There the two passes'
- * logits differ by numerics (bf16 KV cache, other sums: test_engine_cuda.c's
- * 4e-3), so a draw whose outcome sits within that of a tie can go either
- * way; the bound is looser and says so.
- *
- * The negative control: the engine's acceptance at the next round's sites
- * (planted_engine.h, engine-accept-round) — the draws the host path does not
- * make. Its mismatches, on the draft-model seeds (fewer runs than the real
- * path's), must put its bound above the one the real path is held to: the
- * test sees a device path that does not replay the host's draws. (A slip
- * that changes the law, not only the draws, is a mismatch on every seed
- * where it shows, so it is caught as well.)
- *
- * Cost: the emulator runs a pass of micro-tied in about 0.1 s (fibers for
- * CUDA threads), so the runs are short — 6 tokens (4 for MTP, a pass per
- * token) after a 2-token prompt — and few: about a minute of CPU in all. */
+/* test_accept_coupling.c — the CUDA engine's acceptance where the logits are (verify_accept, on the kernels' CPU
+ * emulator) held to the host's acceptance and to the CPU engine by coupling: the same seeds through both. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +58,28 @@ typedef struct {
     int control_runs, control; /* the same for the control */
 } mismatches;
 
+/* Why a coupling bound is a distribution test: every random number of a run is a pure function of its Philox site
+ * (seed, purpose, round, position, slot: sampler.h, accept.h), and the device path draws at the same sites as the
+ * host path (verify, then accept_exact on the downloaded distributions). Run both with the same seed and the pair
+ * (A, B) of their token sequences is one draw of a coupling of the two output laws; for any coupling,
+ * TV(law of A, law of B) ≤ P(A ≠ B). Over n seeds the number of runs that differ is binomial with that
+ * probability, so its Clopper–Pearson upper bound at 95 % bounds the TV distance between the laws of the whole
+ * output sequences. It assumes nothing about the laws, and is far tighter than comparing histograms at the same
+ * n: a correct device path gives no mismatch at all, since its distributions are the host path's floats and its
+ * arithmetic the rule's.
+ *
+ * The same seeds through the CPU engine close the chain to the exact law: the CPU engine is held to it
+ * (tests/stat/test_engine_dist.c), and TV(CUDA, exact) ≤ TV(CUDA, CPU) + TV(CPU, exact). The two engines' logits
+ * differ by numerics (bf16 KV cache, other sums: test_engine_cuda.c's 4e-3), so a draw within that of a tie can
+ * go either way; BOUND_CPU is looser for that reason.
+ *
+ * Negative control: the engine's acceptance at the next round's sites (planted_engine.h, engine-accept-round),
+ * draws the host path does not make. Its mismatches, on the draft-model seeds (fewer runs than the real path's),
+ * must put its bound above BOUND_HOST: the test sees a device path that does not replay the host's draws. A slip
+ * that changes the law, not only the draws, is a mismatch on every seed where it shows, so it is caught as well.
+ *
+ * The emulator is slow, so the runs are short (6 tokens, 4 for MTP, after a 2-token prompt) and few; its speed is
+ * in docs/verification.md. */
 START_TEST(test_device_acceptance_couples_with_the_host) {
     fixture_model tf;
     fixture_model_open(&tf, "micro-tied", 91, NULL);

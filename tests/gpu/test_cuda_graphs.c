@@ -1,12 +1,6 @@
-/* test_cuda_graphs.c — the CUDA backend's passes as CUDA graphs
- * (optimized/cuda/graph_cache.h), on the kernels' CPU emulator, whose
- * runtime records a capture and replays it as a GPU would: the same
- * script of passes — a prefill, decode steps and verify passes of several
- * sizes, chains and trees, the context growing between them — gives
- * bit-identical logits with graphs and without, through graphs that were
- * updated (not only instantiated); a graph never updated after its first
- * capture (CUDA_GRAPHS_STALE, the planted bug) must give other logits; and
- * every method's greedy canary with graphs is the oracle's without. */
+/* test_cuda_graphs.c — the CUDA backend's passes as CUDA graphs (optimized/cuda/graph_cache.h) give the same
+ * logits as without them. Runs on the kernels' CPU emulator, whose runtime records a capture and replays it as a
+ * GPU would. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +97,10 @@ static float *run_script(const char *dir, int mode, cuda_graph_stats *stats, int
     return failed ? NULL : logits;
 }
 
+/* The script (a prefill, decode steps and verify passes of several sizes, chains and trees, the context growing
+ * between them) gives bit-identical logits with graphs and without, through graphs that were updated, not only
+ * instantiated. Negative control: graphs never updated after their first capture (CUDA_GRAPHS_STALE) must give
+ * other logits. */
 START_TEST(test_graphs_give_the_same_logits) {
     char dir[512];
     write_checkpoint(dir, sizeof dir, "micro-tied", 1, 91, DTYPE_BF16);

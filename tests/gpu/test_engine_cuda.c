@@ -1,13 +1,6 @@
-/* test_engine_cuda.c — the engine's CUDA backend (optimized/cuda/) on the
- * kernels' CPU emulator: the host path a GPU runs — weights uploaded, the
- * pass as kernel launches, bf16 KV cache pages, DeltaNet states through the
- * kernels' scratch into the engine's slots — against the reference's
- * logits, hidden states and MTP logits, with a control it must tell apart;
- * every method through it against its own greedy oracle; and the shapes
- * the kernels cannot take refused with a message. The emulator runs every
- * CUDA thread as a fiber (about 0.2 s a pass on micro-tied), so the models
- * and runs here are small, and the suite sits with the GPU suites, outside
- * the sanitizer run, which would triple that. */
+/* test_engine_cuda.c — the engine's CUDA backend (optimized/cuda/) on the kernels' CPU emulator: its outputs
+ * against the reference's, every method against its greedy oracle, and the shapes the kernels cannot take
+ * refused with a message. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -29,13 +22,9 @@ static engine_options cuda_options(void) {
  * reference (widened exactly) and keeps its activations in float32 (kn_matvec's
  * default versions, v4 and b3, do not round them), but holds the KV cache in
  * bf16 (each key and value rounded by up to 2⁻⁹ of itself) and adds in the
- * kernels' orders. Measured on the emulator (2026-11-30): micro-tied's
- * logits off by 4.1e-3 of the largest value, hidden states 4.4e-3, MTP
- * logits 1.3e-3; the embedded model's 1.7e-3, 2.8e-3, 0.9e-3. The control
- * below — micro-tied's weights in float32 on the reference's side, rounded
- * to bf16 by the engine — is off by 2.7e-2 (logits) and 3.6e-2 (hidden
- * states). 1e-2 sits between them: 2.3× above the worst case, 2.7× below
- * the control. */
+ * kernels' orders. 1e-2 (relative to the largest value) sits between the gaps
+ * measured on the emulator and the control's below: 2.3× above the worst
+ * case, 2.7× below the control (the figures are in docs/verification.md). */
 #define TOL_CUDA 1e-2
 
 static prefill_gap cuda_gap(const ref_outputs *r, const char *dir) {
@@ -43,6 +32,9 @@ static prefill_gap cuda_gap(const ref_outputs *r, const char *dir) {
     return measure_engine(r, dir, &o);
 }
 
+/* The host path a GPU runs (weights uploaded, the pass as kernel launches, bf16 KV cache pages, DeltaNet states
+ * through the kernels' scratch into the engine's slots) against the reference's logits, hidden states and MTP
+ * logits. */
 START_TEST(test_prefill_matches_reference) {
     char dir[512];
     write_checkpoint(dir, sizeof dir, "micro-tied", 1, 81, DTYPE_BF16);
@@ -222,6 +214,8 @@ START_TEST(test_shapes_the_kernels_cannot_take) {
 }
 END_TEST
 
+/* The emulator runs every CUDA thread as a fiber and is slow (docs/verification.md), so the models and runs here
+ * are small, and the suite sits with the GPU suites, outside the sanitizer run, which would triple its time. */
 Suite *engine_cuda_suite(void) {
     Suite *s = suite_create("engine_cuda");
     TCase *against = harness_tcase("against the reference", 120);

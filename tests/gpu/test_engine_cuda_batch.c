@@ -1,13 +1,6 @@
-/* test_engine_cuda_batch.c — passes over several sequences on the engine's
- * CUDA backend, on the kernels' CPU emulator: the batched verify pass
- * against one pass a job, bit for bit (every product gives each row the
- * bits it gives it alone, kn_matvec.h, and the attention and DeltaNet
- * kernels run once per sequence on exactly the arguments a pass of that
- * sequence alone gives them), with the planted cross-sequence slips
- * (engine_plants.h) it must catch; and the batched round loop giving each
- * job decode_run's tokens. Slow (the emulator runs every CUDA thread as a
- * fiber), so here with the GPU suites, on micro-tied, the smallest model
- * the kernels take. */
+/* test_engine_cuda_batch.c — passes over several sequences on the engine's CUDA backend, on the kernels' CPU
+ * emulator: a batched pass equals one pass a job. The emulator is slow, so this sits with the GPU suites and
+ * runs micro-tied, the smallest model the kernels take. */
 #include <check.h>
 #include <string.h>
 
@@ -22,6 +15,8 @@ static engine_options cuda_options(void) {
     return o;
 }
 
+/* Bit for bit: every product gives each row the bits it gives it alone (kn_matvec.h), and the attention and
+ * DeltaNet kernels run once per sequence on exactly the arguments a pass of that sequence alone gives them. */
 START_TEST(test_batched_verify_equals_alone) {
     fixture_model m;
     fixture_model_open(&m, "micro-tied", 91, NULL);

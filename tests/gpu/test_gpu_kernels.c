@@ -1,9 +1,5 @@
-/* test_gpu_kernels.c — the kernel validations on a real CUDA device: each
- * family of build/cuda/gpucheck (--validate-only) is one test. Without a
- * device (the probe's own exit status for that, or no nvcc at build time)
- * the tests are reported as skipped with the CUDA runtime's reason; a probe
- * that crashes or exits any other way is a failed test, never a skip. CUDA
- * never starts in this process — Check forks the runner — the probe and the
+/* test_gpu_kernels.c — the kernel validations on a real CUDA device: each family of build/cuda/gpucheck
+ * (--validate-only) is one test. CUDA never starts in this process (Check forks the runner): the probe and the
  * checks are child processes. */
 #include <check.h>
 #include <stdio.h>
@@ -63,6 +59,9 @@ static char probe_failure[768];
 START_TEST(test_probe) { ck_abort_msg("%s", probe_failure); }
 END_TEST
 
+/* Without a device (the probe's own exit status for that, or no nvcc at build time) the tests are reported as
+ * skipped with the CUDA runtime's reason; a probe that crashes or exits any other way is a failed test, never a
+ * skip. */
 Suite *gpu_kernels_suite(void) {
     Suite *s = suite_create("gpu_kernels");
     char reason[256], out[512];

@@ -1,30 +1,6 @@
-/* test_mtp_device.c — the MTP round on the CUDA backend drafted on the
- * device (target.h: mtp_verify_accept; optimized/engine_mtp_round.c), on
- * the kernels' CPU emulator, held to the host-drafted path on the same
- * engine: the proposer drawing each draft from the downloaded MTP logits
- * (mtp.c), then verify_accept.
- *
- * Both paths compute every distribution with the same kernels on the same
- * inputs (the MTP module's hidden inputs are the same floats, copied on the
- * device instead of through the host; kn_probs is sampler_probs' twin, and
- * the race of kn_sample sampler_sample's), and draw at the same Philox
- * sites, so for a fixed seed they give the same tokens and the same
- * drafts, bit for bit — not merely the same law. The test asks for exactly
- * that over many rounds, every draft of every round compared (on
- * micro-tied the first draft is nearly always rejected, so the tokens alone
- * would hardly see the later drafts, which the chain steps on the device
- * compute), with sampled drafts and with argmax drafts, and its controls
- * must break it in (nearly) every run: the device drawing its drafts at
- * the next round's sites (sampled drafts), and, for argmax drafts, which
- * draw nothing, its acceptance at the next round's sites. (Sampling where the argmax belongs is no control
- * on micro-tied: its MTP module's distributions are so peaked that the
- * sampled draft is the argmax, and the coupling hides the slip.)
- * The controls are the real op with one field of its call changed by a
- * wrapper target, so the code they exercise is the code under test.
- *
- * And the round's waits on the device: the backend counts every download
- * and every sync with work queued (backend.h, waits); a device-drafted
- * round makes exactly one, the host-drafted one (k + 1 or more) several. */
+/* test_mtp_device.c — the MTP round drafted on the CUDA device (target.h: mtp_verify_accept;
+ * optimized/engine_mtp_round.c), on the kernels' CPU emulator, held to the host-drafted path on the same engine:
+ * the proposer drawing each draft from the downloaded MTP logits (mtp.c), then verify_accept. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -179,6 +155,18 @@ static const drafting draftings[] = {
 };
 #define N_DRAFTINGS (int)(sizeof draftings / sizeof draftings[0])
 
+/* Both paths compute every distribution with the same kernels on the same inputs (the MTP module's hidden inputs
+ * are the same floats, copied on the device instead of through the host; kn_probs is sampler_probs' twin, and the
+ * race of kn_sample sampler_sample's), and draw at the same Philox sites. So for a fixed seed they give the same
+ * tokens and the same drafts, bit for bit, not merely the same law, and the test asks for exactly that. Every
+ * draft of every round is compared: on micro-tied the first draft is nearly always rejected, so the tokens alone
+ * would hardly see the later drafts, which the chain steps on the device compute.
+ *
+ * Negative controls, which must break (nearly) every run: the device drawing its drafts at the next round's sites
+ * (sampled drafts), and, for argmax drafts, which draw nothing, its acceptance at the next round's sites. Sampling
+ * where the argmax belongs is no control on micro-tied: its MTP module's distributions are so peaked that the
+ * sampled draft is the argmax, and the coupling hides the slip. The controls are the real op with one field of its
+ * call changed by a wrapper target, so the code they exercise is the code under test. */
 START_TEST(test_device_drafts_are_the_host_drafts) {
     static mtp_rig g;
     rig_open(&g);
@@ -210,6 +198,8 @@ START_TEST(test_device_drafts_are_the_host_drafts) {
 }
 END_TEST
 
+/* The backend counts every download and every sync with work queued (backend.h, waits): a device-drafted round
+ * makes exactly one, the host-drafted one (k + 1 or more) several, which is the control that the counter sees. */
 START_TEST(test_one_wait_per_mtp_round) {
     static mtp_rig g;
     rig_open(&g);

@@ -1,8 +1,7 @@
-/* round_explore.c — depth-first exploration of the decode loop's random
- * decisions by re-running it (round_explore.h). The choices made so far are
- * a stack; each run replays them, then takes the first outcome of every new
- * decision until the window is observed, and adds its weight to the law;
- * the next run changes the deepest decision that has outcomes left. */
+/* round_explore.c — depth-first exploration of the decode loop's random decisions by re-running it
+ * (round_explore.h). The choices made so far are a stack: each run replays them, takes the first outcome of every
+ * new decision until the window is observed, and adds its weight to the law; the next run changes the deepest
+ * decision that has outcomes left. */
 #include "round_explore.h"
 
 #include <limits.h>

@@ -1,9 +1,6 @@
-/* round_worlds.h — the rows of the round-law suites (test_round_law.c,
- * test_accepted_length.c): a method of `specula generate` flags on one of
- * the micro worlds of `specula verify` (verify_cases.h), and one run of it
- * through the method factory and decode_run, with an optional planted
- * acceptance bug, for both the exact explorer (round_explore.h) and the
- * sampled runs. */
+/* round_worlds.h — the rows of the round-law suites (test_round_law.c, test_accepted_length.c): a method in
+ * `specula generate` flags on a micro world of `specula verify`, and one run of it, optionally with a planted
+ * acceptance bug, for both the exact explorer (round_explore.h) and the sampled runs. */
 #ifndef SPECULA_TEST_ROUND_WORLDS_H
 #define SPECULA_TEST_ROUND_WORLDS_H
 

@@ -1,38 +1,7 @@
-/* test_accepted_length.c — the number of drafts each real decoder accepts
- * per round, sampled, against its exact law. For each row (a method of
- * `specula generate` flags on the long-window micro world, V = 3) the exact
- * law of the accepted counts of the first round, or of the first two rounds
- * jointly (so the round after a full acceptance and the round after a
- * partial one are both seen, weighed by how often each happens), is
- * computed by round_explore.h: decode_run, the factory's proposer and
- * accept_exact run through every outcome of every draw (Medusa's rows:
- * below). The decoder then
- * runs n times with distinct seeds on its Philox draws, the counts come from
- * the bursts it commits (on_commit), and the G-test of goodness of fit
- * (stats.h, cells pooled below 5 expected) must pass at the family-wise
- * level 1e-3, Holm over the rows. What this adds to round_law (which shows
- * the rule exact as written, every draw taken at its law): the real draws —
- * Philox streams, sites, the race — give the accepted lengths that law, so a
- * draw that reuses another's randomness or a site that repeats across rounds
- * would show here. Negative control per row: the acceptance test inverted
- * (min(1, q/p), planted.h), whose law is computed the same way and sizes
- * the row (power 0.999 at p < 1e-12, × 1.5, at least 1 000 runs), sampled
- * at that size and rejected below 1e-12. For the chains of a draft model
- * observed over one round, the explored law and the control's are also held
- * (to 1e-6) to Leviathan's rule written out over the enumerated
- * conditionals of target and draft, apart from the code. Chains of
- * k = 1…4, MTP with argmax and sampled drafts, prompt lookup, a draft tree
- * and Medusa over the world's tree, its children drawn without replacement
- * and i.i.d. (a tree's accepted count is the depth of the accepted path).
- * Medusa's verification is too costly to explore here
- * (tree_law_over_drafts says how much): its rows explore the proposer's
- * draws only, and weigh each drafted tree by its law under the rule,
- * computed by tree_law.h on the target's p rows of that run. Their control
- * is the inverted test too: no-replacement-as-iid moves the accepted depth
- * too little (Cohen's w = 0.058: 49 000 runs). When written, the Medusa
- * rows gave p = 0.51 (without replacement) and 0.033 (i.i.d.), their
- * controls p = 0, in 2–3 s of CPU together (0.1 and 0.9–1.4 s of it
- * computing the laws); the suite prints every row's p-values and time. */
+/* test_accepted_length.c — the number of drafts each real decoder accepts per round, sampled, against its exact
+ * law (round_explore.h). It adds to round_law, which shows the rule exact as written: here the real draws
+ * (Philox streams, sites, the race) must give the accepted lengths that law, so a draw that reuses another's
+ * randomness, or a site that repeats across rounds, shows. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -62,6 +31,11 @@ typedef struct {
     int tree_law;        /* 1: the law by tree_law_over_drafts, not by exploring the verification */
 } length_row;
 
+/* Rows on the long-window micro world (V = 3): chains of k = 1…4, MTP with argmax and sampled drafts, prompt
+ * lookup, a draft tree, and Medusa over the world's tree with its children drawn without replacement and i.i.d.
+ * (a tree's accepted count is the depth of the accepted path). A row observes the first round, or the first two
+ * jointly, so that the round after a full acceptance and the round after a partial one are both seen, weighed by
+ * how often each happens. */
 static const length_row rows[] = {
     {"spec k=1 T=1, rounds 1-2", "--method spec --k 1 --temperature 1", 2, 1, 4, NULL, 0, PLANT_RATIO_INVERTED, 0},
     {"spec k=2 T=0.8, round 1", "--method spec --k 2 --temperature 0.8", 1, 2, 3, NULL, 0, PLANT_RATIO_INVERTED, 0},
@@ -92,14 +66,12 @@ static int run_method(void *user, commit_callback on_commit, void *commit_user, 
  * weighed by their shares) while the verification is replaced by
  * accept_at_tree_law, which computes the tree's law on the target's real p
  * rows and draws nothing. Exploring the verification's uniforms instead
- * costs tens of probe runs of the loop per uniform: over the 324 Medusa
- * trees of the world without replacement, 18 942 runs for the law and
- * 22 314 for the inverted control (some 10 s together), over its 2 187
- * i.i.d. trees 115 020 and 170 991 (73 s), against one run per tree here.
- * Measured once, the two ways agreed within 3·10⁻⁸ per cell (tree_law sums
- * in double, the code decides in float). The rule is taken at tree_law's
- * law, not run: round_law holds accept_exact, through the explorer, to the
- * target's law on the same method. */
+ * costs tens of probe runs of the loop per uniform, against one run per
+ * tree here (the counts, and how closely the two ways agree, are in
+ * docs/verification.md; tree_law sums in double, the code decides in
+ * float). The rule is taken at tree_law's law, not run: round_law holds
+ * accept_exact, through the explorer, to the target's law on the same
+ * method. */
 typedef struct {
     round_method m;                      /* the row's method, its verification replaced */
     planted_rule rule;                   /* the rule whose law is taken: the exact one or a planted bug */
@@ -294,9 +266,9 @@ static void print_law(const char *what, const double *law, int64_t cells) {
  * rounds are no longer independent. Its law cannot be computed here, so
  * it runs at the row's size, on the two-round rows whose drafts are
  * deterministic (MTP argmax, lookup): there the second round tests its
- * drafts with the first round's uniforms, and the dependence is strong (on
- * the sampled chain of k = 1 it is weaker: p ≈ 1e-12 at n = 1 000, too
- * close to the threshold for a control). */
+ * drafts with the first round's uniforms, and the dependence is strong. On
+ * the sampled chain of k = 1 it is too weak for a control
+ * (docs/verification.md). */
 static int accept_with_repeated_sites(void *user, const token_tree *t, const float *p, accept_site site, float *scratch,
                                       accept_result *r, sp_error *err) {
     (void)user;
@@ -353,6 +325,16 @@ static double check_row(const length_row *r, const verify_world *w) {
     return p;
 }
 
+/* For each row: the exact law of its accepted counts and of its negative control's; n runs with distinct seeds,
+ * the counts taken from the bursts each commits (on_commit); a G-test of fit (stats.h, cells pooled below 5
+ * expected), which must pass at the family-wise level 1e-3, Holm over the rows.
+ * Negative control per row: the acceptance test inverted (min(1, q/p), planted.h). Its law is computed the same
+ * way and sizes the row (power 0.999 at p < 1e-12, × 1.5, at least 1 000 runs); sampled at that size, it must be
+ * rejected below 1e-12. For the chains of a draft model observed over one round, both laws are also held to
+ * Leviathan's rule written out apart from the code (check_against_formula). Medusa's verification is too costly
+ * to explore: its rows explore the proposer's draws only (tree_law_over_drafts). Their control is the inverted
+ * test too, because no-replacement-as-iid moves the accepted depth too little (Cohen's w = 0.058: 49 000 runs).
+ * The suite prints every row's p-values and CPU time. */
 START_TEST(test_accepted_lengths_follow_their_law) {
     round_world rw;
     round_world_open(&rw, VERIFY_SMALL);

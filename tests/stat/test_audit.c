@@ -1,10 +1,6 @@
-/* test_audit.c — `specula audit`'s machinery (reference/verify/audit*.h) on
- * the micro world of the verify catalogue, with the reference decoding as
- * the "engine": the audit of speculation against plain sampling passes and
- * its control is rejected; a planted engine-side bug (a driver that
- * redraws the last token at T = 1) is caught at the same size; too few
- * draws report the audit as underpowered; the sample file is read strictly;
- * the transform is uniform by construction. */
+/* test_audit.c — `specula audit`'s machinery (verify/audit*.h) on the verify catalogue's micro world, with the
+ * reference decoding as the engine: speculation passes against plain sampling, while the control and a planted
+ * engine-side bug are rejected at the same size. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -21,7 +17,7 @@
 
 /* Audit sizes: at L = 3 and V = 8 the control (T 0.7 against 1.4) is
  * rejected far below 1e-12 from about 1000 draws per arm; 2000 leaves a
- * wide margin and draws in about a second per arm on the reference. */
+ * wide margin and stays quick on the reference (docs/verification.md). */
 #define AUDIT_TEST_N 2000
 #define AUDIT_TEST_L 3
 #define AUDIT_TEST_T 0.7f
@@ -158,6 +154,7 @@ START_TEST(test_audit_catches_planted_driver) {
 }
 END_TEST
 
+/* 60 draws are far below the ~1000 the control needs: it is not rejected, and the verdict must say so. */
 START_TEST(test_audit_small_n_underpowered) {
     micro_world w;
     world_open(&w);
@@ -172,7 +169,10 @@ END_TEST
 
 /* Under the law, the transform is exactly uniform: its mean over every
  * token weighted by the token's probability, integrated over U, is 1/2,
- * and the probability that it falls below 0.3 is 0.3. */
+ * and the probability that it falls below 0.3 is 0.3. U runs over a
+ * midpoint grid of 10 000 points: exact for the mean, which is linear in U
+ * (1e-6 leaves room for rounding), and within one grid step (1e-4) for the
+ * step function u < 0.3. */
 START_TEST(test_audit_pit_is_uniform) {
     const float p[5] = {0.1f, 0.4f, 0.0f, 0.25f, 0.25f};
     double below = 0.0, mean = 0.0;

@@ -1,20 +1,6 @@
-/* test_batch_spec_dist.c — a sequence's output law when speculative
- * decoding runs it beside others through the batched round loop
- * (decode_batch.h) on the CPU engine: three sequences with different
- * prompts and methods, every round one verify pass over all their trees,
- * and the middle sequence's L tokens drawn against the exact law of its own
- * prompt (enumerate.h, on the reference model of the same checkpoint) —
- * the law decode_run gives it alone, since spec and MTP decoding are exact
- * (test_spec_dist.c, test_mtp_dist.c). Two laws: a draft model's sequence
- * (k = 2) and an MTP sequence (k = 3), at T = 1; windows of L = 5 tokens,
- * so a round that ends with a bonus token is followed by another round.
- * The engine runs in its exact mode (float32 weights, the reference's
- * sums). Negative controls at the same size, each must be rejected: the
- * middle sequence's acceptance reading the first sequence's target rows
- * (planted through decode_options.custom_accept), and the engine's
- * cross-sequence slips in the shared pass (engine_plants.h: attending
- * through the first sequence's KV table, stepping from its DeltaNet
- * state). */
+/* test_batch_spec_dist.c — a sequence's output law when speculative decoding runs it beside others through the
+ * batched round loop (decode_batch.h) on the CPU engine: it must be the exact law of its own prompt, the law
+ * decode_run gives it alone. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +14,8 @@
 
 #define B 3
 #define L 5
-/* Draws per law. Measured 2026-12-01 at 4 000 (G-test, 125 df after pooling): the draft model's sequence
- * G = 138 (p = 0.20), its borrowed-rows control G = 9 110 (p = 0), its KV-table control G = 485 (p = 7e-44);
- * the MTP sequence G = 118 (p = 0.67), borrowed rows G = 8 017, DeltaNet state G = 9 249 (both p = 0). At
- * 8 000 the KV-table control was G = 793 on 162 df (p = 8e-84): half the draws keep a wide margin at half the
- * time (about 18 s of CPU for the six runs). */
+/* Draws per law: at 4 000 every control was rejected with a wide margin below STAT_CONTROL_P, the weakest (the
+ * KV-table slip) included, so 8 000 would double the time for nothing (the figures are in docs/verification.md). */
 #define N_DRAWS 4000
 
 /* A batch: the methods of its three sequences; the middle one is the one whose law is tested. */
@@ -146,6 +129,16 @@ static void draw_law(const batch_case *c, const char *target_dir, const char *dr
     engine_close(&w.e);
 }
 
+/* Three sequences with different prompts and methods, every round one verify pass over all their trees. The
+ * middle sequence's L tokens are drawn against the exact law of its prompt (enumerate.h, on the reference model
+ * of the same checkpoint): what decode_run gives it alone, since spec and MTP decoding are exact
+ * (test_spec_dist.c, test_mtp_dist.c). Two laws, a draft model's sequence (k = 2) and an MTP sequence (k = 3),
+ * at T = 1; windows of L = 5 tokens, so a round that ends with a bonus token is followed by another. The engine
+ * runs in its exact mode (float32 weights, the reference's sums).
+ * Negative controls at the same size, each of which must be rejected: the middle sequence's acceptance reading
+ * the first sequence's target rows (through decode_options.custom_accept), and the engine's cross-sequence slips
+ * in the shared pass (engine_plants.h: attending through the first sequence's KV table, stepping from its
+ * DeltaNet state). */
 START_TEST(test_speculative_law_beside_other_sequences) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 1, verify_small_target_config);

@@ -1,16 +1,5 @@
-/* test_engine_dist.c — the CPU engine's output distributions: the same
- * catalogue cases as the reference's suites (verify_cases.h), run through
- * the engine's target, its MTP stepper, a stepper over an engine draft (as
- * a chain and as a tree) and the prompt-lookup proposer, against the
- * target's enumerated law. The windows are three tokens long, so each draw
- * crosses at least one commit after a verify pass: the controls plant a
- * slip in that commit (a chain or a draft tree keeping its parent's DeltaNet
- * state, a Medusa tree leaving a rejected sibling's keys and values on the
- * committed path) and must be rejected at the same
- * size. Plain sampling keeps its own control (sampled at 1.5× the
- * temperature). The dynamic trees (--tree-budget) are the catalogue's
- * two-token windows, so their control is the catalogue's own (children
- * verified against the wrong q), run on the engine. */
+/* test_engine_dist.c — the CPU engine's output distributions: the reference's catalogue cases (verify_cases.h)
+ * run through the engine's target and steppers, against the target's enumerated law. */
 #include <check.h>
 
 #include "harness.h"
@@ -18,6 +7,13 @@
 
 #define ENGINE_CAP 12000
 
+/* The cases run through the engine's target, its MTP stepper, a stepper over an engine draft (as a chain and as a
+ * tree) and the prompt-lookup proposer. The windows are three tokens long, so each draw crosses at least one commit
+ * after a verify pass. The negative controls plant a slip in that commit (a chain or a draft tree keeping its
+ * parent's DeltaNet state, a Medusa tree leaving a rejected sibling's keys and values on the committed path) and
+ * must be rejected at the same size. Plain sampling keeps its own control (sampled at 1.5× the temperature). The
+ * dynamic trees (--tree-budget) are the catalogue's two-token windows, so their control is the catalogue's own
+ * (children verified against the wrong q), run on the engine. */
 START_TEST(test_engine_follows_the_target) {
     static const char *const cases[] = {"sample T=1",
                                         "spec k=2 T=1",

@@ -1,12 +1,6 @@
-/* test_expected_tokens.c — E(α,k) = (1 − α^{k+1})/(1 − α), the expected
- * tokens per target pass when each of k drafts is accepted independently
- * with probability α, against a Monte Carlo of exactly that model fed
- * through the run accounting (accounting_round → tokens per pass and α̂).
- * Every point of the grid must fall inside a simultaneous 99.9 % interval
- * (Bonferroni over the grid); the negative control — the same simulation
- * with the classic bookkeeping slip of counting the rejected draft as
- * accepted, which adds 1 − α^k tokens per pass — must fall outside at
- * p < 1e-12 with the same number of rounds. */
+/* test_expected_tokens.c — E(α,k) = (1 − α^{k+1})/(1 − α), the expected tokens per target pass when each of k
+ * drafts is accepted independently with probability α, against a Monte Carlo of exactly that model fed through
+ * the run accounting (accounting_round → tokens per pass and α̂). */
 #include <check.h>
 #include <gsl/gsl_cdf.h>
 #include <math.h>
@@ -71,7 +65,12 @@ START_TEST(test_formula_edges) {
 }
 END_TEST
 
-/* Rounds per point: the control must fall outside the p < 1e-12 band with
+/* Every point of the grid must fall inside a simultaneous 99.9 % interval
+ * (Bonferroni over the grid). The negative control is the same simulation
+ * with the classic bookkeeping slip of counting the rejected draft as
+ * accepted, which adds 1 − α^k tokens per pass: it must fall outside at
+ * p < 1e-12 with the same number of rounds.
+ * Rounds per point: the control must fall outside the p < 1e-12 band with
  * power 0.999, i.e. √R ≥ (z_c σ0 + z_β σ1) / (1 − α^k), × 1.5, with
  * z_c = 7.13 (two-sided 1e-12), z_β = 3.09, σ0 and σ1 the exact standard
  * deviations of tokens per pass without and with the slip. The slip is

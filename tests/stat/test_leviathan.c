@@ -1,14 +1,6 @@
-/* test_leviathan.c — the exact acceptance rule on explicit (p, q) pairs.
- * A context-free world: the target's distribution at sequence position t is
- * P[t mod 3] and the draft's Q[t mod 3], whatever came before, so the first
- * L = 3 emitted tokens must be distributed as P[0] × P[1] × P[2]. The
- * sampler runs the real round loop on that world — k = 2 drafts per round,
- * accept_exact, the correction or bonus, the next round from where it
- * stopped — and each pair is tested (G-test, 216 cells) against that
- * product. Every planted bug of planted.h whose law differs from the
- * target's on a pair (computed exactly by spec_law) is that pair's negative
- * control, run at the same size and rejected below 1e-12; the size is
- * planned per pair from the weakest control's exact law (stat_common.h). */
+/* test_leviathan.c — the exact acceptance rule on explicit (p, q) pairs, in a context-free world: the target's
+ * distribution at position t is P[t mod 3] and the draft's Q[t mod 3], whatever came before, so the first L = 3
+ * emitted tokens must be distributed as P[0] × P[1] × P[2]. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -153,15 +145,14 @@ static void pair_law(pair_case *c, planted_bug bug, double *joint) {
 }
 
 /* Sizes planned per pair (power 0.999 at 1e-12 against the pair's weakest
- * visible control, × 1.5, in steps of 500, at least 1 000). When written:
- * identical 1 000, disjoint 1 000, zeros 1 000, peaked p 2 000, truncated
- * 1 000 (controls that draw forbidden tokens are rejected with p = 0);
- * flat p / peaked q 17 500 and q massed where p is small 46 000: there both
- * drafts are rarely accepted, so the early bonus shows in few rounds
- * (w ≈ 0.05–0.09). The weakest control measured at its size: G = 304 on
- * 31 df (p = 2e-46). About 0.5 s of draws in all. */
+ * visible control, × 1.5, in steps of 500, at least 1 000): identical
+ * 1 000, disjoint 1 000, zeros 1 000, peaked p 2 000, truncated 1 000
+ * (controls that draw forbidden tokens are rejected with p = 0); flat p /
+ * peaked q 17 500 and q massed where p is small 46 000: there both drafts
+ * are rarely accepted, so the early bonus shows in few rounds
+ * (w ≈ 0.05–0.09). */
 #define PAIR_N_FLOOR 1000
-#define PAIR_N_CAP 60000 /* the time budget: 60 000 context-free draws take ~0.3 s */
+#define PAIR_N_CAP 60000 /* the time budget (docs/verification.md) */
 
 /* One case of the family: the exact rule's draws against the target (its
  * p-value is returned for the family's correction), then each control bug in
@@ -195,6 +186,11 @@ static double test_case_and_controls(dist_sampler s, planted_bug *bug, unsigned 
     return p_value;
 }
 
+/* The sampler runs the real round loop on the world (k = 2 drafts per round, accept_exact, the correction or
+ * bonus, the next round from where it stopped), and each pair is tested (G-test, 216 cells) against the product.
+ * Every planted bug whose law differs from the target's on a pair (computed exactly by spec_law) is that pair's
+ * negative control, run at the same size and rejected below 1e-12; the size is planned per pair from the weakest
+ * control's exact law (stat_common.h). */
 START_TEST(test_pairs_follow_the_target) {
     truncate_rows(&cases[N_CASES - 1]);
     double p_values[N_CASES];
@@ -257,7 +253,7 @@ END_TEST
 
 #define TW 3 /* children of the root */
 #define TREE_NODES (1 + 2 * TW)
-#define TREE_N_CAP 30000 /* the time budget: ~0.1 s of tree draws per 10 000 */
+#define TREE_N_CAP 30000 /* the time budget (docs/verification.md) */
 
 typedef struct {
     const char *name;

@@ -1,13 +1,6 @@
-/* test_medusa_dist.c — Medusa with the exact rule (SpecInfer-style
- * multi-round rejection over up to eight siblings of a 12-node tree, children drawn
- * i.i.d. or without replacement from each head's processed distribution)
- * against the enumerated law of the target (verify_cases.h: L = 2 and 3,
- * temperatures 0.8–1.2, top-k and top-p). Controls: drafts drawn at half
- * the temperature of the q the rule divides by; children drawn without
- * replacement verified as if i.i.d.; the residual left unnormalised (which,
- * in a tree, also loosens the next sibling's test). Typical acceptance on
- * Medusa's top-ranked candidates is in test_typical_dist.c. The sizes are
- * the generic plan: power 0.999 at p < 1e-12 against w ≥ 0.3. */
+/* test_medusa_dist.c — Medusa with the exact rule (SpecInfer-style multi-round rejection over up to eight
+ * siblings of a 12-node tree) against the target's enumerated law. Typical acceptance on Medusa's top-ranked
+ * candidates is in test_typical_dist.c. */
 #include <check.h>
 
 #include "harness.h"
@@ -15,6 +8,11 @@
 
 #define MEDUSA_CAP 12000
 
+/* The catalogue's Medusa rows (verify_cases.h: children drawn i.i.d. or without replacement from each head's
+ * processed distribution; L = 2 and 3, temperatures 0.8–1.2, top-k and top-p). Negative controls: drafts drawn
+ * at half the temperature of the q the rule divides by; children drawn without replacement verified as if
+ * i.i.d.; the residual left unnormalised (which, in a tree, also loosens the next sibling's test). The sizes are
+ * the generic plan: power 0.999 at p < 1e-12 against w ≥ 0.3. */
 START_TEST(test_medusa_follows_the_target) { stat_run_catalogue("medusa", MEDUSA_CAP); }
 END_TEST
 

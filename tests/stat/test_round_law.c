@@ -1,26 +1,7 @@
-/* test_round_law.c — exactness by computation through the real code: the
- * law of the first L tokens that decode_run emits, with a proposer built by
- * the method factory and accept_exact, computed exactly by round_explore.h
- * (every outcome of every random draw, each weighed by its probability) on
- * the long-window micro world of `specula verify` (V = 3; round_explore.h
- * says why the computation is exact and what it takes at its law), must
- * equal the target's enumerated law (enumerate.h) to float rounding. The
- * windows: spec k = 1, L = 3 holds the draft, the bonus after it and the next round;
- * argmax MTP and lookup with k = 2 at L = 4 hold both drafts, the bonus and
- * the next round (their drafts are deterministic, so the computation stays
- * small); sampled MTP drafts of k = 2 at L = 3 hold both drafts and the
- * bonus, or after a rejection the next round; the draft tree's L = 2
- * holds both of its levels, siblings rejected in turn at the root, and so
- * does Medusa's over the world's tree, its three children at the root drawn
- * without replacement (every order of the three tokens). MTP's
- * drafts come from its own chained state, so no formula of the rule gives
- * this law: only running the module does. Negative controls: the same
- * computation with a planted bug of planted.h in place of accept_exact must
- * move the law by far more than the rounding (TV ≥ 1e-3), so the comparison
- * can fail. What this proves beyond the sampled suites: the equality is
- * exact, not within a sampling error, for the code as written (its float
- * comparisons included); the Philox draws themselves are the sampled
- * suites' subject (test_accepted_length.c and the *_dist suites). */
+/* test_round_law.c — exactness by computation through the real code: the law of the first L tokens that
+ * decode_run emits, computed exactly by round_explore.h, must equal the target's enumerated law to float rounding.
+ * The equality is exact, not within a sampling error, for the code as written (its float comparisons included);
+ * the Philox draws themselves are the sampled suites' subject (test_accepted_length.c, the *_dist suites). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -36,7 +17,8 @@
  * computed law is within ~1e-7 of the target's per cell; 1e-6 leaves ten
  * times that. */
 #define EXACT_TOLERANCE 1e-6
-/* A planted bug must move the law by at least this much in total variation. */
+/* A planted bug must move the law by at least this much in total variation, far more than rounding can, so the
+ * comparison can fail. */
 #define BUG_MIN_TV 1e-3
 #define MAX_BUGS 3
 
@@ -47,6 +29,12 @@ typedef struct {
     planted_bug bugs[MAX_BUGS]; /* each must move the law; PLANT_NONE ends the list */
 } law_row;
 
+/* The rows, on the long-window micro world of `specula verify` (V = 3). The windows: spec k = 1, L = 3 holds the
+ * draft, the bonus after it and the next round; argmax MTP and lookup with k = 2 at L = 4 hold both drafts, the
+ * bonus and the next round (their drafts are deterministic, so the computation stays small); sampled MTP drafts
+ * of k = 2 at L = 3 hold both drafts and the bonus, or after a rejection the next round; the draft tree's L = 2
+ * holds both of its levels, siblings rejected in turn at the root, and so does Medusa's over the world's tree,
+ * its three children at the root drawn without replacement (every order of the three tokens). */
 static const law_row rows[] = {
     {"spec k=1 T=1 L=3",
      "--method spec --k 1 --temperature 1",
@@ -122,6 +110,9 @@ static void check_row(const law_row *r, const verify_world *w) {
     enumerate_free(&target);
 }
 
+/* Each row's law is computed with a proposer built by the method factory and accept_exact. MTP's drafts come from
+ * its own chained state, so no formula of the rule gives its law: only running the module does. Negative
+ * controls: the same computation with a planted bug in place of accept_exact must move the law by BUG_MIN_TV. */
 START_TEST(test_real_code_emits_the_target_law) {
     round_world rw;
     round_world_open(&rw, VERIFY_SMALL);

@@ -1,17 +1,17 @@
-/* test_spec_dist.c — plain sampling and draft-model speculative sampling
- * on micro models against the enumerated law of the target (verify_cases.h:
- * k = 1…4, L = 2 and 3, temperatures 0.6–1.2, top-k and top-p cuts, a
- * budget that cuts the proposal short, and the two-sample comparison with
- * plain sampling). Each case's control — drafts drawn at half the
- * temperature of the q the rule divides by; for plain sampling, the sampler
- * at a wrong temperature — has an exact law (spec_law), from which the
- * case's size is planned: power 0.999 at p < 1e-12, × 1.5. */
+/* test_spec_dist.c — plain sampling and draft-model speculative sampling on micro models against the target's
+ * enumerated law. */
 #include <check.h>
 
 #include "harness.h"
 #include "stat_common.h"
 
-/* Sizes when written (planned → drawn): sample T=0.8 1 000; spec k=3 T=0.8
+/* The catalogue's rows (verify_cases.h: k = 1…4, L = 2 and 3, temperatures
+ * 0.6–1.2, top-k and top-p cuts, a budget that cuts the proposal short, and
+ * the two-sample comparison with plain sampling). Each case's negative
+ * control (drafts drawn at half the temperature of the q the rule divides
+ * by; for plain sampling, the sampler at a wrong temperature) has an exact
+ * law (spec_law), from which the case's size is planned: power 0.999 at
+ * p < 1e-12, × 1.5. The planned sizes: sample T=0.8 1 000; spec k=3 T=0.8
  * 2 500; sample T=1 2 500; sample T=0.7 top-k 4 2 500; spec k=1 6 500;
  * spec k=2 3 500; k=3 top-k 2 000; k=4 top-p 3 500; k=4 budget 2 4 500;
  * the two-sample rows as their one-sample twins (docs/verification.md). */

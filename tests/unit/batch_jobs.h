@@ -1,10 +1,6 @@
-/* batch_jobs.h — jobs of the batched round loop (decode_batch.h) for the
- * tests (test_decode_batch.c, tests/stat/test_batch_spec_dist.c,
- * tests/gpu/test_engine_cuda_batch.c): a method
- * of `specula generate` flags built for one sequence with its own stepper —
- * on the reference (the target and draft models) or on CPU engines opened
- * on the same checkpoints — so that each job of a batch has the proposer
- * decode_run would give it alone. */
+/* batch_jobs.h — jobs of the batched round loop (decode_batch.h) for the tests: a method in `specula generate`
+ * flags built for one sequence with its own stepper, on the reference or on CPU engines, so that each job of a
+ * batch has the proposer decode_run would give it alone. */
 #ifndef SPECULA_TEST_BATCH_JOBS_H
 #define SPECULA_TEST_BATCH_JOBS_H
 

@@ -1,10 +1,6 @@
-/* broken_checkpoints.h — the catalogue of malformed checkpoints every
- * loader must refuse: each entry writes a generated micro checkpoint with
- * one thing broken (a tensor dropped or reshaped, a config field removed or
- * out of range, a non-finite weight, the file truncated, the header length,
- * overlapping offsets, an unknown dtype, no file at all) and lists what the
- * refusal must say. test_loader.c holds model_load to the needles;
- * test_engine.c holds engine_open to model_load's very message. */
+/* broken_checkpoints.h — the catalogue of malformed checkpoints every loader must refuse, each with what the
+ * refusal must say. test_loader.c holds model_load to the needles; test_engine.c holds engine_open to
+ * model_load's very message. */
 #ifndef SPECULA_TEST_BROKEN_CHECKPOINTS_H
 #define SPECULA_TEST_BROKEN_CHECKPOINTS_H
 
@@ -15,6 +11,9 @@
 #define BROKEN_AT_DIR "<dir>"
 #define BROKEN_AT_FILE "<dir>/model.safetensors"
 
+/* Each entry writes a generated micro checkpoint with one thing broken: a tensor dropped or reshaped, a config
+ * field removed or out of range, a non-finite weight, the file truncated, the header length, overlapping offsets,
+ * an unknown dtype, no file at all. */
 typedef struct {
     const char *name;              /* what is broken, for the test's messages */
     void (*make)(const char *dir); /* writes the broken checkpoint into dir, an empty directory */

@@ -1,8 +1,5 @@
-/* engine_compare.h — what the engine's suites (test_engine.c on the CPU
- * backend, test_engine_cuda.c on the CUDA backend over the kernels' CPU
- * emulator) share to hold the engine up to the reference: the reference's
- * prefill and MTP outputs on a checkpoint, the engine's distance from them,
- * random checkpoints, and the engine's own greedy oracle. */
+/* engine_compare.h — what the engine's suites (test_engine.c on the CPU backend, test_engine_cuda.c on the CUDA
+ * backend over the kernels' emulator) share to hold the engine up to the reference. */
 #ifndef SPECULA_TEST_ENGINE_COMPARE_H
 #define SPECULA_TEST_ENGINE_COMPARE_H
 

@@ -1,10 +1,6 @@
-/* engine_plants.h — cross-sequence slips planted in the engine's backend
- * (the CPU's or the CUDA one), for the negative controls of the
- * batched-pass tests (engine_batch_compare.c, tests/stat/
- * test_engine_batch_dist.c): wrappers around the backend's own begin_pass
- * and cores that feed the second sequence of a pass something of the first
- * one's. They also count the passes begun. One
- * engine at a time: the wrapped cores are kept in file-level pointers. */
+/* engine_plants.h — cross-sequence slips planted in the engine's backend, the negative controls of the
+ * batched-pass tests (engine_batch_compare.c, tests/stat/test_engine_batch_dist.c). One engine at a time: the
+ * wrapped cores are kept in file-level pointers. */
 #ifndef SPECULA_TEST_ENGINE_PLANTS_H
 #define SPECULA_TEST_ENGINE_PLANTS_H
 
@@ -19,7 +15,8 @@ typedef enum {
 /* Passes begun on the planted engine since the caller last zeroed these, and the most sequences one held. */
 extern int engine_plant_passes, engine_plant_widest;
 
-/* Wraps e's backend: the pass counter always, and the slip `which` (PLANT_CROSS_NONE: none). */
+/* Wraps e's backend (the CPU's or the CUDA one): its begin_pass and cores feed the second sequence of a pass
+ * something of the first one's. The pass counter always, and the slip `which` (PLANT_CROSS_NONE: none). */
 void engine_plant_cross_seq(engine *e, plant_cross which);
 
 #endif

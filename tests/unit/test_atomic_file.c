@@ -1,8 +1,6 @@
-/* test_atomic_file.c — reference/base/atomic_file.c: a committed write
- * replaces the file whole; every way a write can fail (the body's error, a
- * stream error from a file-size limit, a rename onto a folder, an abort, a
- * folder that does not exist) leaves the old file byte for byte, no
- * temporary beside it and no descriptor open. */
+/* test_atomic_file.c — reference/base/atomic_file.c: a committed write replaces the file whole, and every way a
+ * write can fail (the body's error, a stream error, a rename onto a folder, an abort, a missing folder) leaves the
+ * old file byte for byte, with no temporary beside it and no descriptor open. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>

@@ -1,8 +1,5 @@
-/* test_beam.c — beam search (reference/beam.c) on micro models: width 1 is
- * greedy decoding; hand-computed cases on a bigram model whose log-
- * probabilities are set by the test (length penalty, EOS, the three
- * early-stopping modes, HF's rule that only the top b candidates may
- * finish); copy-on-write sharing of KV blocks between beams; bad options.
+/* test_beam.c — beam search (reference/beam.c) on micro models: width 1 is greedy decoding, hand-computed cases on
+ * a bigram model whose probabilities the test sets, KV blocks shared copy-on-write between beams, and bad options.
  * The comparisons against brute force are in test_beam_brute.c. */
 #include <check.h>
 #include <math.h>

@@ -1,11 +1,5 @@
-/* test_beam_brute.c — beam search against brute force, on random micro
- * models. (1) With b at least V^L nothing is pruned, so the returned n-best
- * list must be the exhaustive ranking of every continuation of up to L
- * tokens under the same score. (2) A second, deliberately naive
- * implementation of the same step rules — every log-probability recomputed
- * from a fresh state over the whole sequence, lists sorted wholesale, no
- * shared KV, no slots — must return the same hypotheses and stop after the
- * same number of passes, for many widths, penalties, modes and EOS sets. */
+/* test_beam_brute.c — beam search against brute force on random micro models: at full width it must return the
+ * exhaustive ranking, and a deliberately naive second implementation of the same rules must agree with it. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -100,6 +94,8 @@ static void tweak_v8(model_config *c) {
     c->num_eos = 1;
 }
 
+/* With b at least V^L nothing is pruned, so the returned n-best list must be the exhaustive ranking of every
+ * continuation of up to L tokens under the same score. */
 START_TEST(test_full_width_is_exhaustive) {
     fixture_model f;
     fixture_model_open(&f, "micro", 71, tweak_v8);
@@ -240,6 +236,9 @@ static void set_eos(model *m, int which) {
     for (int i = 0; i < m->cfg.num_eos; i++) m->cfg.eos_token_ids[i] = ids[i];
 }
 
+/* The naive implementation recomputes every log-probability from a fresh state over the whole sequence, sorts its
+ * lists wholesale, and has no shared KV and no slots; it must return the same hypotheses and stop after the same
+ * number of passes, for many widths, penalties, modes and EOS sets. */
 START_TEST(test_same_as_naive_implementation) {
     const char *presets[] = {"micro", "micro", "micro-deep"};
     void (*tweaks[])(model_config *) = {NULL, tweak_v8, NULL};
@@ -282,7 +281,6 @@ START_TEST(test_same_as_naive_implementation) {
         }
         fixture_model_close(&f);
     }
-    /* the cases must exercise the EOS paths and the stopping rules */
     /* the cases must exercise the EOS paths and every stopping rule */
     ck_assert_int_eq(cases, 180);
     ck_assert_msg(with_early_finish >= 50, "only %d hypotheses ended by EOS before the limit", with_early_finish);

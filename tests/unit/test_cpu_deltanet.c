@@ -1,8 +1,5 @@
 /* test_cpu_deltanet.c — the engine's gated delta-rule step (optimized/cpu/deltanet.h) against the reference's
- * op_gated_delta_step: the same state and read-out bit for bit, in place and from a parent's state into a
- * node's, over value widths on and off the vector lanes; the parent's state is left as it was. And the replay
- * a commit runs: steps logged during a pass, redone on the parent's state, give the state the steps wrote, bit
- * for bit, with a control (a log whose write strength was one ulp off). */
+ * op_gated_delta_step, bit for bit, and the replay a commit runs against the steps it redoes. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -51,6 +48,8 @@ static void check_shape(int Dk, int Dv, uint64_t seed) {
     free(S_ref), free(S_parent), free(S_node), free(saved);
 }
 
+/* The same state and read-out, in place and from a parent's state into a node's, over value widths on and off the
+ * vector lanes; the parent's state is left as it was. */
 START_TEST(test_step_is_the_reference_bit_for_bit) {
     static const int shapes[][2] = {{4, 4}, {8, 12}, {16, 16}, {32, 17}, {64, 128}, {128, 128}, {128, 250}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) check_shape(shapes[s][0], shapes[s][1], 40 + s);

@@ -1,8 +1,6 @@
-/* test_cpu_gemm.c — the CPU engine's matrix products (optimized/cpu/gemm.h): every kernel this CPU runs against a
- * double-precision product within the rigorous bound of fp32 accumulation, rows bit-for-bit independent of m and
- * of the thread count, the bf16-activation option within its own bound, and negative controls showing the bound
- * rejects planted errors; a group of products of one x (cpu_gemm_group) bit for bit its products alone. W always sits
- * at an odd byte address, x and y off vector alignment. */
+/* test_cpu_gemm.c — the CPU engine's matrix products (optimized/cpu/gemm.h): every kernel this CPU runs within
+ * the rigorous bound of fp32 accumulation of the exact product, rows bit for bit independent of m and of the thread
+ * count, and a group of products of one x bit for bit its products alone. */
 #include <check.h>
 #include <math.h>
 #include <signal.h>

@@ -1,11 +1,7 @@
-/* test_decode.c — greedy canaries and accounting of the round loop: at
- * temperature 0 every speculative method must emit exactly the greedy
- * tokens, whatever its proposer proposes — including rounds that reject at
- * once, rounds that accept a whole block, and rollbacks across DeltaNet
- * layers (every micro model has them). The greedy tokens come from an
- * independent oracle (fixture_greedy_oracle: the forward and an argmax, no
- * decoding layer), so a bug in the shared loop cannot cancel out; mutants of
- * the loop (tests/mutants) show that the canaries catch such bugs. */
+/* test_decode.c — greedy canaries and accounting of the round loop: at temperature 0 every speculative method must
+ * emit exactly the greedy tokens, whatever its proposer proposes, through rejections, whole accepted blocks and
+ * rollbacks across DeltaNet layers. The tokens come from an independent oracle (fixture_greedy_oracle), so a bug
+ * in the shared loop cannot cancel out; mutants of the loop (tests/mutants) show the canaries catch such bugs. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

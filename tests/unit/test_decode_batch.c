@@ -1,11 +1,6 @@
-/* test_decode_batch.c — the batched round loop (decode_batch.h): every job
- * of a batch gives exactly the tokens decode_run gives it alone (same seed,
- * same method, same prompt), on the reference (one pass a sequence) and on
- * the CPU engine in float32 (one pass over all sequences; the batched pass
- * equals the lone one bit for bit, test_engine_batch.c), with mixed
- * methods, temperatures and budgets in one batch; each job's stream gets
- * its own tokens; a batch sharing its sampling takes one verify call a
- * round; bad batches are refused with a message naming the sequence. */
+/* test_decode_batch.c — the batched round loop (decode_batch.h): every job of a batch gives exactly the tokens
+ * decode_run gives it alone (same seed, method and prompt), on the reference and on the CPU engine, with mixed
+ * methods, temperatures and budgets in one batch; bad batches are refused with a message naming the sequence. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +81,8 @@ START_TEST(test_batch_equals_alone_on_the_reference) {
 }
 END_TEST
 
+/* The CPU engine in float32 runs one pass over all sequences; the batched pass equals the lone one bit for bit
+ * (test_engine_batch.c), so each job's tokens must too. A batch sharing its sampling takes one pass a round. */
 START_TEST(test_batch_equals_alone_on_the_engine) {
     world w;
     world_open(&w, 1);

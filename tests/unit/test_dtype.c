@@ -1,7 +1,5 @@
-/* test_dtype.c — the bf16 / f16 conversions of reference/dtype.c: exhaustive
- * round trips of every 16-bit pattern, round-to-nearest-even against an
- * independent oracle (nearest representable value found by search, ties to
- * the even pattern), and the edge cases by name: ties, subnormals, overflow,
+/* test_dtype.c — the bf16 / f16 conversions of reference/dtype.c: exhaustive round trips of every 16-bit pattern,
+ * round-to-nearest-even against an independent oracle, and the edge cases by name: ties, subnormals, overflow,
  * infinities, NaN, signed zero. */
 #include <check.h>
 #include <math.h>

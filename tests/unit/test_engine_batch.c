@@ -1,14 +1,5 @@
-/* test_engine_batch.c — a verify pass over several sequences on the CPU
- * engine (one pass, every job's nodes; engine_target.c) against the same
- * jobs verified one pass each: raw logits, processed distributions and
- * hidden states equal bit for bit, for a chain and trees, sequences at
- * different positions, round after round (a commit leaves each sequence as
- * if it had run alone). Bit equality is the contract, not a tolerance: the
- * CPU products give each row the same bits whatever the rows beside it
- * (cpu/gemm.h), and the cores compute each node alone. The negative
- * controls plant a cross-sequence slip in the backend — a node attending to
- * another sequence's keys and values, a node's DeltaNet step starting from
- * another sequence's state — and the comparison must catch each. */
+/* test_engine_batch.c — a verify pass over several sequences on the CPU engine (engine_target.c) against the same
+ * jobs verified one pass each: raw logits, processed distributions and hidden states equal bit for bit. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +8,9 @@
 #include "fixtures.h"
 #include "harness.h"
 
+/* A chain and trees, sequences at different positions, round after round (a commit leaves each sequence as if it
+ * had run alone). Bit equality is the contract, not a tolerance: the CPU products give each row the same bits
+ * whatever the rows beside it (cpu/gemm.h), and the cores compute each node alone. */
 START_TEST(test_batched_verify_equals_alone) {
     fixture_model m;
     fixture_model_open(&m, "micro", 71, NULL);

@@ -1,8 +1,6 @@
-/* test_enumerate.c — the exact sequence law of reference/enumerate.c: it
- * sums to 1, every row equals (bit for bit) what a fresh forward over the
- * same prefix computes — so the walk's snapshot/restore leaves no trace —,
- * cuts give probability 0, temperature 0 gives the greedy sequence, and bad
- * requests fail with a message. */
+/* test_enumerate.c — the exact sequence law of verify/enumerate.c: it sums to 1, every row equals bit for bit what
+ * a fresh forward over the same prefix computes (so the walk's snapshot and restore leave no trace), cuts give
+ * probability 0, temperature 0 gives the greedy sequence, and bad requests fail with a message. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
-/* test_genmodel.c — the random checkpoint generator (tools/genmodel): every
- * preset in both layouts loads back through config_load and st_open with
- * exactly the tensors of layout_build; same seed gives identical bytes,
- * another seed other values; every parameter kind is drawn in its range
- * (norms not zero); config.json round-trips for odd configs. */
+/* test_genmodel.c — the random checkpoint generator (tools/genmodel): every preset in both layouts loads back with
+ * exactly the tensors of layout_build, the same seed gives identical bytes, every parameter kind is drawn in its
+ * range (norms not zero), and config.json round-trips for odd configs. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -154,8 +152,8 @@ START_TEST(test_every_preset_loads_back) {
 }
 END_TEST
 
-/* micro and micro-draft pair up; the micro variants differ where the brief
- * says they must (head dims, pattern, rotary fraction, tying). */
+/* micro and micro-draft pair up; the micro variants differ where the tests
+ * need them to (head dims, pattern, rotary fraction, tying). */
 START_TEST(test_presets_differ_where_needed) {
     model_config m, d, t, deep;
     sp_error err;

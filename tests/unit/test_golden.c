@@ -1,8 +1,6 @@
-/* test_golden.c — the C forward against logits that Hugging Face
- * transformers computed on the same checkpoints (tests/data/golden, made by
- * tools/peer/golden.py; the generator is deterministic, so the checkpoint is
- * rebuilt here bit for bit). Trunk logits at every position and the MTP
- * module's, as vLLM chains it. */
+/* test_golden.c — the C forward against logits that Hugging Face transformers computed on the same checkpoints
+ * (tests/data/golden, made by tools/peer/golden.py; the generator is deterministic, so the checkpoint is rebuilt
+ * here bit for bit): trunk logits at every position, and the MTP module's as vLLM chains it. */
 #include <check.h>
 #include <jansson.h>
 #include <math.h>

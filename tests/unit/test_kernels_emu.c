@@ -1,8 +1,7 @@
-/* test_kernels_emu.c — every CUDA kernel version, run on the CPU emulator
- * (kernels/emu/emu.h) on small and odd shapes, against its CPU twin: the same
- * validation code as gpucheck, with the same bounds; and the emulator's
- * stream capture and graphs, against the rules gpucheck checks on a GPU. Under the sanitizer
- * build this also catches out-of-bounds reads and writes of the kernels. */
+/* test_kernels_emu.c — every CUDA kernel version on the CPU emulator (kernels/emu/emu.h), on small and odd shapes,
+ * against its CPU twin with gpucheck's own validation code and bounds; and the emulator's stream capture and
+ * graphs against the rules gpucheck checks on a GPU. Under the sanitizers this also catches the kernels'
+ * out-of-bounds reads and writes. */
 #include <check.h>
 #include <stdint.h>
 #include <stdio.h>

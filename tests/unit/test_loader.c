@@ -1,10 +1,5 @@
-/* test_loader.c — model_load against broken checkpoints: every entry of
- * the catalogue (broken_checkpoints.h) starts from a generated micro model
- * and breaks one thing (a tensor dropped or reshaped, a config field
- * removed or out of range, a non-finite weight, the file truncated, the
- * header length, overlapping offsets, an unknown dtype); loading must fail
- * with a message naming the file or tensor and the problem. Valid models of
- * every micro preset must load. */
+/* test_loader.c — model_load against the catalogue of broken checkpoints (broken_checkpoints.h): loading must
+ * fail with a message naming the file or tensor and the problem. Valid models of every micro preset must load. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

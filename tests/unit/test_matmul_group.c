@@ -1,11 +1,6 @@
-/* test_matmul_group.c — the backends' grouped product (backend.h's matmul_group): the projections of one input
- * as one product must give each part's outputs bit for bit as the part's own matmul, on the CPU backend (every
- * thread count, both kernels' modes) and on the CUDA backend on the kernels' emulator — its weights back to back,
- * as place_weights lays a group out (one kn_matvec_group launch, past the 16 rows of one launch too; that it is one
- * launch over the stacked rows shows where the stacked shape's version differs from the parts'), or apart (one
- * product a part). The control compares the same outputs with two equal-sized parts exchanged — what a product
- * that wrote a part at another's offset would give — and must see them differ; NaN guards around every output
- * catch a write past a part. */
+/* test_matmul_group.c — the backends' grouped product (backend.h's matmul_group): the projections of one input as
+ * one product must give each part's outputs bit for bit as the part's own matmul, on the CPU backend and on the
+ * CUDA backend on the kernels' emulator. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -119,7 +114,9 @@ static void outputs_free(group_outputs *o) {
 }
 
 /* The comparison and its control on one backend, for m from a decode step to past one launch's 16 rows, the
- * weights back to back or apart. */
+ * weights back to back or apart. The control compares the same outputs with two equal-sized parts exchanged (what
+ * a product that wrote a part at another's offset would give) and must see them differ; NaN guards around every
+ * output catch a write past a part. */
 static void check_backend(engine_backend *b, const char *what) {
     static const int m_values[] = {1, 3, 16, 19};
     for (int apart = 0; apart < 2; apart++)

@@ -1,8 +1,6 @@
-/* test_medusa.c — Medusa heads and trees on medusa_micro models: the heads file
- * round trip and every loader error (base checkpoint mismatch included),
- * the ResBlock against a hand computation, tree parsing and validation,
- * the default tree's mask and positions. The proposer and the greedy
- * canaries are in test_medusa_proposer.c. */
+/* test_medusa.c — Medusa heads and trees on medusa_micro models: the heads file round trip and every loader error,
+ * the ResBlock against a hand computation, tree parsing and validation, and the default tree's mask and positions.
+ * The proposer and its greedy canaries are in test_medusa_proposer.c. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

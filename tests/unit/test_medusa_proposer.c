@@ -1,9 +1,6 @@
-/* test_medusa_proposer.c — the Medusa proposer as the method factory builds
- * it: its trees in every mode (top ranks, i.i.d. and without-replacement
- * draws, the token budget), its refusals, and greedy canaries (temperature
- * 0: every rule emits exactly the greedy tokens of the independent oracle),
- * including heads that copy the target's greedy continuation (every round
- * fully accepted) and heads that never agree. */
+/* test_medusa_proposer.c — the Medusa proposer as the method factory builds it: its trees in every mode, its
+ * refusals, and greedy canaries (at temperature 0 every rule emits exactly the independent oracle's greedy
+ * tokens), with heads that copy the target's greedy continuation and heads that never agree. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,6 @@
-/* test_method.c — the method description and its factory (method.h): one
- * table of flags, the defaults that depend on the temperature (MTP drafts,
- * Medusa's rule), every refusal with its message, the catalogue of `specula
- * verify` parsed by the same parser, and proposers that take the run's
- * sampler params at every proposal rather than a copy made at build time. */
+/* test_method.c — the method description and its factory (method.h): one table of flags, the defaults that depend
+ * on the temperature, every refusal with its message, the `specula verify` catalogue parsed by the same parser,
+ * and proposers that read the run's sampler params at every proposal, not a copy made at build time. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,6 @@
-/* test_ops.c — the building blocks of the forward against hand
- * computations and invariants: zero-centred vs plain RMSNorm, rotate-half
- * RoPE, the causal conv's rolling state, the gated delta rule against its
- * definition written out, softmax with masked entries, the DeltaNet and
- * attention gates at inputs whose values are known in closed form. */
+/* test_ops.c — the building blocks of the forward against hand computations and invariants: both RMSNorms,
+ * rotate-half RoPE, the causal conv's rolling state, the gated delta rule against its definition written out,
+ * softmax with masked entries, and the DeltaNet and attention gates at inputs with closed-form values. */
 #include <check.h>
 #include <math.h>
 #include <string.h>

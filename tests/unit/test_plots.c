@@ -1,10 +1,6 @@
-/* test_plots.c — the plots' data files, read back as numbers: formula
- * values at known points, monotonicity, the marked optimum of each curve,
- * the Monte-Carlo rows inside their intervals, measured points that agree
- * with the accounting of the runs that produced them (and with a rerun of
- * one; draft, MTP and Medusa), and gnuplot scripts that name only data files that exist. Images
- * are drawn when gnuplot is installed and only checked to exist: their
- * bytes are never compared. */
+/* test_plots.c — the plots' data files, read back as numbers: formula values, monotonicity, each curve's marked
+ * optimum, Monte-Carlo rows inside their intervals, measured points that agree with the accounting of their runs,
+ * and gnuplot scripts that name only data files that exist. Images are only checked to exist, never compared. */
 #include <check.h>
 #include <ctype.h>
 #include <math.h>

@@ -1,7 +1,6 @@
-/* test_safetensors.c — reader and writer of reference/safetensors*.c: round
- * trips in all three dtypes (with bf16/f16 rounding), sharded sets and
- * metadata, and one broken file per validation rule, checking that the
- * message names the file, the tensor and the problem. */
+/* test_safetensors.c — reader and writer of reference/safetensors*.c: round trips in all three dtypes, sharded sets
+ * and metadata, and one broken file per validation rule, whose message must name the file, the tensor and the
+ * problem. */
 #include <check.h>
 #include <math.h>
 #include <stdarg.h>

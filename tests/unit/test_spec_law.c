@@ -1,9 +1,4 @@
-/* test_spec_law.c — the planted bugs and the exact law of chain
- * speculation: planted_accept without a bug decides exactly as accept_exact
- * (so a control differs from the real rule only by its planted line);
- * spec_law reproduces hand-computed laws of every bug; and, computed from
- * the micro models' conditionals, the exact rule's law equals the target's
- * for every spec case of the catalogue — exactness shown by computation,
+/* test_spec_law.c — the planted bugs and the exact law of chain speculation: exactness shown by computation,
  * before any sampling. */
 #include <check.h>
 #include <math.h>
@@ -32,6 +27,8 @@ static void random_row(float *row, int V, uint64_t seed, uint64_t index, int zer
     for (int i = 0; i < V; i++) row[i] = (float)(row[i] / sum);
 }
 
+/* planted_accept without a bug decides exactly as accept_exact, so a control differs from the real rule only by
+ * its planted line. */
 START_TEST(test_unplanted_copy_matches_accept_exact) {
     const int V = 6, cap = 12;
     token_tree t;
@@ -122,6 +119,7 @@ static void hand_law(planted_bug bug, int L, double *joint) {
     ck_assert_msg(spec_law(&s, joint, &err) == 0, "%s", err.msg);
 }
 
+/* spec_law reproduces hand-computed laws of every bug. */
 START_TEST(test_law_by_hand) {
     double j[9];
     /* the first token alone, L = 1 */
@@ -164,6 +162,8 @@ END_TEST
 
 /* ---- the exact rule's law is the target's, on the micro models ----------------------- */
 
+/* Computed from the micro models' conditionals, the exact rule's law equals the target's for every spec case of the
+ * catalogue. */
 START_TEST(test_exact_rule_law_is_target) {
     fixture_model t[VERIFY_WORLDS], d[VERIFY_WORLDS];
     verify_world worlds[VERIFY_WORLDS];

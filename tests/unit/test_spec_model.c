@@ -1,8 +1,6 @@
-/* test_spec_model.c — the analytic model of speculation against values
- * computed by hand (each written out in a comment), its monotonicity, the
- * Monte-Carlo simulations inside their 99.9 % intervals with a negative
- * control each (a planted error the same interval must reject), and the
- * roofline model's two regimes on a workload small enough to do on paper. */
+/* test_spec_model.c — the analytic model of speculation against values computed by hand, its monotonicity, the
+ * Monte-Carlo simulations inside their 99.9 % intervals (each with a planted error the interval must reject), and
+ * the roofline model's two regimes on a workload small enough to do on paper. */
 #include <check.h>
 #include <math.h>
 #include <string.h>

@@ -1,22 +1,6 @@
-/* test_spec_tree.c — trees of drafts (--tree-shape) from the draft model
- * (--method spec, speculative.h) and the MTP module (--method mtp, mtp.h):
- * the shape's parsing and flags, proposals that follow the shape (children
- * per depth, siblings distinct without replacement, the top ranks at
- * temperature 0, q rows the children came from; the draft model's), the
- * chain as the shape of k ones (bit for bit, both), and greedy canaries on
- * the reference: at temperature 0 a tree emits exactly the oracle's tokens,
- * with a random draft (most branches rejected, the draft rewound and caught
- * up every round), with the target as its own draft (every first child
- * accepted) and from the target's MTP module.
- * Dynamic trees (--tree-budget, tree_grow.h): the flags, the growth order
- * against hand-made confidences (ties to the earlier node), the calibration
- * counting a hand-made verdict, every child of
- * real proposals given to the node of highest priority within the budget
- * and depth, q rows equal to a fresh draft's on the node's path (the state
- * after re-steps along another branch), and the degenerate budgets that are
- * static shapes (a chain; one level), bit for bit.
- * The engine's canary is in test_engine.c, the output law in
- * tests/stat/test_spec_tree_dist.c. */
+/* test_spec_tree.c — trees of drafts from the draft model and the MTP module, static (--tree-shape) and dynamic
+ * (--tree-budget, tree_grow.h): their flags, their proposals, and greedy canaries on the reference. The engine's
+ * canary is in test_engine.c, the output law in tests/stat/test_spec_tree_dist.c. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -125,6 +109,8 @@ static void check_proposal(const method_parts *parts, const char *flags, int V, 
     method_release(&b);
 }
 
+/* Children per depth as the shape says, siblings distinct when drawn without replacement, the top ranks at
+ * temperature 0, and q rows those the children came from (the draft model's). */
 START_TEST(test_proposals_follow_the_shape) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 31, NULL);
@@ -208,6 +194,9 @@ static void assert_trees_are_greedy(model *target, const method_parts *parts) {
     }
 }
 
+/* At temperature 0 a tree emits exactly the oracle's tokens: with a random draft (most branches rejected, the
+ * draft rewound and caught up every round), with the target as its own draft (every first child accepted), and
+ * from the target's MTP module. */
 START_TEST(test_trees_match_the_greedy_oracle) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 35, NULL);
@@ -463,6 +452,8 @@ static void check_dynamic_proposals(const method_parts *parts, stepper *fresh, c
     method_release(&b);
 }
 
+/* Every child of a real proposal goes to the node of highest priority within the budget and depth, and its q row
+ * equals a fresh draft's on the node's path (the state after re-steps along another branch). */
 START_TEST(test_dynamic_proposals_grow_best_first) {
     fixture_model t, d;
     fixture_model_open(&t, "micro", 31, NULL);

@@ -1,8 +1,6 @@
-/* test_state.c — rollback leaves no trace: after any accepted prefix, the
- * target's next logits are bit-identical to those of a run that only ever
- * saw the accepted tokens (KV cache, conv state and DeltaNet recurrent state
- * all restored), and the copy-on-write KV blocks are shared and copied
- * exactly when they should be. */
+/* test_state.c — rollback leaves no trace: after any accepted prefix, the target's next logits are bit-identical
+ * to a run that only ever saw the accepted tokens, and copy-on-write KV blocks are shared and copied exactly when
+ * they should be. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

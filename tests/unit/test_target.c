@@ -1,12 +1,6 @@
-/* test_target.c — the contract of the target and step interfaces
- * (target.h, stepper.h) that the decoding layer relies on, checked on the
- * reference backend: a verify pass consumes the root, a commit leaves the
- * sequence exactly where prefilling the path would, forks continue like
- * their source, several sequences verify in one pass as they would alone,
- * misuse is refused with a message, and nothing is held once sequences
- * close. Every check runs on each backend (the loop index: 0 the reference,
- * 1 the CPU engine). Equality is bit-for-bit: a backend must compute a
- * position the same way whether a prefill, a chain or a tree reaches it. */
+/* test_target.c — the contract of the target and step interfaces (target.h, stepper.h) that the decoding layer
+ * relies on, on each backend (the loop index: 0 the reference, 1 the CPU engine). Equality is bit for bit: a
+ * backend must compute a position the same way whether a prefill, a chain or a tree reaches it. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

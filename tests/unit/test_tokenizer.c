@@ -1,8 +1,6 @@
-/* test_tokenizer.c — the C tokenizer against the ids the `tokenizers` package
- * gives (tests/data/tokenizer/, made by tools/train/tokenizer_expected.py):
- * the embedded tokenizer and the real Qwen3 tokenizer.json on the corpus and
- * a stress set, decoding back, and every kind of bad input. The Qwen3 and
- * whole-corpus cases need ../shared/data and are reported skipped without it. */
+/* test_tokenizer.c — the C tokenizer against the ids the `tokenizers` package gives (tests/data/tokenizer/, made by
+ * tools/train/tokenizer_expected.py), decoding back, and every kind of bad input. The Qwen3 and whole-corpus cases
+ * need ../shared/data and are reported skipped without it. */
 #include <check.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -449,7 +447,8 @@ Suite *tokenizer_suite(void) {
     tcase_add_test(tc, test_bad_utf8_and_ids);
     suite_add_tcase(s, tc);
 
-    /* Loading Qwen's 11 MB tokenizer.json takes about 0.4 s, 1-2 s under the sanitizers. */
+    /* Each of these tests loads Qwen's 11 MB tokenizer.json, slow under the sanitizers: the limit leaves room for
+     * it (the load times are in docs/verification.md). */
     TCase *shared = harness_tcase("shared-data", 60);
     int corpus = harness_shared_data("tinyshakespeare.txt") != NULL;
     int qwen = harness_shared_data("qwen3-tokenizer/tokenizer.json") != NULL;

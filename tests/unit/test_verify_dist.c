@@ -1,8 +1,6 @@
-/* test_verify_dist.c — the cross-backend API of reference/verify_dist.h on
- * synthetic samplers whose laws are known: a sampler that follows its law
- * passes, one that does not is rejected (against exact probabilities and
- * against another sampler), draws replay from their seeds, and misuse fails
- * with a message naming the sampler. */
+/* test_verify_dist.c — verify/verify_dist.h on synthetic samplers whose laws are known: a sampler that follows its
+ * law passes, one that does not is rejected, draws replay from their seeds, and misuse fails with a message naming
+ * the sampler. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
