@@ -43,16 +43,16 @@ static void c_accept(engine_backend *b, int *result, const float *logits, const 
     for (int i = 1; i < n && chain; i++) chain = parent[i] == i - 1;
     if (chain) {
         cuda_check(b, kn_accept_chain(d_result, probs, q, token + 1, n - 1, V, seed, round, base_position, c->stream),
-              "accept_chain");
+                   "accept_chain");
         cuda_download(b, result, d_result, 3 * sizeof(int));
         for (int i = 1; result[0] > 0 && i <= result[0]; i++) result[2 + i] = i; /* a chain's path: its nodes */
         return;
     }
     float *residual = scratch(b, &c->accept_work, &c->accept_work_cap, (size_t)2 * V, "acceptance scratch");
     cuda_check(b,
-          kn_accept_tree(d_result, probs, q, token, c->parent, n, V, without_replacement, seed, round, base_position,
-                         residual, c->stream),
-          "accept_tree");
+               kn_accept_tree(d_result, probs, q, token, c->parent, n, V, without_replacement, seed, round,
+                              base_position, residual, c->stream),
+               "accept_tree");
     cuda_download(b, result, d_result, ((size_t)3 + n) * sizeof(int));
 }
 

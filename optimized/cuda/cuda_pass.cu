@@ -35,9 +35,9 @@ static void c_matmul(engine_backend *b, float *y, const eweight *W, const float 
      * greedy token (test_engine_cuda.c's canaries) */
     for (int r = 0; r < m; r += KN_MATVEC_MAX_M) { /* the batch kernels take up to 16 rows per weight read */
         const int rows = m - r < KN_MATVEC_MAX_M ? m - r : KN_MATVEC_MAX_M;
-        cuda_check(b,
-              kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
-              "matvec");
+        cuda_check(
+            b, kn_matvec(y + (size_t)r * n, (const uint16_t *)W->data, x + (size_t)r * k, rows, n, k, impl(b)->stream),
+            "matvec");
     }
 }
 
@@ -63,8 +63,9 @@ static void c_matmul_group(engine_backend *b, const ematmul_part *parts, int n_p
             out.end[j] = end += parts[j].n;
             out.Y[j] = parts[j].y + (size_t)r * parts[j].n;
         }
-        cuda_check(b, kn_matvec_group(&out, (const uint16_t *)parts[0].W->data, x + (size_t)r * k, rows, k, impl(b)->stream),
-              "matvec_group");
+        cuda_check(
+            b, kn_matvec_group(&out, (const uint16_t *)parts[0].W->data, x + (size_t)r * k, rows, k, impl(b)->stream),
+            "matvec_group");
     }
 }
 
@@ -76,7 +77,7 @@ static void c_embed(engine_backend *b, float *x, const eweight *E, const int *to
     int *staged = pinned(b, &st->tokens, &st->tokens_cap, (size_t)m, "token ids");
     memcpy(staged, tokens, (size_t)m * sizeof(int));
     cuda_check(b, cudaMemcpyAsync(d_tokens, staged, (size_t)m * sizeof(int), cudaMemcpyHostToDevice, c->stream),
-          "a copy of the token ids to the device");
+               "a copy of the token ids to the device");
     c->tokens_staged = 1;
     st->staged_at = c->syncs;
     cuda_check(b, kn_embed_bf16(x, (const uint16_t *)E->data, d_tokens, m, D, c->stream), "embed");
@@ -170,7 +171,7 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
     cuda_check(b, graph_begin(&c->graphs, c->stream, m, p->n_seqs, p->kv), "a pass's capture");
     c->tokens_staged = 0;
     cuda_check(b, cudaMemcpyAsync(c->table, host, ints * sizeof(int), cudaMemcpyHostToDevice, c->stream),
-          "a copy of the pass arrays to the device");
+               "a copy of the pass arrays to the device");
     st->staged_at = c->syncs;
     c->mask = (uint64_t *)c->table;
     c->pos = c->table + 2 * (size_t)m;
@@ -194,14 +195,14 @@ static void attention_seq(engine_backend *b, const cuda_seq *s, int la, const ep
     float *qs = q + (size_t)f * H * Dh;
     const float *qg = a->qg + (size_t)f * 2 * H * Dh;
     cuda_check(b,
-          c->rope_kv(qs, Kc, Vc, table, qg, a->k + (size_t)f * Hkv * Dh, a->v + (size_t)f * Hkv * Dh, a->q_norm,
-                     a->k_norm, c->pos + f, c->slot + f, s->n, H, Hkv, Dh, cfg->rotary_dim, cfg->rope_theta,
-                     cfg->rms_norm_eps, c->stream),
-          "rope_kv");
+               c->rope_kv(qs, Kc, Vc, table, qg, a->k + (size_t)f * Hkv * Dh, a->v + (size_t)f * Hkv * Dh, a->q_norm,
+                          a->k_norm, c->pos + f, c->slot + f, s->n, H, Hkv, Dh, cfg->rotary_dim, cfg->rope_theta,
+                          cfg->rms_norm_eps, c->stream),
+               "rope_kv");
     cuda_check(b,
-          c->attention(a->out + (size_t)f * H * Dh, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh,
-                       1.0f / sqrtf((float)Dh), work, c->att_work_cap, c->stream),
-          "attention");
+               c->attention(a->out + (size_t)f * H * Dh, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh,
+                            1.0f / sqrtf((float)Dh), work, c->att_work_cap, c->stream),
+               "attention");
 }
 
 /* One launch pair per sequence (the kernels take one block table, one context and one tree mask a call); the
@@ -228,9 +229,9 @@ static void conv_seq(engine_backend *b, const cuda_seq *s, const deltanet_args *
     cuda_impl *c = impl(b);
     const int C = config_conv_dim(b->cfg), f = s->first;
     cuda_check(b,
-          c->conv(a->mixed + (size_t)f * C, a->conv_slots, c->state_slot + f, a->slot_stride, a->conv_from[f],
-                  a->qkv + (size_t)f * C, a->conv_w, c->parent + f, s->n, C, b->cfg->conv_kernel, c->stream),
-          "conv_step");
+               c->conv(a->mixed + (size_t)f * C, a->conv_slots, c->state_slot + f, a->slot_stride, a->conv_from[f],
+                       a->qkv + (size_t)f * C, a->conv_w, c->parent + f, s->n, C, b->cfg->conv_kernel, c->stream),
+               "conv_step");
 }
 
 /* Sequence s's gated delta step, from its own committed state (rec_from[first]) as conv_seq. q, k, v: the
@@ -241,10 +242,11 @@ static void delta_seq(engine_backend *b, const cuda_seq *s, const deltanet_args 
     const model_config *cfg = b->cfg;
     const int Hk = cfg->lin_k_heads, Hv = cfg->lin_v_heads, Dk = cfg->lin_k_dim, Dv = cfg->lin_v_dim, f = s->first;
     cuda_check(b,
-          c->delta(a->out + (size_t)f * Hv * Dv, a->rec_slots, c->state_slot + f, a->slot_stride, a->rec_from[f],
-                   q + (size_t)f * Hk * Dk, k + (size_t)f * Hk * Dk, v + (size_t)f * Hv * Dv, a->a + (size_t)f * Hv,
-                   a->b + (size_t)f * Hv, a->A_log, a->dt_bias, c->parent + f, s->n, Hk, Hv, Dk, Dv, c->stream),
-          "delta_step");
+               c->delta(a->out + (size_t)f * Hv * Dv, a->rec_slots, c->state_slot + f, a->slot_stride, a->rec_from[f],
+                        q + (size_t)f * Hk * Dk, k + (size_t)f * Hk * Dk, v + (size_t)f * Hv * Dv,
+                        a->a + (size_t)f * Hv, a->b + (size_t)f * Hv, a->A_log, a->dt_bias, c->parent + f, s->n, Hk, Hv,
+                        Dk, Dv, c->stream),
+               "delta_step");
 }
 
 /* The convolution and the delta step write every node's state straight into its slot (the pass's slot table,
