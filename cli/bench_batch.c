@@ -246,7 +246,7 @@ static int method_table(engine *e, decode_target *t, decode_target *draft, const
                 return EXIT_RUN_FAILED;
             }
             if (m == 0) plain = f.tps_one_pass;
-            printf("%4d %-7s | %12.1f %12.1f %6.2fx | %11.2f | %.2fx\n", B, method_kind_name(specs[m].kind),
+            printf("%4d %-7s | %12.1f %12.1f %6.2fx | %11.2f | %.2fx\n", B, method_name(&specs[m]),
                    f.tps_one_pass, f.tps_each_pass, f.tps_one_pass / f.tps_each_pass, f.per_pass,
                    f.tps_one_pass / plain);
         }

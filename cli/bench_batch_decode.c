@@ -24,11 +24,11 @@ static void seq_release(batch_seq *q) {
 /* Sequence q's stepper (when the method has a proposer that steps a model) and method. */
 static int seq_build(const batch_bench *bb, const method_spec *spec, batch_seq *q, sp_error *err) {
     method_parts parts = {bb->t, NULL, NULL, NULL};
-    if (spec->kind == METHOD_MTP) {
+    if (method_has(spec, METHOD_MTP_MODULE)) {
         if (engine_mtp_stepper_build(&q->st, bb->e, err)) return -1;
         q->have_stepper = 1;
         parts.mtp = &q->st;
-    } else if (spec->kind == METHOD_SPEC) {
+    } else if (method_has(spec, METHOD_DRAFT_MODEL)) {
         if (!bb->draft) return sp_fail(err, "the spec rows need a draft model (--draft DIR, or MODEL-draft beside it)");
         if (target_stepper_build(&q->st, bb->draft, err)) return -1;
         q->have_stepper = 1;

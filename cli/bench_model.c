@@ -6,69 +6,41 @@
 
 #include "bench.h"
 
-/* The index of size m among the measured ones, or −1. */
-static int size_at(const bench_costs *c, int m) {
-    for (int i = 0; i < c->n_sizes; i++)
-        if (c->m[i] == m) return i;
-    return -1;
+/* t(m) for a chain of m nodes: measured, or between the two measured sizes around it (NAN beyond them). */
+static method_cost pass_at(const void *ctx, int m) {
+    const bench_costs *c = ctx;
+    for (int i = 0; i < c->n_sizes; i++) {
+        if (c->m[i] == m) return (method_cost){c->pass_ms[i], c->pass_ratio[i]};
+        if (i > 0 && c->m[i - 1] < m && m < c->m[i]) {
+            const double w = (double)(m - c->m[i - 1]) / (c->m[i] - c->m[i - 1]);
+            return (method_cost){(1 - w) * c->pass_ms[i - 1] + w * c->pass_ms[i],
+                                 (1 - w) * c->pass_ratio[i - 1] + w * c->pass_ratio[i]};
+        }
+    }
+    return (method_cost){NAN, NAN};
 }
 
-/* S = E / (t(m)/t(1) + P/t(1)), where
- *   m  the nodes one round verifies: k + 1 for a chain, the tree's nodes for Medusa and a draft tree;
- *   P  the proposer's time per round: k steps of one position, a draft tree's measured steps per round, the
- *      Medusa heads once, nothing for prompt lookup;
- *   E  E(α̂, k) for a chain; the measured tokens per pass for trees (a tree has no single α) and for prompt
- *      lookup, whose rounds propose k drafts or none, so its t(m) mixes t(k + 1) and t(1) as its rounds did.
- * With t(m) = t(1) this is spec_speedup (tools/analysis/spec_model.h). Here t(m) is measured, because what a
- * verify of k + 1 positions costs beside a decode step is the question. */
+/* S = E / (t(m)/t(1) + P/t(1)): m the nodes one round verifies, P the proposer's time per round, E the tokens
+ * per pass — each from the method's own cost model (registry.h: method_round_model). With t(m) = t(1) this is
+ * spec_speedup (tools/analysis/spec_model.h). Here t(m) is measured, because what a verify of k + 1 positions
+ * costs beside a decode step is the question. */
 int bench_model_row(const bench_costs *c, const bench_row *row, bench_model *out) {
     if (c->n_sizes < 1) return -1;
-    const method_kind kind = row->spec.kind;
+    const method_costs mc = {pass_at,
+                             c,
+                             {c->draft_step_ms, c->draft_ratio},
+                             {c->mtp_step_ms, c->mtp_ratio},
+                             {c->medusa_round_ms, c->medusa_round_ratio},
+                             {c->medusa_pass_ms, c->medusa_pass_ratio},
+                             c->medusa_nodes};
+    method_round r;
     out->t1_ms = c->pass_ms[0];
-    out->alpha = NAN;
-    out->tokens = accounting_tokens_per_pass(&row->pooled);
-    if (kind == METHOD_SPEC && row->spec.shape.depth > 0) {
-        /* a draft tree: one draft step per node with children, the node count the runs measured */
-        const long rounds = row->pooled.target_passes;
-        const double steps = rounds ? (double)row->pooled.proposer_steps / rounds : NAN;
-        const int i = size_at(c, c->tree_m);
-        out->m = c->tree_m;
-        out->pass_ms = i < 0 ? NAN : c->pass_ms[i];
-        out->r = i < 0 ? NAN : c->pass_ratio[i];
-        out->prop_ms = steps * c->draft_step_ms;
-        out->c = steps * c->draft_ratio;
-    } else if (kind == METHOD_SPEC || kind == METHOD_MTP) {
-        const int k = row->spec.k;
-        out->alpha = accounting_alpha(&row->pooled);
-        out->tokens = expected_tokens_per_pass(out->alpha, k);
-        const int i = size_at(c, k + 1);
-        out->m = k + 1;
-        out->pass_ms = i < 0 ? NAN : c->pass_ms[i];
-        out->r = i < 0 ? NAN : c->pass_ratio[i];
-        out->prop_ms = k * (kind == METHOD_SPEC ? c->draft_step_ms : c->mtp_step_ms);
-        out->c = k * (kind == METHOD_SPEC ? c->draft_ratio : c->mtp_ratio);
-    } else if (kind == METHOD_LOOKUP) {
-        /* a round verifies k + 1 nodes when its lookup hit, the root alone when not; E is the measured
-         * tokens per pass (α̂ says how drafts fare, not how often there are any); a lookup reads no
-         * weights, and its search is not timed apart (P = 0) */
-        const int k = row->spec.k, i = size_at(c, k + 1);
-        long hit = 0;
-        for (int j = 0; j <= ACC_MAX_DEPTH + 1; j++) hit += row->pooled.length_hist[j];
-        const double f = row->pooled.target_passes ? (double)hit / row->pooled.target_passes : 0;
-        out->alpha = accounting_alpha(&row->pooled);
-        out->m = k + 1;
-        out->pass_ms = i < 0 ? NAN : f * c->pass_ms[i] + (1 - f) * out->t1_ms;
-        out->r = i < 0 ? NAN : f * c->pass_ratio[i] + (1 - f);
-        out->prop_ms = 0, out->c = 0;
-    } else if (kind == METHOD_MEDUSA) {
-        out->m = c->medusa_nodes;
-        out->pass_ms = c->medusa_pass_ms, out->r = c->medusa_pass_ratio;
-        out->prop_ms = c->medusa_round_ms, out->c = c->medusa_round_ratio;
-    } else { /* plain decoding: one position per pass, nothing proposed */
-        out->m = 1;
-        out->pass_ms = out->t1_ms, out->r = 1;
-        out->prop_ms = 0, out->c = 0;
-    }
+    if (method_round_model(&row->spec, &row->pooled, &mc, &r)) return -1;
+    out->tokens = r.tokens;
+    out->alpha = r.alpha;
+    out->m = r.m;
+    out->pass_ms = r.pass.ms, out->r = r.pass.ratio;
+    out->prop_ms = r.proposer.ms, out->c = r.proposer.ratio;
     out->speedup = out->tokens / (out->r + out->c);
     return isfinite(out->speedup) ? 0 : -1;
 }
@@ -118,9 +90,9 @@ static void explain(const bench_row *row, const bench_model *m, const bench_row 
     static const char *const part[4] = {"plain decoding's own run", "the passes", "the proposer",
                                         "the work outside the models"};
     char k[16] = "";
-    if (row->spec.kind == METHOD_SPEC && row->spec.shape.depth > 0)
+    if (method_has(&row->spec, METHOD_TREES) && row->spec.shape.depth > 0)
         snprintf(k, sizeof k, ", tree of %d", tree_shape_nodes(&row->spec.shape));
-    else if (row->spec.kind != METHOD_MEDUSA)
+    else if (method_has(&row->spec, METHOD_CHAIN))
         snprintf(k, sizeof k, ", k %d", row->spec.k);
     int big = 0;
     for (int i = 1; i < 4; i++)
@@ -129,7 +101,7 @@ static void explain(const bench_row *row, const bench_model *m, const bench_row 
            "ms per pass in the runs, median %.4f, %.4f apart; %.3f tokens per pass, E %.3f); proposer %+.0f %% (%.4f "
            "ms per round, %.4f modelled; %.2f steps per round%s); outside the models %+.0f %% (%.4f ms/token). "
            "Most: %s.\n",
-           method_kind_name(row->spec.kind), 100 * gap, 100 * term[0], base.total, pm->t1_ms, 100 * term[1],
+           method_name(&row->spec), 100 * gap, 100 * term[0], base.total, pm->t1_ms, 100 * term[1],
            run.pass * tpp, run.pass_at_median * tpp, m->pass_ms, tpp, m->tokens, 100 * term[2], run.proposer * tpp,
            m->prop_ms, rounds ? (double)row->pooled.proposer_steps / rounds : NAN, k, 100 * term[3],
            run.prefill + run.other, part[big]);
@@ -154,7 +126,7 @@ void bench_model_print(const bench_costs *c, const bench_row *rows, const int *o
         const int flag = i > 0 && fabs(gap[i]) > BENCH_GAP_FLAG;
         flagged += flag;
         char alpha[16];
-        printf("%-8s %7s %7.3f %5d %10.3f %8.3f %9.2fx %8.2fx %+6.0f%%%s\n", method_kind_name(rows[i].spec.kind),
+        printf("%-8s %7s %7.3f %5d %10.3f %8.3f %9.2fx %8.2fx %+6.0f%%%s\n", method_name(&rows[i].spec),
                fmt3(alpha, sizeof alpha, m[i].alpha), m[i].tokens, m[i].m, m[i].r, m[i].c, m[i].speedup, measured,
                100 * gap[i], flag ? " *" : "");
     }
@@ -166,7 +138,7 @@ void bench_model_print(const bench_costs *c, const bench_row *rows, const int *o
     for (int i = 0; i < n; i++) {
         if (!have[i]) continue;
         const bench_per_token r = rows[i].ms;
-        printf("%-8s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", method_kind_name(rows[i].spec.kind),
+        printf("%-8s %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f %9.4f\n", method_name(&rows[i].spec),
                m[i].pass_ms / m[i].tokens, r.pass, r.pass_at_median, m[i].prop_ms / m[i].tokens, r.proposer, r.prefill,
                r.other, (m[i].pass_ms + m[i].prop_ms) / m[i].tokens, r.total);
     }

@@ -62,7 +62,7 @@ static void usage(FILE *f) {
             "the cuts apply to every arm):\n",
             DEFAULT_PROMPT_ESCAPED);
     static const char *const except[] = {"--max-tokens", "--no-eos", NULL};
-    method_spec_usage(f, METHODS_ALL & ~(1u << METHOD_BEAM) & ~(1u << METHOD_GREEDY), except);
+    method_spec_usage(f, 0, METHOD_BEAM_SEARCH | METHOD_GREEDY_ONLY, except);
     model_flags_usage(f);
     fprintf(f, "Exit status: 0 passed, 1 the engine failed the audit, 2 bad input, 3 underpowered, 4 the audit\n"
                "could not run.\n");
@@ -143,9 +143,9 @@ static int parse(int argc, char **argv, audit_args *a) {
     static const char *const refused[] = {"--max-tokens", "--no-eos", NULL};
     if (method_cli_refuse(&a->spec, refused, "the audit sets the length (--length) and never stops at EOS", "audit"))
         return 2;
-    if (a->spec.kind == METHOD_BEAM || a->spec.kind == METHOD_GREEDY) {
+    if (method_has(&a->spec, METHOD_BEAM_SEARCH) || method_has(&a->spec, METHOD_GREEDY_ONLY)) {
         fprintf(stderr, "specula audit: --method %s is deterministic; the audit compares sampled continuations\n",
-                method_kind_name(a->spec.kind));
+                method_name(&a->spec));
         return 2;
     }
     sp_error err;
@@ -167,7 +167,7 @@ static int parse(int argc, char **argv, audit_args *a) {
         return 2;
     }
     a->source = n_files ? AUDIT_SOURCE_FILES : a->engine_cmd ? AUDIT_SOURCE_CMD : AUDIT_SOURCE_SPECULA;
-    if (a->source != AUDIT_SOURCE_SPECULA && a->spec.kind != METHOD_SAMPLE) {
+    if (a->source != AUDIT_SOURCE_SPECULA && method_spec_given(&a->spec, "--method")) {
         fprintf(stderr, "specula audit: --method describes specula's own on arm; with %s the engine decides\n",
                 a->engine_cmd ? "--engine-cmd" : "--samples-*");
         return 2;
@@ -181,7 +181,7 @@ static int parse(int argc, char **argv, audit_args *a) {
         fprintf(stderr, "specula audit: --control-temperature must differ from --temperature\n");
         return 2;
     }
-    return model_flags_check(&a->models, a->spec.kind, "audit");
+    return model_flags_check(&a->models, &a->spec, "audit");
 }
 
 /* The prompt's ids: --tokens, or --prompt (or the default) through the
@@ -383,8 +383,8 @@ int cmd_audit(int argc, char **argv) {
      * the law */
     const int own = a.source == AUDIT_SOURCE_SPECULA;
     loaded_models lm;
-    if (models_load(&lm, &a.models, own && a.spec.kind == METHOD_SPEC ? COMPANION_NEEDED : COMPANION_NO,
-                    own && a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "audit"))
+    if (models_load(&lm, &a.models, own && method_has(&a.spec, METHOD_DRAFT_MODEL) ? COMPANION_NEEDED : COMPANION_NO,
+                    own && method_has(&a.spec, METHOD_HEADS) ? COMPANION_NEEDED : COMPANION_NO, "audit"))
         return EXIT_BAD_INPUT;
     rc = prompt_ids(&a, dir, models_config(&lm)->vocab_size);
     if (!rc && a.banned_text &&

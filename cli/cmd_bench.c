@@ -61,8 +61,7 @@ static void usage(FILE *f) {
             "                       --threads N, --dtype bf16|f32 for cpu\n"
             "The method flags that apply (defaults as in generate, but temperature 0 here):\n",
             default_model_dir());
-    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA) | (1u << METHOD_LOOKUP),
-                      refused);
+    method_spec_usage(f, METHOD_PROPOSES, 0, refused);
 }
 
 typedef struct {
@@ -75,7 +74,6 @@ typedef struct {
     int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
     int cost_reps_given;
     int only_given, plain_only, json;
-    method_kind only;
 } bench_args;
 
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
@@ -110,7 +108,7 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
     sp_error err;
     const double t0 = bench_now_s();
     if (bench_generate(&s, &lm->parts, prompt, a->prompt_tokens, &out, &split, &err)) {
-        fprintf(stderr, "specula bench: %s: %s\n", method_kind_name(s.kind), err.msg);
+        fprintf(stderr, "specula bench: %s: %s\n", method_name(&s), err.msg);
         return -1;
     }
     const double wall = bench_now_s() - t0, ms = 1e3 / out.n;
@@ -160,7 +158,7 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
     const method_spec *medusa = NULL;
     for (int i = 0; i < n; i++) {
         ok[i] = 1;
-        if (rows[i].spec.kind == METHOD_MEDUSA) medusa = &rows[i].spec;
+        if (method_has(&rows[i].spec, METHOD_HEADS)) medusa = &rows[i].spec;
     }
     sp_error err;
     int status = 0;
@@ -260,40 +258,48 @@ static int parse(int argc, char **argv, bench_args *a) {
     }
     if (method_spec_given(&a->base, "--method")) {
         a->only_given = 1;
-        a->only = a->base.kind;
-        if (a->only != METHOD_SPEC && a->only != METHOD_MTP && a->only != METHOD_MEDUSA && a->only != METHOD_LOOKUP) {
+        if (!method_has(&a->base, METHOD_PROPOSES)) {
             fprintf(stderr,
-                    "specula bench: --method %s: bench compares spec, mtp, medusa or lookup with plain decoding\n",
-                    method_kind_name(a->only));
+                    "specula bench: --method %s: bench compares a method that drafts (spec, mtp, medusa, lookup, a "
+                    "plug-in) with plain decoding\n",
+                    method_name(&a->base));
             return 2;
         }
     }
     return 0;
 }
 
-/* The rows: plain decoding first (the baseline of the ratios), then every
- * method the models allow (or the one asked for); prompt lookup needs no
- * model beside the target, so every model allows it. */
+/* The rows: plain decoding first (the baseline of the ratios), then every method of the registry that drafts and
+ * whose models are present (or the one asked for, which must be able to run). */
+static int add_row(const bench_args *a, const method_desc *m, bench_row *rows, int *n) {
+    sp_error err;
+    if (method_spec_for(&a->base, m, &rows[*n].spec, &err)) {
+        fprintf(stderr, "specula bench: %s: %s\n", m->name, err.msg);
+        return -1;
+    }
+    (*n)++;
+    return 0;
+}
+
 static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *rows, int *n) {
-    const method_kind plain = a->base.sampling.temperature == 0 ? METHOD_GREEDY : METHOD_SAMPLE;
-    const method_kind kinds[BENCH_MAX_ROWS] = {plain, METHOD_MTP, METHOD_SPEC, METHOD_MEDUSA, METHOD_LOOKUP};
-    const int present[BENCH_MAX_ROWS] = {1, lm->parts.mtp != NULL, lm->parts.draft != NULL, lm->parts.heads != NULL, 1};
     *n = 0;
-    for (int i = 0; i < BENCH_MAX_ROWS; i++) {
-        if (!present[i] || (i > 0 && (a->plain_only || (a->only_given && kinds[i] != a->only)))) continue;
+    if (add_row(a, a->base.sampling.temperature == 0 ? &greedy_method : &sample_method, rows, n)) return -1;
+    if (a->plain_only) return 0;
+    if (a->only_given) {
         sp_error err;
-        if (method_spec_for(&a->base, kinds[i], &rows[*n].spec, &err)) {
-            fprintf(stderr, "specula bench: %s: %s\n", method_kind_name(kinds[i]), err.msg);
+        if (method_check_parts(&a->base, &lm->parts, &err)) {
+            fprintf(stderr, "specula bench: %s\n", err.msg);
             return -1;
         }
-        (*n)++;
+        return add_row(a, a->base.method, rows, n);
     }
-    if (a->only_given && *n == 1) {
-        fprintf(stderr, "specula bench: --method %s: the model has no %s\n", method_kind_name(a->only),
-                a->only == METHOD_MTP    ? "MTP module"
-                : a->only == METHOD_SPEC ? "draft model"
-                                         : "Medusa heads");
-        return -1;
+    for (int i = 0; i < method_count() && *n < BENCH_MAX_ROWS; i++) {
+        const method_desc *m = method_at(i);
+        method_spec probe = a->base;
+        probe.method = m;
+        sp_error err;
+        if ((m->traits & METHOD_PROPOSES) && !method_check_parts(&probe, &lm->parts, &err) && add_row(a, m, rows, n))
+            return -1;
     }
     return 0;
 }
@@ -312,7 +318,7 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
         if (isfinite(rows[i].predicted))
             snprintf(predicted, sizeof predicted, "%.2fx%s", rows[i].predicted,
                      fabs(measured / rows[i].predicted - 1) > BENCH_GAP_FLAG ? "*" : " ");
-        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_kind_name(rows[i].spec.kind),
+        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_name(&rows[i].spec),
                rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token,
                rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured,
                predicted, what);
@@ -364,7 +370,7 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
         method_spec_label(&rows[i].spec, what, sizeof what);
         const double rates[3] = {rows[i].median_tps, rows[i].median_prefill_tps, rows[i].median_decode_tps};
         const char *names[3] = {"tokens_per_s", "prefill_tokens_per_s", "decode_tokens_per_s"};
-        printf("%s{\"method\": \"%s\", \"what\": ", first ? "" : ", ", method_kind_name(rows[i].spec.kind));
+        printf("%s{\"method\": \"%s\", \"what\": ", first ? "" : ", ", method_name(&rows[i].spec));
         print_json_text(what);
         for (int k = 0; k < 3; k++)
             printf(isfinite(rates[k]) ? ", \"%s\": %.6g" : ", \"%s\": null", names[k], rates[k]);

@@ -204,8 +204,8 @@ int cmd_generate(int argc, char **argv) {
     if (rc) return rc == 1 ? 0 : rc;
     const char *dir = a.models.model_dir ? a.models.model_dir : default_model_dir();
     loaded_models lm;
-    if (models_load(&lm, &a.models, a.spec.kind == METHOD_SPEC ? COMPANION_NEEDED : COMPANION_NO,
-                    a.spec.kind == METHOD_MEDUSA ? COMPANION_NEEDED : COMPANION_NO, "generate"))
+    if (models_load(&lm, &a.models, method_has(&a.spec, METHOD_DRAFT_MODEL) ? COMPANION_NEEDED : COMPANION_NO,
+                    method_has(&a.spec, METHOD_HEADS) ? COMPANION_NEEDED : COMPANION_NO, "generate"))
         return EXIT_BAD_INPUT;
     tokenizer tok;
     const int have_tok = load_tokenizer(&a, dir, &tok);
@@ -220,7 +220,7 @@ int cmd_generate(int argc, char **argv) {
     if (status == 0) {
         status = context_check(c, NULL, n_prompt, "--max-tokens", a.spec.max_tokens, "generate");
         if (status == 0)
-            status = a.spec.kind == METHOD_BEAM
+            status = method_has(&a.spec, METHOD_BEAM_SEARCH)
                          ? run_beam(&a, lm.parts.target, &pr, prompt, n_prompt)
                          : run_method(&a, &lm.parts, &pr, have_tok ? &tok : NULL, prompt, n_prompt);
         free(prompt);

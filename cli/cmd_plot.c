@@ -82,7 +82,7 @@ static void usage(FILE *f) {
             "The measured methods take the method flags of `specula generate` (and `bench`), with the\n"
             "same defaults; --seed also seeds the simulation, and run i of a point uses seed + i:\n",
             default_model_dir(), N_TEXT_PROMPTS);
-    method_spec_usage(f, (1u << METHOD_SPEC) | (1u << METHOD_MTP) | (1u << METHOD_MEDUSA), refused);
+    method_spec_usage(f, METHOD_PROPOSES, METHOD_MAY_IDLE, refused);
 }
 
 /* "0,0.7,1" → temperatures. */

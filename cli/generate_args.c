@@ -21,7 +21,7 @@ static void usage(FILE *f) {
             DEFAULT_PROMPT_ESCAPED);
     model_flags_usage(f);
     fprintf(f, "The method (the same flags as bench, plot and the verify catalogue):\n");
-    method_spec_usage(f, METHODS_ALL, NULL);
+    method_spec_usage(f, 0, 0, NULL);
 }
 
 /* A generate-only flag: 1 consumed, 0 not one, -1 a missing value. */
@@ -52,7 +52,7 @@ int generate_parse(int argc, char **argv, generate_args *a) {
             return 2;
         }
     }
-    if (a->stream && a->spec.kind == METHOD_BEAM) {
+    if (a->stream && method_has(&a->spec, METHOD_BEAM_SEARCH)) {
         fprintf(stderr, "specula generate: --stream does not apply to --method beam: its result is known only when "
                         "the search stops\n");
         return 2;
@@ -62,7 +62,7 @@ int generate_parse(int argc, char **argv, generate_args *a) {
         fprintf(stderr, "specula generate: %s\n", err.msg);
         return 2;
     }
-    if (model_flags_check(&a->models, a->spec.kind, "generate")) return 2;
+    if (model_flags_check(&a->models, &a->spec, "generate")) return 2;
     if (a->tokens_text && a->prompt_text) {
         fprintf(stderr, "specula generate: give the prompt as --prompt TEXT or as --tokens IDS, not both\n");
         return 2;

@@ -98,13 +98,14 @@ void model_flags_usage(FILE *f) {
         default_model_dir());
 }
 
-int model_flags_check(const model_flags *f, method_kind kind, const char *cmd) {
-    if (f->draft_flag && kind != METHOD_SPEC) {
-        fprintf(stderr, "specula %s: --draft only applies to --method spec\n", cmd);
+int model_flags_check(const model_flags *f, const method_spec *s, const char *cmd) {
+    if (f->draft_flag && !method_has(s, METHOD_DRAFT_MODEL)) {
+        fprintf(stderr, "specula %s: --draft only applies to a method with a draft model (--method spec)\n", cmd);
         return 2;
     }
-    if (f->medusa_flag && kind != METHOD_MEDUSA) {
-        fprintf(stderr, "specula %s: %s only applies to --method medusa\n", cmd, f->medusa_flag);
+    if (f->medusa_flag && !method_has(s, METHOD_HEADS)) {
+        fprintf(stderr, "specula %s: %s only applies to a method with Medusa heads (--method medusa)\n", cmd,
+                f->medusa_flag);
         return 2;
     }
     return model_flags_backend_check(f, cmd);

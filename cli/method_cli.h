@@ -10,6 +10,7 @@
 #include "engine.h"
 #include "medusa.h"
 #include "method.h"
+#include "registry.h"
 #include "model.h"
 
 typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU, BACKEND_CUDA } backend_kind;
@@ -51,7 +52,7 @@ int method_cli_flag(method_spec *s, model_flags *f, int argc, char **argv, int *
 void model_flags_usage(FILE *f);
 /* Refuses --draft without --method spec, the Medusa flags without --method
  * medusa and the engine's flags with the reference (printed; returns 2), else 0. */
-int model_flags_check(const model_flags *f, method_kind kind, const char *cmd);
+int model_flags_check(const model_flags *f, const method_spec *s, const char *cmd);
 /* The last check alone, for commands that run several methods. */
 int model_flags_backend_check(const model_flags *f, const char *cmd);
 

@@ -3,6 +3,8 @@
  * one decode per sample. */
 #include "audit_specula.h"
 
+#include "registry.h"
+
 #include <stdlib.h>
 
 int audit_specula_draw(const method_spec *spec, const method_parts *parts, const int *prompt, int n_prompt,
@@ -26,7 +28,7 @@ int audit_specula_draw(const method_spec *spec, const method_parts *parts, const
 
 method_spec audit_specula_off(const method_spec *s) {
     method_spec off = method_spec_defaults();
-    off.kind = METHOD_SAMPLE;
+    off.method = &sample_method;
     off.sampling = s->sampling;
     off.max_tokens = s->max_tokens;
     off.stop_at_eos = 0;

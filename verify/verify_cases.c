@@ -10,7 +10,7 @@
 
 #include "engine_mtp.h"
 #include "engine_target.h"
-#include "lookup.h"
+#include "registry.h"
 #include "philox.h"
 #include "reference_target.h"
 #include "spec_law.h"
@@ -128,13 +128,11 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     /* typical acceptance: a biased rule's control is the exact rule; at temperature 0 a point mass, which
      * only a token off the greedy path can miss (its acceptance-side control draws one) */
-    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == METHOD_RULE_TYPICAL)
-        return PLANT_ENGINE_NONE;
-    const method_kind k = c->spec.kind;
-    if (k == METHOD_MEDUSA) /* on the small world's tree of three siblings a stray sibling's KV moves the law too
+    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == RULE_TYPICAL) return PLANT_ENGINE_NONE;
+    if (method_has(&c->spec, METHOD_OWN_TREE)) /* on the small world's tree of three siblings a stray sibling's KV moves the law too
                              * little to be caught (docs/verification.md) */
         return c->world == VERIFY_MAIN ? PLANT_ENGINE_SIBLING_KV : PLANT_ENGINE_NONE;
-    return k == METHOD_SPEC || k == METHOD_MTP || k == METHOD_LOOKUP ? PLANT_ENGINE_PARENT_SLOT : PLANT_ENGINE_NONE;
+    return method_has(&c->spec, METHOD_CHAIN) ? PLANT_ENGINE_PARENT_SLOT : PLANT_ENGINE_NONE;
 }
 
 void verify_case_control_text(const verify_case *c, int on_engine, char *out, int size) {
@@ -143,11 +141,11 @@ void verify_case_control_text(const verify_case *c, int on_engine, char *out, in
         snprintf(out, (size_t)size, "%s", planted_engine_name(eb));
     else if (c->expect_biased)
         snprintf(out, (size_t)size, "exact rule (must pass)");
-    else if (c->control_bug != PLANT_NONE && c->spec.rule == METHOD_RULE_TYPICAL)
+    else if (c->control_bug != PLANT_NONE && c->spec.rule == RULE_TYPICAL)
         snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
     else if (c->control_bug != PLANT_NONE)
         snprintf(out, (size_t)size, "%s", planted_name(c->control_bug));
-    else if (c->spec.kind == METHOD_SAMPLE)
+    else if (!method_has(&c->spec, METHOD_PROPOSES))
         snprintf(out, (size_t)size, "sampled at T=%g", c->control_temperature);
     else
         snprintf(out, (size_t)size, "drafts at T=%g, q at T=%g", c->control_temperature, c->spec.sampling.temperature);
@@ -159,15 +157,16 @@ static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
     const verify_case *c = cs->c;
     method_spec s = c->spec;
     s.seed = seed;
-    if (cs->plain) s.kind = METHOD_SAMPLE;
-    if (s.kind == METHOD_MEDUSA) {
+    if (cs->plain) s.method = &sample_method;
+    if (method_has(&s, METHOD_OWN_TREE)) {
         s.tree = c->medusa_tree;
         s.tree_given = 1;
         snprintf(s.tree_origin, sizeof s.tree_origin, "%s", c->tree ? "the case's tree" : "the verify tree");
     }
     if (cs->control && !cs->plain) {
-        if (s.kind == METHOD_SAMPLE && c->control_temperature > 0) s.sampling.temperature = c->control_temperature;
-        if (c->expect_biased) s.rule = METHOD_RULE_EXACT; /* the exact rule on the same drafts (i.i.d. children) */
+        if (!method_has(&s, METHOD_PROPOSES) && c->control_temperature > 0)
+            s.sampling.temperature = c->control_temperature;
+        if (c->expect_biased) s.rule = RULE_EXACT; /* the exact rule on the same drafts (i.i.d. children) */
     }
     return s;
 }
@@ -221,13 +220,15 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
- * draw rows and, for the retempered control, its reported q; for prompt
- * lookup, the prompt and settings its lookups read instead of a draft. */
+ * draw rows and, for the retempered control, its reported q; for a proposer
+ * of point masses (prompt lookup), the prompt and the spec its drafts are a
+ * function of instead of a draft. */
 typedef struct {
     const enum_table *target, *draw;
     float gamma; /* 1: q is the draw row itself */
     const int *prompt;
-    int n_prompt, k, ngram;
+    int n_prompt;
+    const method_spec *spec;
 } law_rows;
 
 static void law_target(void *user, const int *tokens, int len, float *out) {
@@ -247,32 +248,34 @@ static void law_ratio(void *user, const int *tokens, int len, int depth, float *
     planted_retemper_row(enumerate_cond(r->draw, tokens, len), r->gamma, out, r->draw->V);
 }
 
-/* The lookup of the round that starts after the emitted tokens[0..len): its context is the prompt and them. */
-static int law_lookup(const law_rows *r, const int *tokens, int len, int *drafts) {
+/* The drafts of the round that starts after the emitted tokens[0..len): its context is the prompt and them. */
+static int law_point(const law_rows *r, const int *tokens, int len, int *drafts) {
     int ctx[VERIFY_CASE_MAX_PROMPT + ENUM_MAX_LENGTH];
     memcpy(ctx, r->prompt, (size_t)r->n_prompt * sizeof(int));
     memcpy(ctx + r->n_prompt, tokens, (size_t)len * sizeof(int));
-    return lookup_find(ctx, r->n_prompt + len, r->ngram, r->k, drafts);
+    return r->spec->method->point_drafts(r->spec, ctx, r->n_prompt + len, drafts);
 }
 
-static int law_lookup_depth(void *user, const int *tokens, int len) {
-    int drafts[LOOKUP_MAX_K];
-    return law_lookup(user, tokens, len, drafts);
+static int law_point_depth(void *user, const int *tokens, int len) {
+    int drafts[TREE_SHAPE_MAX_DEPTH];
+    return law_point(user, tokens, len, drafts);
 }
 
-/* The draft at `depth` of the round: a point mass at the looked-up token. */
-static void law_lookup_row(void *user, const int *tokens, int len, int depth, float *out) {
+/* The draft at `depth` of the round: a point mass at the proposer's token. */
+static void law_point_row(void *user, const int *tokens, int len, int depth, float *out) {
     const law_rows *r = user;
-    int drafts[LOOKUP_MAX_K];
-    const int found = law_lookup(r, tokens, len - depth + 1, drafts);
+    int drafts[TREE_SHAPE_MAX_DEPTH];
+    const int found = law_point(r, tokens, len - depth + 1, drafts);
     memset(out, 0, (size_t)r->target->V * sizeof(float));
     if (depth <= found) out[drafts[depth - 1]] = 1.0f; /* spec_law asks only for depth ≤ found */
 }
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
-    const method_kind kind = c->spec.kind;
-    const int chain = (kind == METHOD_SPEC && c->spec.shape.depth == 0) || kind == METHOD_LOOKUP;
-    if ((kind != METHOD_SAMPLE && !chain) || (chain && c->spec.rule != METHOD_RULE_EXACT)) return 0;
+    /* the laws computed here: plain sampling, and chains of a draft model or of point masses */
+    const int plain = !method_has(&c->spec, METHOD_PROPOSES), point = c->spec.method->point_drafts != NULL;
+    const int drafter = method_has(&c->spec, METHOD_DRAFT_MODEL);
+    const int chain = method_has(&c->spec, METHOD_CHAIN) && c->spec.shape.depth == 0 && (drafter || point);
+    if ((!plain && !chain) || (chain && c->spec.rule != RULE_EXACT)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */
     if (control && !spec_law_computes(c->control_bug)) return 0; /* nor a slip in the target's */
@@ -281,7 +284,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     verify_case_prompt(c, w, &prompt, &n_prompt);
     sampler_params sp = c->spec.sampling;
     enum_table target, draw;
-    if (kind == METHOD_SAMPLE) {
+    if (plain) {
         if (control) sp.temperature = c->control_temperature;
         if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
         if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
@@ -289,28 +292,27 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
         enumerate_free(&target);
         return 1;
     }
-    const int retemper = kind == METHOD_SPEC && control && c->control_temperature > 0;
+    const int retemper = drafter && control && c->control_temperature > 0;
     sampler_params draw_sp = c->spec.sampling;
     if (retemper) draw_sp.temperature = c->control_temperature;
     if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
-    if (kind == METHOD_SPEC && enumerate_build(&draw, w->draft, prompt, n_prompt, &draw_sp, c->L, err)) {
+    if (drafter && enumerate_build(&draw, w->draft, prompt, n_prompt, &draw_sp, c->L, err)) {
         enumerate_free(&target);
         return -1;
     }
     law_rows rows = {&target,
-                     kind == METHOD_SPEC ? &draw : NULL,
+                     drafter ? &draw : NULL,
                      retemper ? c->control_temperature / c->spec.sampling.temperature : 1.0f,
                      prompt,
                      n_prompt,
-                     c->spec.k,
-                     c->spec.ngram};
+                     &c->spec};
     spec_law_spec s = {.V = target.V,
                        .L = c->L,
                        .k = c->spec.k,
-                       .round_k = kind == METHOD_LOOKUP ? law_lookup_depth : NULL,
+                       .round_k = point ? law_point_depth : NULL,
                        .max_tokens = c->max_tokens,
                        .target = law_target,
-                       .draw = kind == METHOD_LOOKUP ? law_lookup_row : law_draw,
+                       .draw = point ? law_point_row : law_draw,
                        .ratio = retemper ? law_ratio : NULL,
                        .user = &rows,
                        .bug = control ? c->control_bug : PLANT_NONE,
@@ -318,7 +320,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
                        .eos = w->eos};
     int rc = spec_law(&s, law, err);
     enumerate_free(&target);
-    if (kind == METHOD_SPEC) enumerate_free(&draw);
+    if (drafter) enumerate_free(&draw);
     return rc ? -1 : 1;
 }
 
@@ -394,7 +396,7 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
     memset(out, 0, sizeof *out);
     if (c->max_tokens < c->L)
         return sp_fail(err, "case \"%s\": max_tokens %d is below the %d tokens compared", c->name, c->max_tokens, c->L);
-    if (c->spec.kind == METHOD_MEDUSA && !w->heads)
+    if (method_has(&c->spec, METHOD_HEADS) && !w->heads)
         return sp_fail(err, "case \"%s\": the world has no Medusa heads (verify_world_heads)", c->name);
     if (exact->L != c->L || exact->V != w->target->cfg.vocab_size)
         return sp_fail(err, "case \"%s\": the exact law covers L = %d, V = %d; the case needs L = %d, V = %d", c->name,
@@ -457,8 +459,8 @@ static int draw_with(const verify_case_sampler *cs, const method_spec *s, const 
     int rc = 0;
     if (planted && m.proposer) {
         if (bug != PLANT_NONE) {
-            m.options.custom_accept = c->spec.rule == METHOD_RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
-            m.options.accept_user = c->spec.rule == METHOD_RULE_TYPICAL ? (void *)&typical : (void *)&rule;
+            m.options.custom_accept = c->spec.rule == RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
+            m.options.accept_user = c->spec.rule == RULE_TYPICAL ? (void *)&typical : (void *)&rule;
         } else if (!c->expect_biased && c->control_temperature > 0) {
             /* drafts drawn at the control temperature, q reported at the method's */
             if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {

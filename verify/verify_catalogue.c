@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "registry.h"
 #include "verify_cases.h"
 /* Field order: name, primary, method, flags, pair, L, max_tokens, control bug,
  * control temperature, expect_biased, max_samples (spec and k are filled when
@@ -260,11 +261,9 @@ static void parse_catalogue(void) {
         if (method_spec_parse(&c->spec, c->flags, &err)) goto bad;
         c->spec.max_tokens = c->max_tokens;
         c->spec.stop_at_eos = c->world == VERIFY_EOS;
-        const method_kind kind = c->spec.kind;
-        c->k = kind == METHOD_MEDUSA                                                    ? c->medusa_tree.max_depth
-               : (kind == METHOD_SPEC || kind == METHOD_MTP) && c->spec.shape.depth > 0 ? c->spec.shape.depth
-               : kind == METHOD_SPEC || kind == METHOD_MTP || kind == METHOD_LOOKUP     ? c->spec.k
-                                                                                        : 0;
+        method_spec with_tree = c->spec; /* a method of its own tree runs over the case's */
+        with_tree.tree = c->medusa_tree;
+        c->k = method_depth(&with_tree);
         if (c->prompt && parse_prompt(c, &err)) goto bad;
     }
     return;

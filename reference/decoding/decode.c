@@ -24,6 +24,11 @@ void decode_output_free(decode_output *out) {
     out->n = 0;
 }
 
+const char *accept_rule_name(accept_rule rule) {
+    static const char *const names[] = {"exact", "exact-norepl", "typical", "greedy", "default"};
+    return (unsigned)rule <= RULE_DEFAULT ? names[rule] : "?";
+}
+
 double decode_now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

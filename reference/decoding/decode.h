@@ -14,7 +14,20 @@
 #include "target.h"
 #include "tree.h"
 
-typedef enum { RULE_EXACT = 0, RULE_GREEDY, RULE_TYPICAL } accept_rule;
+/* The acceptance rule of a run. Under the exact rules a tree's children are drawn from q (i.i.d. or without
+ * replacement: the tree's children_kind); under typical and greedy they are the proposer's top ranks. */
+typedef enum {
+    RULE_EXACT = 0,    /* Leviathan's min(1, p/q) with the residual; multi-round rejection on trees */
+    RULE_EXACT_NOREPL, /* the same rule on a tree whose children were drawn without replacement */
+    RULE_TYPICAL,      /* Medusa's typical acceptance: fast, biased (the tests show by how much) */
+    RULE_GREEDY,       /* follow the target's argmax: temperature 0 */
+    RULE_DEFAULT       /* a method_spec's unset rule: method_spec_finish picks it from the method and temperature */
+} accept_rule;
+
+/* "exact", "exact-norepl", "typical", "greedy" ("default" for RULE_DEFAULT). */
+const char *accept_rule_name(accept_rule rule);
+/* 1 for the rules that keep the target's law exactly (the ones a target may run on its side: verify_accept). */
+static inline int accept_rule_exact(accept_rule rule) { return rule == RULE_EXACT || rule == RULE_EXACT_NOREPL; }
 
 /* Called with every burst of committed tokens, as it is committed. */
 typedef void (*commit_callback)(const int *tokens, int n, void *user);

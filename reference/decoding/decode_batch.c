@@ -30,7 +30,7 @@ static int check_batch(const decode_target *t, decode_job *jobs, int B, sp_error
     return 0;
 }
 
-static int exact_rule(const decode_options *opt) { return !opt->custom_accept && opt->rule == RULE_EXACT; }
+static int exact_rule(const decode_options *opt) { return !opt->custom_accept && accept_rule_exact(opt->rule); }
 
 /* The round of a job: handed to the target whole when its proposer and the target agree, else proposed here. */
 static int batch_propose(decode_target *t, batch_seq *b, sp_error *err) {

@@ -13,30 +13,16 @@
 #include "stepper.h"
 #include "target.h"
 
-typedef enum {
-    METHOD_GREEDY = 0,
-    METHOD_SAMPLE,
-    METHOD_BEAM,
-    METHOD_SPEC,
-    METHOD_MEDUSA,
-    METHOD_MTP,
-    METHOD_LOOKUP,
-    METHOD_COUNT
-} method_kind;
+/* A method of the registry (registry.h): its name, traits, flags and builder. */
+typedef struct method_desc method_desc;
 
 typedef enum { MTP_DRAFTS_DEFAULT = 0, MTP_DRAFTS_ARGMAX, MTP_DRAFTS_SAMPLED } mtp_drafts;
 
-/* The acceptance rule with, for Medusa, how children are chosen. */
-typedef enum {
-    METHOD_RULE_DEFAULT = 0,
-    METHOD_RULE_EXACT,        /* exact; tree children (Medusa, draft trees) drawn i.i.d. from q */
-    METHOD_RULE_EXACT_NOREPL, /* exact; tree children drawn without replacement (trees only) */
-    METHOD_RULE_TYPICAL,      /* Medusa's typical acceptance; tree children are the top ranks */
-    METHOD_RULE_GREEDY        /* follow the target's argmax (temperature 0); tree children are the top ranks */
-} method_rule;
+#define METHOD_PLUGIN_MAX_PATH 4096
+#define METHOD_PLUGIN_MAX_ARGS 512
 
 typedef struct {
-    method_kind kind;
+    const method_desc *method; /* the registry's (registry.h); "sample" by default */
     int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
     tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k;
                               * a budget: a dynamic tree, capped by --tree-shape or to depth k */
@@ -48,7 +34,7 @@ typedef struct {
     int max_tokens;          /* default 32 */
     int stop_at_eos;         /* default 1 */
     mtp_drafts drafts;
-    method_rule rule;
+    accept_rule rule; /* RULE_DEFAULT until method_spec_finish resolves it */
     float typical_epsilon, typical_delta; /* Medusa's defaults 0.09, 0.3 */
     /* Medusa's tree: `tree` when tree_given (set in code), else the file
      * tree_path names (--tree, read when the method is built), else the
@@ -58,21 +44,19 @@ typedef struct {
     char tree_path[4096];
     char tree_origin[300]; /* "tree file PATH", for messages */
     beam_options beam;
-    unsigned given; /* bit f set: flag f of the flag table was given (method_flags.c) */
+    char plugin_path[METHOD_PLUGIN_MAX_PATH]; /* --method plugin:PATH[:ARGS]: the shared library */
+    char plugin_args[METHOD_PLUGIN_MAX_ARGS]; /* ... and what it is given ("" when none) */
+    uint64_t given;                           /* bit f set: flag f was given (method_flags.c numbers them) */
 } method_spec;
 
 method_spec method_spec_defaults(void);
 
-const char *method_kind_name(method_kind kind); /* "greedy", "sample", "beam", "spec", "medusa", "mtp", "lookup" */
-int method_kind_parse(const char *name, method_kind *out);
-const char *method_rule_name(method_rule rule); /* "exact", "exact-norepl", "typical", "greedy" */
-const char *mtp_drafts_name(mtp_drafts d);      /* "argmax", "sampled" */
+/* The method's name as --method takes it ("plugin:PATH" for a plug-in). */
+const char *method_name(const method_spec *s);
+const char *mtp_drafts_name(mtp_drafts d); /* "argmax", "sampled" */
 
-/* Reads argv[*i] as a method flag (--method, --k, --temperature, --top-k,
- * --top-p, --min-p, --seed, --max-tokens, --no-eos, --mtp-sample,
- * --mtp-argmax, --ngram, --rule, --tree, --tree-shape, --tree-budget, --tree-raw-confidence,
- * --typical-epsilon, --typical-delta, --beams,
- * --length-penalty, --early-stopping, --num-return): 1 when it was one
+/* Reads argv[*i] as a method flag (the shared ones of method_flags.c, and every method's own in the registry):
+ * 1 when it was one
  * (its value consumed, *i advanced), 0 when it is not a method flag, −1 on a
  * bad value (err says which). */
 int method_spec_flag(method_spec *s, int argc, char **argv, int *i, sp_error *err);
@@ -97,7 +81,7 @@ int method_spec_parse(method_spec *s, const char *flags, sp_error *err);
 int method_spec_finish(method_spec *s, int strict, sp_error *err);
 /* A copy of base (parsed, not finished) for another method, finished not
  * strictly. */
-int method_spec_for(const method_spec *base, method_kind kind, method_spec *out, sp_error *err);
+int method_spec_for(const method_spec *base, const method_desc *method, method_spec *out, sp_error *err);
 
 /* Medusa's tree for heads of n_heads heads, chosen as method_spec.tree says,
  * checked against the heads and the vocabulary V. */
@@ -106,10 +90,9 @@ int method_spec_tree(const method_spec *s, int n_heads, int V, medusa_tree *out,
 /* 1 when flag `name` (e.g. "--tree") was given. */
 int method_spec_given(const method_spec *s, const char *name);
 
-/* The help lines of the method flags for the given methods (bit 1 << kind),
- * leaving out the flags in `except` (NULL-terminated; may be NULL). */
-void method_spec_usage(FILE *f, unsigned methods, const char *const *except);
-#define METHODS_ALL ((1u << METHOD_COUNT) - 1)
+/* The help lines of the method flags that apply to at least one method with every trait of `need` and none of
+ * `refuse` (registry.h), leaving out the flags in `except` (NULL-terminated; may be NULL). */
+void method_spec_usage(FILE *f, unsigned need, unsigned refuse, const char *const *except);
 
 /* What the method is, in one line: "mtp k=4, sampled drafts, exact rule",
  * "medusa (63-node tree of depth 4), greedy rule", "sample". Temperature and

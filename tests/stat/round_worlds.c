@@ -1,5 +1,6 @@
 /* round_worlds.c — the worlds and runs of the round-law suites (round_worlds.h). */
 #include "round_worlds.h"
+#include "registry.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -40,7 +41,7 @@ void round_method_init(round_method *m, const verify_world *w, const char *flags
     ck_assert_msg(method_spec_parse(&m->spec, flags, &err) == 0, "\"%s\": %s", flags, err.msg);
     m->spec.max_tokens = max_tokens;
     m->spec.stop_at_eos = 0;
-    if (m->spec.kind == METHOD_MEDUSA) {
+    if (method_has(&m->spec, METHOD_HEADS)) {
         m->spec.tree = w->tree;
         m->spec.tree_given = 1;
         snprintf(m->spec.tree_origin, sizeof m->spec.tree_origin, "the verify tree");

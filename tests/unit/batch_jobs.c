@@ -9,6 +9,7 @@
 #include "fixtures.h"
 #include "reference_target.h"
 #include "target_stepper.h"
+#include "registry.h"
 
 void batch_job_build(batch_job *b, const batch_models *bm, const char *flags, const int *prompt, int n, int tokens,
                      uint64_t seed, decode_job *job) {
@@ -19,13 +20,13 @@ void batch_job_build(batch_job *b, const batch_models *bm, const char *flags, co
     s.seed = seed;
     method_parts parts = {bm->target, NULL, NULL, NULL};
     sp_error err;
-    if (s.kind == METHOD_MTP) {
+    if (method_has(&s, METHOD_MTP_MODULE)) {
         const int rc = bm->e ? engine_mtp_stepper_build(&b->st, bm->e, &err)
                              : reference_mtp_stepper_build(&b->st, bm->target_model, &err);
         ck_assert_msg(rc == 0, "%s", err.msg);
         parts.mtp = &b->st;
         b->have_st = 1;
-    } else if (s.kind == METHOD_SPEC) {
+    } else if (method_has(&s, METHOD_DRAFT_MODEL)) {
         if (bm->e)
             ck_assert_msg(target_stepper_build(&b->st, bm->draft, &err) == 0, "%s", err.msg);
         else

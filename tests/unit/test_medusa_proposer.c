@@ -192,7 +192,7 @@ START_TEST(test_rules_choose_the_children) {
         children_kind kind;
         accept_rule accept;
     } pairs[] = {{"exact", 1, CHILDREN_IID, RULE_EXACT},
-                 {"exact-norepl", 1, CHILDREN_NO_REPLACEMENT, RULE_EXACT},
+                 {"exact-norepl", 1, CHILDREN_NO_REPLACEMENT, RULE_EXACT_NOREPL},
                  {"typical", 1, CHILDREN_TOP_RANKS, RULE_TYPICAL},
                  {"greedy", 0, CHILDREN_TOP_RANKS, RULE_GREEDY}};
     for (int i = 0; i < 4; i++) {

@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "method.h"
 #include "verify_cases.h"
+#include "registry.h"
 
 static method_spec parsed(const char *flags) { return fixture_spec(flags); }
 
@@ -24,7 +25,7 @@ static void expect_refused(const char *flags, const char *want) {
 START_TEST(test_defaults_follow_the_temperature) {
     method_spec s = parsed("--method mtp --temperature 0.8");
     ck_assert_int_eq(s.drafts, MTP_DRAFTS_SAMPLED);
-    ck_assert_int_eq(s.rule, METHOD_RULE_EXACT);
+    ck_assert_int_eq(s.rule, RULE_EXACT);
     ck_assert_int_eq(s.k, 4);
     s = parsed("--method mtp --temperature 0");
     ck_assert_int_eq(s.drafts, MTP_DRAFTS_ARGMAX);
@@ -33,11 +34,11 @@ START_TEST(test_defaults_follow_the_temperature) {
     s = parsed("--method mtp --temperature 0 --mtp-sample");
     ck_assert_int_eq(s.drafts, MTP_DRAFTS_SAMPLED);
     s = parsed("--method medusa --temperature 0");
-    ck_assert_int_eq(s.rule, METHOD_RULE_GREEDY);
+    ck_assert_int_eq(s.rule, RULE_GREEDY);
     s = parsed("--method medusa --temperature 0.7");
-    ck_assert_int_eq(s.rule, METHOD_RULE_EXACT_NOREPL);
+    ck_assert_int_eq(s.rule, RULE_EXACT_NOREPL);
     s = parsed("--method spec --temperature 0.7 --k 2");
-    ck_assert_int_eq(s.rule, METHOD_RULE_EXACT);
+    ck_assert_int_eq(s.rule, RULE_EXACT);
     ck_assert_int_eq(s.k, 2);
     s = parsed("--method greedy");
     ck_assert(s.sampling.temperature == 0);
@@ -83,23 +84,23 @@ START_TEST(test_one_set_of_flags_for_several_methods) {
     sp_error err;
     for (int i = 1; i < 8; i++) ck_assert_int_eq(method_spec_flag(&base, 8, argv, &i, &err), 1);
     method_spec spec, mtp, medusa;
-    ck_assert_msg(method_spec_for(&base, METHOD_SPEC, &spec, &err) == 0, "%s", err.msg);
-    ck_assert_msg(method_spec_for(&base, METHOD_MTP, &mtp, &err) == 0, "%s", err.msg);
-    ck_assert_msg(method_spec_for(&base, METHOD_MEDUSA, &medusa, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(spec.rule, METHOD_RULE_EXACT);
-    ck_assert_int_eq(mtp.rule, METHOD_RULE_EXACT);
+    ck_assert_msg(method_spec_for(&base, &spec_method, &spec, &err) == 0, "%s", err.msg);
+    ck_assert_msg(method_spec_for(&base, &mtp_method, &mtp, &err) == 0, "%s", err.msg);
+    ck_assert_msg(method_spec_for(&base, &medusa_method, &medusa, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(spec.rule, RULE_EXACT);
+    ck_assert_int_eq(mtp.rule, RULE_EXACT);
     ck_assert_int_eq(mtp.drafts, MTP_DRAFTS_ARGMAX);
-    ck_assert_int_eq(medusa.rule, METHOD_RULE_EXACT_NOREPL);
+    ck_assert_int_eq(medusa.rule, RULE_EXACT_NOREPL);
     ck_assert(spec.k == 3 && mtp.k == 3);
     ck_assert(method_spec_given(&base, "--mtp-argmax") && !method_spec_given(&base, "--mtp-sample"));
     /* the base itself stays unresolved: MTP at another temperature takes that temperature's default */
     method_spec cold = base;
     cold.drafts = MTP_DRAFTS_DEFAULT;
     cold.sampling.temperature = 0;
-    ck_assert(method_spec_for(&cold, METHOD_MTP, &mtp, &err) == 0);
+    ck_assert(method_spec_for(&cold, &mtp_method, &mtp, &err) == 0);
     ck_assert_int_eq(mtp.drafts, MTP_DRAFTS_ARGMAX);
     cold.sampling.temperature = 0.5f;
-    ck_assert(method_spec_for(&cold, METHOD_MTP, &mtp, &err) == 0);
+    ck_assert(method_spec_for(&cold, &mtp_method, &mtp, &err) == 0);
     ck_assert_int_eq(mtp.drafts, MTP_DRAFTS_SAMPLED);
 }
 END_TEST
@@ -122,7 +123,7 @@ START_TEST(test_labels_and_usage) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    method_spec_usage(f, METHODS_ALL, NULL);
+    method_spec_usage(f, 0, 0, NULL);
     fclose(f);
     static const char *const all[] = {"--method",         "--k",
                                       "--temperature",    "--top-k",
@@ -151,7 +152,7 @@ START_TEST(test_catalogue_is_written_in_flags) {
     int n = 0;
     for (const verify_case *c = verify_cases(); c->name; c++, n++) {
         const method_spec *s = &c->spec;
-        ck_assert_msg(strstr(c->name, method_kind_name(s->kind)), "%s: method %s", c->name, method_kind_name(s->kind));
+        ck_assert_msg(strstr(c->name, method_name(s)), "%s: method %s", c->name, method_name(s));
         if (s->shape.depth > 0) { /* a tree of drafts names its shape (its drafts are sampled or top ranks) */
             char shape[100], want[110];
             tree_shape_format(&s->shape, shape, sizeof shape);
@@ -159,11 +160,11 @@ START_TEST(test_catalogue_is_written_in_flags) {
             ck_assert_msg(strstr(c->name, want), "%s: shape %s", c->name, shape);
             snprintf(want, sizeof want, "budget %d ", s->shape.budget);
             ck_assert_msg(s->shape.budget == 0 || strstr(c->name, want), "%s: budget %d", c->name, s->shape.budget);
-        } else if (s->kind == METHOD_MTP) {
+        } else if (method_has(s, METHOD_MTP_MODULE)) {
             ck_assert_msg(strstr(c->name, mtp_drafts_name(s->drafts)) || strstr(c->name, "typical"), "%s: drafts %s",
                           c->name, mtp_drafts_name(s->drafts));
         }
-        if (strstr(c->name, "typical")) ck_assert_int_eq(s->rule, METHOD_RULE_TYPICAL);
+        if (strstr(c->name, "typical")) ck_assert_int_eq(s->rule, RULE_TYPICAL);
         char t[32];
         snprintf(t, sizeof t, "T=%g", s->sampling.temperature);
         ck_assert_msg(strstr(c->name, t), "%s: temperature %g", c->name, s->sampling.temperature);

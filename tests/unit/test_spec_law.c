@@ -12,6 +12,7 @@
 #include "sampler.h"
 #include "spec_law.h"
 #include "verify_cases.h"
+#include "registry.h"
 
 /* ---- planted_accept(PLANT_NONE) is accept_exact ---------------------------------- */
 
@@ -174,7 +175,7 @@ START_TEST(test_exact_rule_law_is_target) {
     }
     int checked = 0;
     for (const verify_case *c = verify_cases(); c->name; c++) {
-        if ((c->spec.kind != METHOD_SPEC && c->spec.kind != METHOD_LOOKUP) || c->spec.rule != METHOD_RULE_EXACT ||
+        if ((!method_has(&c->spec, METHOD_DRAFT_MODEL) && !c->spec.method->point_drafts) || c->spec.rule != RULE_EXACT ||
             c->spec.shape.depth > 0) /* chains only: a tree's law is not computed */
             continue;
         const verify_world *w = &worlds[c->world];

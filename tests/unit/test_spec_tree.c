@@ -12,6 +12,7 @@
 #include "method.h"
 #include "speculative.h"
 #include "tree_grow.h"
+#include "registry.h"
 
 #define N_TOKENS 40
 
@@ -39,18 +40,18 @@ START_TEST(test_shape_and_flags) {
     ck_assert_msg(strstr(err.msg, "more than 255 nodes"), "%s", err.msg);
 
     method_spec m = fixture_spec("--method spec --tree-shape 2,1 --temperature 0.8");
-    ck_assert_int_eq(m.rule, METHOD_RULE_EXACT_NOREPL);
+    ck_assert_int_eq(m.rule, RULE_EXACT_NOREPL);
     m = fixture_spec("--method spec --tree-shape 2,1 --temperature 0");
-    ck_assert_int_eq(m.rule, METHOD_RULE_GREEDY);
+    ck_assert_int_eq(m.rule, RULE_GREEDY);
     m = fixture_spec("--method spec --tree-shape 2,1 --temperature 0.8 --rule exact");
-    ck_assert_int_eq(m.rule, METHOD_RULE_EXACT);
+    ck_assert_int_eq(m.rule, RULE_EXACT);
     method_spec_label(&m, buf, sizeof buf);
     ck_assert_str_eq(buf, "spec tree 2,1 (4 nodes), exact rule");
     expect_refused("--method spec --k 3 --tree-shape 2,1", "--k and --tree-shape both set the depth");
     expect_refused("--method lookup --tree-shape 2,1", "--tree-shape only applies to --method spec and mtp");
     expect_refused("--method mtp --tree-shape 2,1 --mtp-argmax", "--mtp-argmax gives every sibling the same token");
     m = fixture_spec("--method mtp --tree-shape 3,1 --temperature 0.8");
-    ck_assert(m.rule == METHOD_RULE_EXACT_NOREPL && m.drafts == MTP_DRAFTS_SAMPLED);
+    ck_assert(m.rule == RULE_EXACT_NOREPL && m.drafts == MTP_DRAFTS_SAMPLED);
     method_spec_label(&m, buf, sizeof buf);
     ck_assert_str_eq(buf, "mtp tree 3,1 (6 nodes), exact-norepl rule");
     expect_refused("--method spec --tree-shape 2,0", "--tree-shape '2,0'");
@@ -224,12 +225,12 @@ START_TEST(test_dynamic_flags) {
     char buf[96];
     method_spec m = fixture_spec("--method spec --tree-budget 10 --temperature 0.8");
     ck_assert(m.shape.depth == 4 && m.shape.budget == 10 && m.shape.branch[0] == TREE_SHAPE_MAX_BRANCH);
-    ck_assert_int_eq(m.rule, METHOD_RULE_EXACT_NOREPL);
+    ck_assert_int_eq(m.rule, RULE_EXACT_NOREPL);
     ck_assert_int_eq(tree_shape_nodes(&m.shape), 10);
     method_spec_label(&m, buf, sizeof buf);
     ck_assert_str_eq(buf, "spec tree dynamic depth 4 (10 nodes), exact-norepl rule");
     m = fixture_spec("--method mtp --tree-budget 6 --k 3 --temperature 0");
-    ck_assert(m.shape.depth == 3 && m.shape.budget == 6 && m.rule == METHOD_RULE_GREEDY);
+    ck_assert(m.shape.depth == 3 && m.shape.budget == 6 && m.rule == RULE_GREEDY);
     m = fixture_spec("--method spec --tree-budget 5 --tree-shape 3,2,1 --temperature 0.8 --rule exact");
     method_spec_label(&m, buf, sizeof buf);
     ck_assert_str_eq(buf, "spec tree dynamic depth 3 under 3,2,1 (5 nodes), exact rule");
@@ -424,7 +425,7 @@ static void check_dynamic_proposals(const method_parts *parts, stepper *fresh, c
         int with_children = 0, kids[1];
         for (int u = 0; u < t.n; u++) with_children += tree_children(&t, u, kids, 1) > 0;
         for (int u = 1; u < t.n; u++) switched |= t.parent[u] < t.parent[u - 1]; /* grew back up the tree */
-        if (s.kind == METHOD_SPEC) { /* one step per node with children (re-steps are batched into it), and
+        if (method_has(&s, METHOD_DRAFT_MODEL)) { /* one step per node with children (re-steps are batched into it), and
                                       * one catching up on the last commit when the draft lacked some of it */
             const long steps = p->steps - steps_before;
             ck_assert_msg(steps == with_children || steps == with_children + 1,

@@ -25,7 +25,7 @@ $(BUILD)/obj/tests/gpu/%.o: ALL_CFLAGS += -DGPUCHECK_BIN='"$(BUILD)/cuda/gpuchec
 # functions renamed mutant_NAME_*, linked beside the real loop so the canaries of tests/unit/test_decode.c can
 # show they reject them.
 MUTANTS := $(shell awk -F '\t' '!/^\#/ && NF == 3 {print $$1}' tests/mutants/decode.mutants)
-DECODE_FUNCTIONS := decode_run decode_defaults decode_output_free decode_now_s decode_check decode_seq_start \
+DECODE_FUNCTIONS := decode_run decode_defaults decode_output_free decode_now_s decode_check decode_seq_start accept_rule_name \
                     decode_seq_free decode_seq_live decode_site decode_propose decode_accept decode_commit decode_realign
 mutant_rename = $(foreach f,$(DECODE_FUNCTIONS),-D$(f)=mutant_$(1)_$(f))
 MUTANT_SRC := reference/decoding/decode.c

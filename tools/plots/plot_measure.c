@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include "plots.h"
+#include "registry.h"
 
 static const char *const method_label[PLOT_METHOD_COUNT] = {"draft", "MTP", "Medusa"};
-static const method_kind method_of[PLOT_METHOD_COUNT] = {METHOD_SPEC, METHOD_MTP, METHOD_MEDUSA};
+static const method_desc *const method_of[PLOT_METHOD_COUNT] = {&spec_method, &mtp_method, &medusa_method};
 
 void plots_accounting_add(run_accounting *dst, const run_accounting *src) {
     dst->target_passes += src->target_passes;
@@ -58,14 +59,14 @@ static int describe_point(plot_point *pt, const method_spec *s, const method_par
         pt->k = s->shape.depth;
         pt->nodes = tree_shape_nodes(&s->shape);
     }
-    if (pt->method == PLOT_MEDUSA) {
+    if (method_has(s, METHOD_OWN_TREE)) {
         medusa_tree tree;
         if (method_spec_tree(s, parts->heads->n_heads, parts->target->cfg->vocab_size, &tree, err)) return -1;
         pt->k = tree.max_depth;
         pt->nodes = tree.n;
     }
-    pt->rule = method_rule_name(s->rule);
-    pt->drafts = pt->method == PLOT_MTP ? mtp_drafts_name(s->drafts) : "-";
+    pt->rule = accept_rule_name(s->rule);
+    pt->drafts = method_has(s, METHOD_MTP_MODULE) ? mtp_drafts_name(s->drafts) : "-";
     return 0;
 }
 
@@ -99,7 +100,13 @@ static int measure_run(const method_parts *parts, method_spec *s, plot_point *pt
 int plots_measure(const method_parts *parts, const method_spec *base, const plot_prompts *prompts,
                   const plot_measure_opts *o, plot_measurements *m, sp_error *err) {
     memset(m, 0, sizeof *m);
-    const int available[PLOT_METHOD_COUNT] = {parts->draft != NULL, parts->mtp != NULL, parts->heads != NULL};
+    int available[PLOT_METHOD_COUNT];
+    for (int meth = 0; meth < PLOT_METHOD_COUNT; meth++) {
+        method_spec probe = *base;
+        probe.method = method_of[meth];
+        sp_error ignored;
+        available[meth] = !method_check_parts(&probe, parts, &ignored);
+    }
     const int n_methods = available[PLOT_DRAFT] + available[PLOT_MTP] + available[PLOT_MEDUSA];
     if (!n_methods)
         return sp_fail(err,
