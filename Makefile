@@ -21,6 +21,7 @@
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
+#   make install PREFIX=DIR   the plug-in header, the library's headers and archives, specula.pc (examples/bigram)
 #   make format     clang-format every C/CUDA file
 .DEFAULT_GOAL := all
 .SUFFIXES:
@@ -37,8 +38,9 @@ include tools/make/tests.mk  # the test runner, its sanitized twin, the round lo
 include tools/make/fuzz.mk   # the libFuzzer targets and their replays
 include tools/make/course.mk # notebooks, exercises, plots
 include tools/make/peers.mk  # peer comparisons and the verification tables, outside make test
+include tools/make/install.mk # make install PREFIX=DIR: the headers, archives and specula.pc
 
-.PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check format clean cuda \
+.PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check format clean cuda install \
         plots notebooks notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs verify-plants fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"

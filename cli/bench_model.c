@@ -101,10 +101,10 @@ static void explain(const bench_row *row, const bench_model *m, const bench_row 
            "ms per pass in the runs, median %.4f, %.4f apart; %.3f tokens per pass, E %.3f); proposer %+.0f %% (%.4f "
            "ms per round, %.4f modelled; %.2f steps per round%s); outside the models %+.0f %% (%.4f ms/token). "
            "Most: %s.\n",
-           method_name(&row->spec), 100 * gap, 100 * term[0], base.total, pm->t1_ms, 100 * term[1],
-           run.pass * tpp, run.pass_at_median * tpp, m->pass_ms, tpp, m->tokens, 100 * term[2], run.proposer * tpp,
-           m->prop_ms, rounds ? (double)row->pooled.proposer_steps / rounds : NAN, k, 100 * term[3],
-           run.prefill + run.other, part[big]);
+           method_name(&row->spec), 100 * gap, 100 * term[0], base.total, pm->t1_ms, 100 * term[1], run.pass * tpp,
+           run.pass_at_median * tpp, m->pass_ms, tpp, m->tokens, 100 * term[2], run.proposer * tpp, m->prop_ms,
+           rounds ? (double)row->pooled.proposer_steps / rounds : NAN, k, 100 * term[3], run.prefill + run.other,
+           part[big]);
 }
 
 void bench_model_print(const bench_costs *c, const bench_row *rows, const int *ok, int n) {

@@ -46,7 +46,7 @@ typedef struct {
 } plot_args;
 
 /* Method flags plot sets itself, per point. */
-static const char *const refused[] = {"--method", "--temperature", "--max-tokens", "--no-eos", NULL};
+static const char *const refused[] = {"--temperature", "--max-tokens", "--no-eos", NULL};
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -69,6 +69,8 @@ static void usage(FILE *f) {
             "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
             "  --backend NAME       reference (default) | cpu, with --threads N, --dtype bf16|f32\n"
             "  --no-measure         the formulas only: no generations\n"
+            "  --method NAME        also measure this method (one that drafts without a model of its own: lookup,\n"
+            "                       bigram, plugin:PATH[:ARGS]) beside the draft model, MTP and Medusa\n"
             "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
             "  --prompts N          prompts per temperature, 1..%d (default 6)\n"
             "  --tokens N           tokens per generation (default 96)\n"
@@ -187,9 +189,16 @@ static int parse(int argc, char **argv, plot_args *a) {
         method_cli_refuse(&a->base, refused, "plot measures each method at --temperatures for --tokens tokens",
                           "plot") ||
         method_cli_refuse(&a->base, beam_flags, "plot measures no beam search", "plot") ||
-        method_cli_refuse(&a->base, lookup_flags, "plot measures the draft model, MTP and Medusa, not prompt lookup",
-                          "plot"))
+        (!method_spec_given(&a->base, "--method") &&
+         method_cli_refuse(&a->base, lookup_flags, "--ngram is prompt lookup's: give --method lookup", "plot")))
         return 2;
+    if (method_spec_given(&a->base, "--method") &&
+        (!method_has(&a->base, METHOD_PROPOSES) || method_has(&a->base, METHOD_DRAFT_MODEL) ||
+         method_has(&a->base, METHOD_MTP_MODULE) || method_has(&a->base, METHOD_HEADS))) {
+        fprintf(stderr, "specula plot: --method adds a method that drafts to the draft model, MTP and Medusa, which "
+                        "are measured whenever the model has them (lookup, bigram, a plug-in)\n");
+        return 2;
+    }
     if (custom_device) a->device.name = "custom device (--bandwidth/--tflops)";
     a->mo.temperatures = a->temperatures;
     a->mo.n_temperatures = a->n_temperatures;

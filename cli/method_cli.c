@@ -98,14 +98,26 @@ void model_flags_usage(FILE *f) {
         default_model_dir());
 }
 
+/* "spec", "medusa": the built-ins that have `trait`, in the registry's order. */
+static void methods_with(unsigned trait, char *buf, size_t size) {
+    buf[0] = 0;
+    for (int i = 0; i < method_count(); i++)
+        if (method_at(i)->traits & trait) {
+            const size_t len = strlen(buf);
+            snprintf(buf + len, size - len, "%s%s", len ? " or " : "", method_at(i)->name);
+        }
+}
+
 int model_flags_check(const model_flags *f, const method_spec *s, const char *cmd) {
+    char which[100];
     if (f->draft_flag && !method_has(s, METHOD_DRAFT_MODEL)) {
-        fprintf(stderr, "specula %s: --draft only applies to a method with a draft model (--method spec)\n", cmd);
+        methods_with(METHOD_DRAFT_MODEL, which, sizeof which);
+        fprintf(stderr, "specula %s: --draft only applies to --method %s\n", cmd, which);
         return 2;
     }
     if (f->medusa_flag && !method_has(s, METHOD_HEADS)) {
-        fprintf(stderr, "specula %s: %s only applies to a method with Medusa heads (--method medusa)\n", cmd,
-                f->medusa_flag);
+        methods_with(METHOD_HEADS, which, sizeof which);
+        fprintf(stderr, "specula %s: %s only applies to --method %s\n", cmd, f->medusa_flag, which);
         return 2;
     }
     return model_flags_backend_check(f, cmd);

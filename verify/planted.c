@@ -290,3 +290,74 @@ int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperat
     outer->impl = w;
     return 0;
 }
+
+/* ---- the proposer that reports other q rows -------------------------------------- */
+
+typedef struct {
+    proposer inner;
+    planted_q bug;
+    float *rows; /* [cap, V] the rows as drawn */
+    int cap;
+} q_impl;
+
+const char *planted_q_name(planted_q bug) {
+    return bug == PLANT_Q_OTHER_DEPTH ? "q half another depth's"
+           : bug == PLANT_Q_UNIFORM   ? "q reported uniform"
+                                      : "none";
+}
+
+static int q_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
+    q_impl *w = self->impl;
+    int rc = w->inner.propose(&w->inner, tree, call, err);
+    self->steps = w->inner.steps;
+    if (rc) return rc;
+    const int V = tree->V;
+    int drafting[TREE_SHAPE_MAX_NODES + 1], n = 0, child[1];
+    for (int i = 0; i < tree->n; i++)
+        if (tree_children(tree, i, child, 1) > 0) drafting[n++] = i;
+    if (n > w->cap) {
+        w->cap = n;
+        w->rows = sp_xrealloc(w->rows, (size_t)n * V, sizeof(float), "planted q rows");
+    }
+    for (int j = 0; j < n; j++) memcpy(w->rows + (size_t)j * V, tree_q(tree, drafting[j]), (size_t)V * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        float *q = tree_q(tree, drafting[j]);
+        if (w->bug == PLANT_Q_UNIFORM)
+            for (int x = 0; x < V; x++) q[x] = 1.0f / (float)V;
+        else if (n > 1) { /* half its own row, so that every draft keeps a chance: a silent change, not an error */
+            const float *other = w->rows + (size_t)(j + 1 < n ? j + 1 : j - 1) * V;
+            for (int x = 0; x < V; x++) q[x] = 0.5f * q[x] + 0.5f * other[x];
+        }
+    }
+    return 0;
+}
+
+static int q_commit(proposer *self, const int *path, const float *hidden, int len, int next_token, sp_error *err) {
+    q_impl *w = self->impl;
+    int rc = w->inner.commit(&w->inner, path, hidden, len, next_token, err);
+    self->steps = w->inner.steps;
+    return rc;
+}
+
+static void q_release(proposer *self) {
+    q_impl *w = self->impl;
+    w->inner.release(&w->inner);
+    free(w->rows);
+    free(w);
+    self->impl = NULL;
+}
+
+int planted_q_build(proposer *outer, proposer *inner, planted_q bug, sp_error *err) {
+    if (bug != PLANT_Q_OTHER_DEPTH && bug != PLANT_Q_UNIFORM)
+        return sp_fail(err, "planted q rows: no such bug %d", bug);
+    q_impl *w = sp_xcalloc(1, sizeof *w, "planted q proposer");
+    w->inner = *inner;
+    w->bug = bug;
+    *outer = *inner;
+    outer->propose = q_propose;
+    outer->commit = q_commit;
+    outer->release = q_release;
+    outer->propose_verify = NULL; /* the round stays on the host, where the rows are changed */
+    outer->impl = w;
+    return 0;
+}

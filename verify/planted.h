@@ -107,4 +107,14 @@ int planted_retemper_build(proposer *outer, proposer *inner, float draw_temperat
  * (out may alias q). Exposed so exact computations can follow the wrapper. */
 void planted_retemper_row(const float *q, float gamma, float *out, int V);
 
+/* The controls `specula verify --flags` derives for any method, without its author writing them: its drafts stay
+ * as its proposer drew them, the q rows it reports change. PLANT_Q_OTHER_DEPTH reports under each drafting node
+ * half its own row and half the row of the next drafting node (the deepest one: its predecessor's), a row partly of
+ * another depth; PLANT_Q_UNIFORM reports every drafting node's row as uniform. Both keep every draft's q above 0,
+ * so the rule runs and only the law moves. */
+typedef enum { PLANT_Q_NONE = 0, PLANT_Q_OTHER_DEPTH, PLANT_Q_UNIFORM } planted_q;
+const char *planted_q_name(planted_q bug); /* "q of another depth", "q reported uniform" */
+/* The wrapper over inner (which it owns: release releases both). */
+int planted_q_build(proposer *outer, proposer *inner, planted_q bug, sp_error *err);
+
 #endif

@@ -128,9 +128,10 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     /* typical acceptance: a biased rule's control is the exact rule; at temperature 0 a point mass, which
      * only a token off the greedy path can miss (its acceptance-side control draws one) */
-    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == RULE_TYPICAL) return PLANT_ENGINE_NONE;
-    if (method_has(&c->spec, METHOD_OWN_TREE)) /* on the small world's tree of three siblings a stray sibling's KV moves the law too
-                             * little to be caught (docs/verification.md) */
+    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == RULE_TYPICAL || c->generic)
+        return PLANT_ENGINE_NONE;              /* (the rows of --flags keep the controls derived from the method) */
+    if (method_has(&c->spec, METHOD_OWN_TREE)) /* on the small world's tree of three siblings a stray sibling's KV moves
+                                                * the law too little to be caught (docs/verification.md) */
         return c->world == VERIFY_MAIN ? PLANT_ENGINE_SIBLING_KV : PLANT_ENGINE_NONE;
     return method_has(&c->spec, METHOD_CHAIN) ? PLANT_ENGINE_PARENT_SLOT : PLANT_ENGINE_NONE;
 }
@@ -145,6 +146,8 @@ void verify_case_control_text(const verify_case *c, int on_engine, char *out, in
         snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
     else if (c->control_bug != PLANT_NONE)
         snprintf(out, (size_t)size, "%s", planted_name(c->control_bug));
+    else if (c->control_q != PLANT_Q_NONE)
+        snprintf(out, (size_t)size, "%s", planted_q_name(c->control_q));
     else if (!method_has(&c->spec, METHOD_PROPOSES))
         snprintf(out, (size_t)size, "sampled at T=%g", c->control_temperature);
     else
@@ -173,12 +176,12 @@ static method_spec draw_spec(const verify_case_sampler *cs, uint64_t seed) {
 
 /* One generation of spec s on parts; with plant_acceptance, the control's
  * acceptance-side bug (or retempered drafts) is planted. */
-static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
-                     int plant_acceptance, int *tokens, sp_error *err);
+static int draw_with(verify_case_sampler *cs, const method_spec *s, const method_parts *parts, int plant_acceptance,
+                     int *tokens, sp_error *err);
 
 /* One generation of the case: the method, or its control. */
 static int case_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
-    const verify_case_sampler *cs = ctx;
+    verify_case_sampler *cs = ctx;
     const verify_case *c = cs->c;
     const method_spec s = draw_spec(cs, seed);
     const planted_engine_bug eb =
@@ -200,6 +203,7 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
     slot->w = w;
     slot->control = control;
     slot->plain = plain;
+    slot->rounds = slot->drafted = 0;
     s->name = plain ? "reference sample" : c->name;
     s->V = w->target->cfg.vocab_size;
     s->L = c->L;
@@ -423,6 +427,7 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
             verify_case_outcome_free(out);
             return sp_wrap(err, "case \"%s\"%s: ", c->name, control ? " (negative control)" : "");
         }
+        if (!control) out->rounds = sa.rounds, out->drafted = sa.drafted;
     }
     out->p_holm = out->result.test.p_value;
     return 0;
@@ -433,8 +438,8 @@ void verify_case_outcome_free(verify_case_outcome *o) {
     verify_result_free(&o->control);
 }
 
-static int draw_with(const verify_case_sampler *cs, const method_spec *s, const method_parts *parts,
-                     int plant_acceptance, int *tokens, sp_error *err) {
+static int draw_with(verify_case_sampler *cs, const method_spec *s, const method_parts *parts, int plant_acceptance,
+                     int *tokens, sp_error *err) {
     const verify_case *c = cs->c;
     const int *prompt;
     int n_prompt;
@@ -461,6 +466,13 @@ static int draw_with(const verify_case_sampler *cs, const method_spec *s, const 
         if (bug != PLANT_NONE) {
             m.options.custom_accept = c->spec.rule == RULE_TYPICAL ? planted_typical_fn : planted_accept_fn;
             m.options.accept_user = c->spec.rule == RULE_TYPICAL ? (void *)&typical : (void *)&rule;
+        } else if (c->control_q != PLANT_Q_NONE) { /* the drafts as drawn, q rows of another kind reported */
+            if ((rc = planted_q_build(&retempered, m.proposer, c->control_q, err))) {
+                method_release(&m);
+                if (parts == &with_slip) slipped.release(&slipped);
+                return -1;
+            }
+            m.storage = retempered;
         } else if (!c->expect_biased && c->control_temperature > 0) {
             /* drafts drawn at the control temperature, q reported at the method's */
             if ((rc = planted_retemper_build(&retempered, m.proposer, c->control_temperature, err))) {
@@ -473,6 +485,10 @@ static int draw_with(const verify_case_sampler *cs, const method_spec *s, const 
     }
     decode_output out;
     rc = decode_run(parts->target, m.proposer, prompt, n_prompt, &m.options, &out, err);
+    if (!rc) {
+        cs->rounds += out.acc.target_passes;
+        cs->drafted += out.acc.proposed[1];
+    }
     method_release(&m);
     if (parts == &with_slip) slipped.release(&slipped);
     if (rc) return -1;

@@ -120,6 +120,10 @@ typedef struct {
                                 * --all for prompts, shapes, long windows and cut combinations, the EOS
                                 * tree (the EOS chain runs the same stop) and the late bonus (whose law
                                 * test_spec_law computes) */
+    planted_q control_q;       /* a control of `specula verify --flags`: the method's drafts reported under other q
+                                * rows (planted.h) */
+    int generic;               /* 1: a control derived from the method, not written for it: when it is not
+                                * rejected the row says the test has no power against that bug, and passes */
     /* parsed from flags (and prompt) when the catalogue is first read */
     method_spec spec; /* max_tokens = the budget above, EOS off */
     int k;            /* drafts per round: the spec's k, the world tree's depth for Medusa, 0 for sampling */
@@ -127,6 +131,15 @@ typedef struct {
     int n_prompt_ids;        /* 0: the world's prompt */
     medusa_tree medusa_tree; /* Medusa: the tree it runs over (the world's or its own) */
 } verify_case;
+
+/* The rows `specula verify --flags FLAGS` runs for any method given in generate's flags (a built-in or a plug-in):
+ * the method in the long-window world, L = its depth + 2 (at most 7), against the exact law, three times, each
+ * beside one of the controls derived from it (its q rows of another depth, its q rows reported uniform, the bonus
+ * drawn from the leaf's parent). A method that may propose nothing runs after a prompt with repeats. Fills up to
+ * max cases (the last one's name NULL) and returns how many, or −1 with a message (flags that do not parse, or
+ * a method verify cannot test this way: beam search, plain decoding). */
+#define VERIFY_FLAGS_CASES 3
+int verify_cases_for_flags(const char *flags, verify_case *out, int max, sp_error *err);
 
 /* The prompt case c runs after: its own, else the world's. */
 void verify_case_prompt(const verify_case *c, const verify_world *w, const int **ids, int *n);
@@ -152,7 +165,8 @@ typedef struct {
     const verify_case *c;
     const verify_world *w;
     int control;
-    int plain; /* 1: plain sampling with c's parameters, the other side of a VC_VS_SAMPLE pair */
+    int plain;            /* 1: plain sampling with c's parameters, the other side of a VC_VS_SAMPLE pair */
+    long rounds, drafted; /* out: the rounds of its draws, and those that proposed at least one token */
 } verify_case_sampler;
 void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const verify_case *c, const verify_world *w,
                               int control, int plain);
@@ -224,6 +238,8 @@ typedef struct {
     verify_result result;  /* the method */
     verify_result control; /* its planted bug, at the same n and seed stream */
     double p_holm;         /* filled by the caller that corrects over many cases (else = result.test.p_value) */
+    long rounds, drafted;  /* the method's draws: rounds, and rounds that proposed a token (a proposer that never
+                            * drafts in the world is tested as plain sampling) */
 } verify_case_outcome;
 
 /* Runs the method with opt, then its control with control_n draws (≤ 0:

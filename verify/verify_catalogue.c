@@ -280,3 +280,54 @@ const verify_case *verify_cases(void) {
 }
 
 int verify_case_count(void) { return (int)(sizeof catalogue / sizeof catalogue[0]) - 1; }
+
+/* ---- the rows of any method, given as flags (specula verify --flags) -------------------------------------- */
+
+/* The long windows of the small world can enumerate up to 3^7 sequences. */
+#define FLAGS_MAX_L 7
+
+int verify_cases_for_flags(const char *flags, verify_case *out, int max, sp_error *err) {
+    static char names[VERIFY_FLAGS_CASES][200], stored_flags[512];
+    static const struct {
+        planted_bug bug;
+        planted_q q;
+    } controls[VERIFY_FLAGS_CASES] = {
+        {PLANT_NONE, PLANT_Q_OTHER_DEPTH}, {PLANT_NONE, PLANT_Q_UNIFORM}, {PLANT_BONUS_FROM_PARENT, PLANT_Q_NONE}};
+    if (max < VERIFY_FLAGS_CASES + 1) return sp_fail(err, "verify --flags: room for %d cases", VERIFY_FLAGS_CASES + 1);
+    if (strlen(flags) >= sizeof stored_flags)
+        return sp_fail(err, "--flags: longer than %zu bytes", sizeof stored_flags - 1);
+    snprintf(stored_flags, sizeof stored_flags, "%s", flags);
+    verify_case base = CASE(NULL, 1, "flags", stored_flags, VC_EXACT, 0, 0, PLANT_NONE, 0.0f, 0, 0,
+                            .world = VERIFY_SMALL, .generic = 1);
+    base.spec = method_spec_defaults();
+    if (method_spec_parse(&base.spec, flags, err)) return sp_wrap(err, "--flags: ");
+    if (!method_has(&base.spec, METHOD_PROPOSES))
+        return sp_fail(err,
+                       "--flags \"%s\": %s has no proposer to test this way (its rows: specula verify --method "
+                       "%s)",
+                       flags, method_name(&base.spec), method_has(&base.spec, METHOD_BEAM_SEARCH) ? "beam" : "sample");
+    if (medusa_tree_parse(&base.medusa_tree, verify_world_tree(VERIFY_SMALL_V), "the verify tree", err)) return -1;
+    method_spec with_tree = base.spec;
+    with_tree.tree = base.medusa_tree;
+    base.k = method_depth(&with_tree);
+    base.L = base.k + 2 < FLAGS_MAX_L ? base.k + 2 : FLAGS_MAX_L; /* the drafts, the bonus, the next round's first */
+    base.max_tokens = base.L + 1;
+    base.spec.max_tokens = base.max_tokens;
+    base.spec.stop_at_eos = 0;
+    if (method_has(&base.spec, METHOD_MAY_IDLE)) { /* a context with repeats, for a proposer that looks back */
+        base.prompt = SMALL_LOOKUP_PROMPT;
+        if (parse_prompt(&base, err)) return -1;
+    }
+    char label[160];
+    method_spec_label(&base.spec, label, sizeof label);
+    for (int i = 0; i < VERIFY_FLAGS_CASES; i++) {
+        out[i] = base;
+        out[i].control_bug = controls[i].bug;
+        out[i].control_q = controls[i].q;
+        snprintf(names[i], sizeof names[i], "%s T=%g L=%d, control %d", label, base.spec.sampling.temperature, base.L,
+                 i + 1);
+        out[i].name = names[i];
+    }
+    memset(&out[VERIFY_FLAGS_CASES], 0, sizeof out[VERIFY_FLAGS_CASES]);
+    return VERIFY_FLAGS_CASES;
+}

@@ -48,7 +48,8 @@ static void medusa_method_label(const method_spec *s, char *buf, size_t size) {
         snprintf(buf, size, "medusa (built-in tree)");
 }
 
-static int medusa_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out) {
+static int medusa_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c,
+                               method_round *out) {
     (void)s;
     out->tokens = accounting_tokens_per_pass(runs);
     out->alpha = NAN;

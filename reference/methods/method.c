@@ -19,8 +19,7 @@ int method_build(method_built *b, const method_spec *s, const method_parts *part
     o->rule = s->rule == RULE_DEFAULT ? RULE_EXACT : s->rule;
     o->typical_epsilon = s->typical_epsilon;
     o->typical_delta = s->typical_delta;
-    if (method_has(s, METHOD_BEAM_SEARCH))
-        return sp_fail(err, "beam search has no proposer: run it with beam_run");
+    if (method_has(s, METHOD_BEAM_SEARCH)) return sp_fail(err, "beam search has no proposer: run it with beam_run");
     if (!s->method->build) return 0; /* plain decoding */
     if (method_check_parts(s, parts, err) || s->method->build(&b->storage, &b->spec, parts, err)) return -1;
     b->proposer = &b->storage;

@@ -20,21 +20,22 @@ typedef enum { MTP_DRAFTS_DEFAULT = 0, MTP_DRAFTS_ARGMAX, MTP_DRAFTS_SAMPLED } m
 
 #define METHOD_PLUGIN_MAX_PATH 4096
 #define METHOD_PLUGIN_MAX_ARGS 512
+#define METHOD_OWN_SETTINGS 8
 
 typedef struct {
     const method_desc *method; /* the registry's (registry.h); "sample" by default */
-    int k;                   /* spec, mtp, lookup: drafts per round (default 4) */
-    tree_shape shape;        /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k;
-                              * a budget: a dynamic tree, capped by --tree-shape or to depth k */
-    int tree_budget;         /* spec, mtp: --tree-budget (0: none); method_spec_finish puts it in shape */
-    int tree_raw_confidence; /* spec, mtp: --tree-raw-confidence (the dynamic tree's raw confidences) */
-    int ngram;               /* lookup: the longest n-gram it looks up (default 3) */
-    sampler_params sampling; /* default temperature 1 (greedy: 0) */
-    uint64_t seed;           /* default 1 */
-    int max_tokens;          /* default 32 */
-    int stop_at_eos;         /* default 1 */
+    int k;                     /* spec, mtp, lookup: drafts per round (default 4) */
+    tree_shape shape;          /* spec, mtp: a tree of drafts of this shape (--tree-shape); depth 0: a chain of k;
+                                * a budget: a dynamic tree, capped by --tree-shape or to depth k */
+    int tree_budget;           /* spec, mtp: --tree-budget (0: none); method_spec_finish puts it in shape */
+    int tree_raw_confidence;   /* spec, mtp: --tree-raw-confidence (the dynamic tree's raw confidences) */
+    int ngram;                 /* lookup: the longest n-gram it looks up (default 3) */
+    sampler_params sampling;   /* default temperature 1 (greedy: 0) */
+    uint64_t seed;             /* default 1 */
+    int max_tokens;            /* default 32 */
+    int stop_at_eos;           /* default 1 */
     mtp_drafts drafts;
-    accept_rule rule; /* RULE_DEFAULT until method_spec_finish resolves it */
+    accept_rule rule;                     /* RULE_DEFAULT until method_spec_finish resolves it */
     float typical_epsilon, typical_delta; /* Medusa's defaults 0.09, 0.3 */
     /* Medusa's tree: `tree` when tree_given (set in code), else the file
      * tree_path names (--tree, read when the method is built), else the
@@ -46,6 +47,7 @@ typedef struct {
     beam_options beam;
     char plugin_path[METHOD_PLUGIN_MAX_PATH]; /* --method plugin:PATH[:ARGS]: the shared library */
     char plugin_args[METHOD_PLUGIN_MAX_ARGS]; /* ... and what it is given ("" when none) */
+    int own[METHOD_OWN_SETTINGS];             /* the settings of a method's own flags, as it numbers them (0: unset) */
     uint64_t given;                           /* bit f set: flag f was given (method_flags.c numbers them) */
 } method_spec;
 

@@ -105,7 +105,6 @@ static int set_delta(method_spec *s, const char *f, const char *v, sp_error *err
     return parse_float(f, v, 0, 1e6, &s->typical_delta, err);
 }
 
-
 /* ---- the shared flags ------------------------------------------------------------- */
 
 typedef struct {
@@ -141,9 +140,7 @@ static const char *const cuts_why = "it scores raw log-probabilities (temperatur
 
 /* clang-format off */
 static const shared_flag shared[F_SHARED] = {
-    [F_METHOD] = {"--method", "NAME", 0, 0, NULL,
-                  "greedy | sample | beam | spec | medusa | mtp | lookup | plugin:PATH[:ARGS]   (default sample;\n"
-                  "a plug-in: a proposer in a shared library, docs/extending.md)", set_method},
+    [F_METHOD] = {"--method", "NAME", 0, 0, NULL, NULL /* the registry's names: method_usage_line */, set_method},
     [F_K] = {"--k", "N", METHOD_CHAIN, 0, "it proposes no draft tokens",
              "tokens proposed per round (spec, mtp, lookup, plug-ins; default 4)", set_k},
     [F_TEMPERATURE] = {"--temperature", "T", 0, METHOD_BEAM_SEARCH, cuts_why,
@@ -200,8 +197,8 @@ static int n_flags;
 static void number_flags(void) {
     if (n_flags) return;
     for (int f = 0; f < F_SHARED; f++)
-        all_flags[n_flags++] = (flag_ref){shared[f].flag, shared[f].value, shared[f].help, shared[f].set, &shared[f],
-                                          NULL};
+        all_flags[n_flags++] =
+            (flag_ref){shared[f].flag, shared[f].value, shared[f].help, shared[f].set, &shared[f], NULL};
     for (int i = 0; i < method_count(); i++) {
         const method_desc *m = method_at(i);
         for (const method_flag *o = m->flags; o && o->flag; o++)
@@ -264,7 +261,10 @@ static void methods_text(const flag_ref *r, char *buf, size_t size) {
     for (int i = 0; i < method_count(); i++) {
         if (!applies(r, method_at(i))) continue;
         const size_t len = strlen(buf);
-        snprintf(buf + len, size - len, "%s%s", n == 0 ? "--method " : n == total - 1 ? " and " : ", ",
+        snprintf(buf + len, size - len, "%s%s",
+                 n == 0           ? "--method "
+                 : n == total - 1 ? " and "
+                                  : ", ",
                  method_at(i)->name);
         n++;
     }
@@ -361,10 +361,23 @@ void method_spec_usage(FILE *f, unsigned need, unsigned refuse, const char *cons
             wanted = (t & need) == need && !(t & refuse) && applies(r, method_at(m));
         }
         if (!wanted || listed(r->flag, except)) continue;
-        char head[40];
+        char head[40], names[300];
         snprintf(head, sizeof head, "%s%s%s", r->flag, r->value ? " " : "", r->value ? r->value : "");
         fprintf(f, "  %-20s ", head);
-        for (const char *p = r->help; *p; p++) {
+        const char *help = r->help;
+        if (!help) { /* --method: the names of the registry */
+            names[0] = 0;
+            for (int m = 0; m < method_count(); m++) {
+                const size_t len = strlen(names);
+                snprintf(names + len, sizeof names - len, "%s%s", m ? " | " : "", method_at(m)->name);
+            }
+            const size_t len = strlen(names);
+            snprintf(names + len, sizeof names - len,
+                     " | plugin:PATH[:ARGS]\n(default sample; a plug-in: a proposer in a shared library, "
+                     "docs/extending.md)");
+            help = names;
+        }
+        for (const char *p = help; *p; p++) {
             fputc(*p, f);
             if (*p == '\n') fprintf(f, "  %-20s ", "");
         }

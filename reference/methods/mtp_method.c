@@ -52,7 +52,8 @@ static void mtp_method_label(const method_spec *s, char *buf, size_t size) {
         snprintf(buf, size, "mtp k=%d, %s drafts", s->k, mtp_drafts_name(s->drafts));
 }
 
-static int mtp_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out) {
+static int mtp_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c,
+                            method_round *out) {
     return method_round_drafter(s, runs, c, c->mtp_step, out);
 }
 

@@ -11,7 +11,8 @@ static int greedy_method_finish(method_spec *s, int strict, sp_error *err) {
     return 0;
 }
 
-static int plain_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out) {
+static int plain_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c,
+                              method_round *out) {
     (void)s;
     out->tokens = accounting_tokens_per_pass(runs);
     out->alpha = NAN;

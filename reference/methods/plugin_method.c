@@ -33,7 +33,7 @@ typedef struct {
     void *library;
     const specula_proposer *api;
     void *self;
-    int V;
+    int V, k;
     char path[METHOD_PLUGIN_MAX_PATH];
 } plugin_impl;
 
@@ -62,7 +62,7 @@ static int host_add(specula_round *r, int parent, int token) {
         if (!h->bad) h->bad = "added a child under a node that does not exist, or a token outside the vocabulary";
         return -1;
     }
-    if (h->tree->depth[parent] + 1 > h->call->max_depth) return -1; /* past the round's depth: refused */
+    if (h->tree->depth[parent] + 1 > r->max_depth) return -1; /* past the round's depth: refused */
     return tree_add(h->tree, parent, token);
 }
 
@@ -99,8 +99,8 @@ static int check_tree(const plugin_impl *s, const host_round *h, sp_error *err) 
         double sum = 0;
         for (int x = 0; x < s->V; x++) {
             if (!(q[x] >= 0) || !isfinite(q[x]))
-                return sp_fail(err, "plug-in %s: the q row of node %d has a negative or non-finite entry",
-                               s->api->name, u);
+                return sp_fail(err, "plug-in %s: the q row of node %d has a negative or non-finite entry", s->api->name,
+                               u);
             sum += q[x];
         }
         if (fabs(sum - 1) > 1e-3)
@@ -112,7 +112,8 @@ static int check_tree(const plugin_impl *s, const host_round *h, sp_error *err) 
 static int plugin_method_propose(proposer *self, token_tree *tree, const propose_call *call, sp_error *err) {
     plugin_impl *s = self->impl;
     host_round h = {tree, call, s->V, NULL, {0}};
-    specula_round round = {tree->token[0], call->root_position, call->max_depth, call->round, &h};
+    const int max_depth = s->k < call->max_depth ? s->k : call->max_depth; /* --k, or the token budget's */
+    specula_round round = {tree->token[0], call->root_position, max_depth, call->round, &h};
     const specula_host host = {host_q_row, host_add, host_draw, host_probs};
     char msg[256] = "";
     self->steps++;
@@ -123,7 +124,7 @@ static int plugin_method_propose(proposer *self, token_tree *tree, const propose
 }
 
 static int plugin_method_commit(proposer *self, const int *path, const float *hidden, int len, int next_token,
-                         sp_error *err) {
+                                sp_error *err) {
     plugin_impl *s = self->impl;
     (void)hidden;
     char msg[256] = "";
@@ -147,9 +148,9 @@ static const specula_proposer *load(void **library, const char *path, sp_error *
     const specula_proposer *(*entry)(void) = NULL;
     *(void **)&entry = dlsym(*library, SPECULA_PLUGIN_SYMBOL); /* (a data pointer to a function: as POSIX says) */
     const specula_proposer *api = entry ? entry() : NULL;
-    const char *why = !entry                                  ? "it exports no " SPECULA_PLUGIN_SYMBOL "()"
-                      : !api                                  ? SPECULA_PLUGIN_SYMBOL "() returned NULL"
-                      : api->abi != SPECULA_PLUGIN_ABI        ? "it was built for another version of specula.h"
+    const char *why = !entry                           ? "it exports no " SPECULA_PLUGIN_SYMBOL "()"
+                      : !api                           ? SPECULA_PLUGIN_SYMBOL "() returned NULL"
+                      : api->abi != SPECULA_PLUGIN_ABI ? "it was built for another version of specula.h"
                       : !api->create || !api->propose || !api->commit || !api->destroy || !api->name
                           ? "its proposer lacks a name or a function"
                           : NULL;
@@ -165,6 +166,19 @@ static const specula_proposer *load(void **library, const char *path, sp_error *
     return api;
 }
 
+/* The proposer's name as the accounting keeps it: a run's output outlives the library the name lives in, so names
+ * are copied here, each once, for the life of the process. */
+#define PLUGIN_NAMES 16
+static const char *kept_name(const char *name) {
+    static char names[PLUGIN_NAMES][32];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (!strncmp(names[i], name, sizeof names[i] - 1)) return names[i];
+    if (n == PLUGIN_NAMES) return "plugin";
+    snprintf(names[n], sizeof names[n], "%s", name);
+    return names[n++];
+}
+
 static int plugin_method_build(proposer *p, method_spec *s, const method_parts *parts, sp_error *err) {
     void *library;
     const specula_proposer *api = load(&library, s->plugin_path, err);
@@ -176,15 +190,16 @@ static int plugin_method_build(proposer *p, method_spec *s, const method_parts *
     const specula_config config = {SPECULA_PLUGIN_ABI, V, s->k, nodes, s->plugin_args};
     char msg[256] = "";
     void *self = api->create(&config, msg, sizeof msg);
-    if (!self) {
+    if (!self) { /* the message first: the name lives in the library */
+        sp_fail(err, "plug-in %s (%s): %s", api->name, s->plugin_path, msg[0] ? msg : "create failed");
         dlclose(library);
-        return sp_fail(err, "plug-in %s (%s): %s", api->name, s->plugin_path, msg[0] ? msg : "create failed");
+        return -1;
     }
     plugin_impl *impl = sp_xcalloc(1, sizeof *impl, "plug-in proposer");
-    *impl = (plugin_impl){library, api, self, V, ""};
+    *impl = (plugin_impl){library, api, self, V, s->k, ""};
     snprintf(impl->path, sizeof impl->path, "%s", s->plugin_path);
     memset(p, 0, sizeof *p);
-    p->name = api->name;
+    p->name = kept_name(api->name);
     p->depth = s->k;
     p->tree_capacity = nodes;
     p->kind = api->children == SPECULA_CHILDREN_WITHOUT_REPLACEMENT ? CHILDREN_NO_REPLACEMENT : CHILDREN_IID;
@@ -196,10 +211,20 @@ static int plugin_method_build(proposer *p, method_spec *s, const method_parts *
     return 0;
 }
 
+/* The library is loaded and checked once when the flags are read, so that a command refuses a plug-in that will
+ * not load before it loads any model. */
+static int plugin_method_finish(method_spec *s, int strict, sp_error *err) {
+    (void)strict;
+    void *library;
+    if (!load(&library, s->plugin_path, err)) return -1;
+    dlclose(library);
+    return 0;
+}
+
 static void plugin_method_label(const method_spec *s, char *buf, size_t size) {
     const char *base = strrchr(s->plugin_path, '/');
-    snprintf(buf, size, "plugin %s k=%d%s%s", base ? base + 1 : s->plugin_path, s->k, s->plugin_args[0] ? ", args " : "",
-             s->plugin_args);
+    snprintf(buf, size, "plugin %s k=%d%s%s", base ? base + 1 : s->plugin_path, s->k,
+             s->plugin_args[0] ? ", args " : "", s->plugin_args);
 }
 
 const method_desc plugin_method = {
@@ -207,5 +232,6 @@ const method_desc plugin_method = {
     .summary = "a proposer from a shared library (specula.h): --method plugin:PATH[:ARGS]",
     .traits = METHOD_PROPOSES | METHOD_CHAIN | METHOD_MAY_IDLE | METHOD_PLUGIN | METHOD_SAMPLED_DRAFTS,
     .build = plugin_method_build,
+    .finish = plugin_method_finish,
     .label = plugin_method_label,
 };

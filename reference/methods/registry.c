@@ -6,7 +6,8 @@
 
 /* The built-ins, in the order --help lists them. A new method: its file, and a row here. */
 static const method_desc *const builtins[] = {
-    &greedy_method, &sample_method, &beam_method, &spec_method, &medusa_method, &mtp_method, &lookup_method,
+    &greedy_method, &sample_method, &beam_method,   &spec_method,
+    &medusa_method, &mtp_method,    &lookup_method, &bigram_method,
 };
 #define N_BUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 

@@ -8,17 +8,17 @@
 #include "method.h"
 
 enum {
-    METHOD_PROPOSES = 1u << 0,     /* drafts for the round loop (without it: plain decoding, or beam search) */
-    METHOD_CHAIN = 1u << 1,        /* a chain of --k drafts a round */
-    METHOD_TREES = 1u << 2,        /* trees of drafts on request (--tree-shape, --tree-budget) */
-    METHOD_OWN_TREE = 1u << 3,     /* always a tree of its own (--tree): the round's depth is the tree's */
-    METHOD_DRAFT_MODEL = 1u << 4,  /* runs with a draft model (method_parts.draft) */
-    METHOD_MTP_MODULE = 1u << 5,   /* runs with the target's MTP module (method_parts.mtp) */
-    METHOD_HEADS = 1u << 6,        /* runs with Medusa heads (method_parts.heads) */
-    METHOD_BEAM_SEARCH = 1u << 7,  /* beam search: no round loop, raw log-probabilities, nothing drawn */
-    METHOD_GREEDY_ONLY = 1u << 8,  /* decodes at temperature 0 only */
-    METHOD_MAY_IDLE = 1u << 9,     /* a round may propose nothing (prompt lookup, a plug-in) */
-    METHOD_PLUGIN = 1u << 10,      /* a proposer from a shared library: --method plugin:PATH[:ARGS] */
+    METHOD_PROPOSES = 1u << 0,       /* drafts for the round loop (without it: plain decoding, or beam search) */
+    METHOD_CHAIN = 1u << 1,          /* a chain of --k drafts a round */
+    METHOD_TREES = 1u << 2,          /* trees of drafts on request (--tree-shape, --tree-budget) */
+    METHOD_OWN_TREE = 1u << 3,       /* always a tree of its own (--tree): the round's depth is the tree's */
+    METHOD_DRAFT_MODEL = 1u << 4,    /* runs with a draft model (method_parts.draft) */
+    METHOD_MTP_MODULE = 1u << 5,     /* runs with the target's MTP module (method_parts.mtp) */
+    METHOD_HEADS = 1u << 6,          /* runs with Medusa heads (method_parts.heads) */
+    METHOD_BEAM_SEARCH = 1u << 7,    /* beam search: no round loop, raw log-probabilities, nothing drawn */
+    METHOD_GREEDY_ONLY = 1u << 8,    /* decodes at temperature 0 only */
+    METHOD_MAY_IDLE = 1u << 9,       /* a round may propose nothing (prompt lookup, a plug-in) */
+    METHOD_PLUGIN = 1u << 10,        /* a proposer from a shared library: --method plugin:PATH[:ARGS] */
     METHOD_SAMPLED_DRAFTS = 1u << 11 /* its drafts may be drawn from q (not only top ranks or a point mass) */
 };
 
@@ -39,9 +39,9 @@ typedef struct {
 typedef struct {
     method_cost (*pass)(const void *ctx, int m); /* one pass verifying a chain of m nodes, committing all of it */
     const void *ctx;
-    method_cost draft_step, mtp_step;     /* one step of one position */
-    method_cost heads_round, heads_pass;  /* Medusa: one round's proposal, the pass over its tree */
-    int heads_nodes;                      /* that tree's nodes, the root included */
+    method_cost draft_step, mtp_step;    /* one step of one position */
+    method_cost heads_round, heads_pass; /* Medusa: one round's proposal, the pass over its tree */
+    int heads_nodes;                     /* that tree's nodes, the root included */
 } method_costs;
 
 /* What a round costs and yields: E / (t(m)/t(1) + P/t(1)) is the predicted speed-up over plain decoding. */
@@ -100,6 +100,6 @@ int method_round_drafter(const method_spec *s, const run_accounting *runs, const
 int method_round_model(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out);
 
 extern const method_desc greedy_method, sample_method, beam_method, spec_method, mtp_method, medusa_method,
-    lookup_method, plugin_method;
+    lookup_method, bigram_method, plugin_method;
 
 #endif

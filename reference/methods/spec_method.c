@@ -9,7 +9,8 @@ static int spec_method_build(proposer *p, method_spec *s, const method_parts *pa
     return spec_proposer_build(p, parts->draft, parts->target, s->k, err);
 }
 
-static int spec_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out) {
+static int spec_method_round(const method_spec *s, const run_accounting *runs, const method_costs *c,
+                             method_round *out) {
     return method_round_drafter(s, runs, c, c->draft_step, out);
 }
 

@@ -16,7 +16,7 @@ extern "C" {
 
 /* How a proposer chooses the children of a node, which decides the exact rule the host applies. */
 typedef enum {
-    SPECULA_CHILDREN_IID = 0,           /* drawn independently from the node's q (a chain: one child) */
+    SPECULA_CHILDREN_IID = 0,            /* drawn independently from the node's q (a chain: one child) */
     SPECULA_CHILDREN_WITHOUT_REPLACEMENT /* drawn from q without replacement */
 } specula_children;
 

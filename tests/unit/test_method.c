@@ -53,7 +53,7 @@ START_TEST(test_defaults_follow_the_temperature) {
 END_TEST
 
 START_TEST(test_refusals_name_the_problem) {
-    expect_refused("--method medusa --k 3", "--k only applies to --method spec, mtp and lookup (Medusa's depth");
+    expect_refused("--method medusa --k 3", "--k only applies to --method spec, mtp, lookup and bigram (Medusa's depth");
     expect_refused("--method beam --k 3", "--k does not apply to --method beam: it proposes no draft tokens");
     expect_refused("--method beam --temperature 0.5", "--temperature does not apply to --method beam");
     expect_refused("--method beam --seed 2", "--seed does not apply to --method beam");
@@ -64,7 +64,7 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method spec --rule exact-norepl",
                    "applies to trees only (Medusa, or spec and mtp with --tree-shape");
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
-    expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp and lookup");
+    expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp, lookup and bigram");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
     expect_refused("--method fast", "--method: unknown method 'fast'");
     expect_refused("--method mtp --mtp-sample --mtp-argmax", "--mtp-sample and --mtp-argmax contradict");
@@ -134,7 +134,9 @@ START_TEST(test_labels_and_usage) {
                                       "--tree",           "--typical-epsilon",
                                       "--typical-delta",  "--beams",
                                       "--length-penalty", "--early-stopping",
-                                      "--num-return"};
+                                      "--num-return",     "--ngram",
+                                      "--bigram-min",     "--bigram-greedy",
+                                      "--tree-shape",     "--tree-budget"};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         char needle[40];
         snprintf(needle, sizeof needle, "  %s ", all[i]);
@@ -248,6 +250,40 @@ START_TEST(test_proposers_take_the_round_params) {
 }
 END_TEST
 
+/* The registry: every method parses by its name, finishes, labels itself and keeps its traits consistent (what a
+ * command reads instead of the method's identity); its own flags are refused under another method, with the name of
+ * the one they belong to. */
+START_TEST(test_every_method_of_the_registry) {
+    ck_assert_int_ge(method_count(), 8);
+    for (int i = 0; i < method_count(); i++) {
+        const method_desc *m = method_at(i);
+        ck_assert_ptr_eq(method_find(m->name), m);
+        char flags[64], label[200];
+        snprintf(flags, sizeof flags, "--method %s%s", m->name,
+                 m->traits & METHOD_BEAM_SEARCH ? "" : " --temperature 0");
+        method_spec s = method_spec_defaults();
+        sp_error err;
+        ck_assert_msg(method_spec_parse(&s, flags, &err) == 0, "%s: %s", m->name, err.msg);
+        ck_assert_ptr_eq(s.method, m);
+        method_spec_label(&s, label, sizeof label);
+        ck_assert_msg(strstr(label, m->name), "%s labels itself \"%s\"", m->name, label);
+        const unsigned t = m->traits;
+        const unsigned needs_proposer = METHOD_CHAIN | METHOD_TREES | METHOD_OWN_TREE | METHOD_DRAFT_MODEL |
+                                        METHOD_MTP_MODULE | METHOD_HEADS | METHOD_MAY_IDLE;
+        ck_assert_msg(!(t & needs_proposer) || (t & METHOD_PROPOSES), "%s: drafting traits without a proposer", m->name);
+        ck_assert_msg(!(t & METHOD_PROPOSES) == !m->build, "%s: a proposer exactly when it builds one", m->name);
+        ck_assert_msg(m->summary && m->summary[0], "%s has no summary", m->name);
+        ck_assert_int_eq(method_depth(&s), t & METHOD_CHAIN ? s.k : 0);
+    }
+    ck_assert_ptr_null(method_find("plugin"));
+    ck_assert_ptr_null(method_find("nonsense"));
+    expect_refused("--method lookup --bigram-min 2", "--bigram-min only applies to --method bigram");
+    expect_refused("--method spec --ngram 2", "--ngram only applies to --method lookup");
+    expect_refused("--method nonsense", "plugin:PATH[:ARGS]");
+    expect_refused("--method plugin:", "the path is empty");
+}
+END_TEST
+
 Suite *method_suite(void) {
     Suite *s = suite_create("method");
     TCase *tc = harness_tcase("method", 30);
@@ -255,6 +291,7 @@ Suite *method_suite(void) {
     tcase_add_test(tc, test_refusals_name_the_problem);
     tcase_add_test(tc, test_one_set_of_flags_for_several_methods);
     tcase_add_test(tc, test_labels_and_usage);
+    tcase_add_test(tc, test_every_method_of_the_registry);
     tcase_add_test(tc, test_catalogue_is_written_in_flags);
     tcase_add_test(tc, test_default_windows_hold_the_bonus);
     tcase_add_test(tc, test_proposers_take_the_round_params);

@@ -8,8 +8,13 @@
 #include "plots.h"
 #include "registry.h"
 
-static const char *const method_label[PLOT_METHOD_COUNT] = {"draft", "MTP", "Medusa"};
-static const method_desc *const method_of[PLOT_METHOD_COUNT] = {&spec_method, &mtp_method, &medusa_method};
+static const char *const method_label[PLOT_METHOD_COUNT] = {"draft", "MTP", "Medusa", NULL};
+/* The given series' method is the base's (--method); the others are the proposers a model may carry. */
+static const method_desc *const method_of[PLOT_METHOD_COUNT] = {&spec_method, &mtp_method, &medusa_method, NULL};
+
+static const method_desc *series_method(const method_spec *base, plot_method m) {
+    return m == PLOT_GIVEN ? base->method : method_of[m];
+}
 
 void plots_accounting_add(run_accounting *dst, const run_accounting *src) {
     dst->target_passes += src->target_passes;
@@ -48,7 +53,7 @@ static int point_spec(const method_spec *base, plot_method method, double temper
                       sp_error *err) {
     method_spec b = *base;
     b.sampling.temperature = (float)temperature;
-    return method_spec_for(&b, method_of[method], out, err);
+    return method_spec_for(&b, series_method(base, method), out, err);
 }
 
 /* Fills a point's description from its spec (the Medusa tree as the factory resolves it). */
@@ -101,13 +106,15 @@ int plots_measure(const method_parts *parts, const method_spec *base, const plot
                   const plot_measure_opts *o, plot_measurements *m, sp_error *err) {
     memset(m, 0, sizeof *m);
     int available[PLOT_METHOD_COUNT];
+    const int given = method_spec_given(base, "--method");
     for (int meth = 0; meth < PLOT_METHOD_COUNT; meth++) {
         method_spec probe = *base;
-        probe.method = method_of[meth];
+        probe.method = series_method(base, (plot_method)meth);
         sp_error ignored;
-        available[meth] = !method_check_parts(&probe, parts, &ignored);
+        available[meth] = (meth != PLOT_GIVEN || given) && !method_check_parts(&probe, parts, &ignored);
     }
-    const int n_methods = available[PLOT_DRAFT] + available[PLOT_MTP] + available[PLOT_MEDUSA];
+    int n_methods = 0;
+    for (int meth = 0; meth < PLOT_METHOD_COUNT; meth++) n_methods += available[meth];
     if (!n_methods)
         return sp_fail(err,
                        "%s has no MTP module and neither a draft model nor Medusa heads were given: nothing to "
@@ -122,7 +129,7 @@ int plots_measure(const method_parts *parts, const method_spec *base, const plot
         for (int ti = 0; ti < o->n_temperatures; ti++) {
             plot_point *pt = &m->points[m->n_points];
             pt->method = (plot_method)meth;
-            pt->label = method_label[meth];
+            pt->label = meth == PLOT_GIVEN ? base->method->name : method_label[meth];
             pt->temperature = o->temperatures[ti];
             method_spec s;
             if (point_spec(base, pt->method, pt->temperature, &s, err) || describe_point(pt, &s, parts, err)) goto fail;

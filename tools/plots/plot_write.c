@@ -16,12 +16,14 @@
 const char *const plots_names[PLOTS_COUNT] = {"tokens_per_pass", "acceptance", "speedup_k", "bytes_per_token",
                                               "speedup_batch"};
 
-const char *const plot_method_colour[PLOT_METHOD_COUNT] = {"#d62728", "#ff7f0e", "#2ca02c"};
-const int plot_method_point[PLOT_METHOD_COUNT] = {7, 5, 9};
+const char *const plot_method_colour[PLOT_METHOD_COUNT] = {"#d62728", "#ff7f0e", "#2ca02c", "#9467bd"};
+const int plot_method_point[PLOT_METHOD_COUNT] = {7, 5, 9, 13};
 
 const char *plot_shade(plot_method method, int rank) {
-    static const char *const shades[PLOT_METHOD_COUNT][3] = {
-        {"#8b0000", "#d62728", "#ff9896"}, {"#a64b00", "#ff7f0e", "#ffbb78"}, {"#145a14", "#2ca02c", "#98df8a"}};
+    static const char *const shades[PLOT_METHOD_COUNT][3] = {{"#8b0000", "#d62728", "#ff9896"},
+                                                             {"#a64b00", "#ff7f0e", "#ffbb78"},
+                                                             {"#145a14", "#2ca02c", "#98df8a"},
+                                                             {"#4b2a73", "#9467bd", "#c5b0d5"}};
     return shades[method][rank % 3];
 }
 

@@ -24,12 +24,13 @@ typedef struct {
     int *len;  /* [n] */
 } plot_prompts;
 
-/* The proposers a measurement can run. */
-typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_MEDUSA, PLOT_METHOD_COUNT } plot_method;
+/* The proposers a measurement can run: the three a model may carry, and the method given with --method (any other
+ * that drafts: prompt lookup, bigram, a plug-in). */
+typedef enum { PLOT_DRAFT = 0, PLOT_MTP, PLOT_MEDUSA, PLOT_GIVEN, PLOT_METHOD_COUNT } plot_method;
 
 typedef struct {
     plot_method method;
-    const char *label; /* "draft", "MTP", "Medusa" */
+    const char *label; /* "draft", "MTP", "Medusa", or the given method's name */
     double temperature;
     int k;              /* chain depth, or the Medusa tree's depth */
     int nodes;          /* proposed nodes per round: k for a chain, the tree's size for Medusa and --tree-shape */
