@@ -5,6 +5,7 @@
 #include <string.h>
 
 /* The built-ins, in the order --help lists them. A new method: its file, and a row here. */
+extern const method_desc bigram_method;
 static const method_desc *const builtins[] = {
     &greedy_method, &sample_method, &beam_method,   &spec_method,
     &medusa_method, &mtp_method,    &lookup_method, &bigram_method,

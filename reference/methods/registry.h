@@ -100,6 +100,6 @@ int method_round_drafter(const method_spec *s, const run_accounting *runs, const
 int method_round_model(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out);
 
 extern const method_desc greedy_method, sample_method, beam_method, spec_method, mtp_method, medusa_method,
-    lookup_method, bigram_method, plugin_method;
+    lookup_method, plugin_method;
 
 #endif
