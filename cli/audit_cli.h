@@ -29,6 +29,7 @@ typedef struct {
     int *banned, n_banned; /* --ban-tokens */
     const char *model_dir;
     double draw_seconds, law_seconds;
+    audit_drafting drafting; /* the on arm's, when specula drew it (source AUDIT_SOURCE_SPECULA) */
 } audit_args;
 
 void audit_print_table(const audit_args *a, const audit_report *r, FILE *f);

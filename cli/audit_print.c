@@ -80,8 +80,23 @@ void audit_print_table(const audit_args *a, const audit_report *r, FILE *f) {
     fprintf(f, ": %s\n",
             r->control_rejected ? "rejected below 1e-12, the audit can see a change of this size"
                                 : "NOT rejected below 1e-12: too few samples for this audit to mean anything");
+    const audit_drafting *d = &a->drafting;
+    if (a->source == AUDIT_SOURCE_SPECULA && method_has(&a->spec, METHOD_PROPOSES))
+        fprintf(f,
+                "on arm: %ld of %ld rounds drafted (%.1f %%), %ld of %ld draft tokens accepted; an arm tests its method "
+                "when at least %d rounds and %.0f %% of them drafted\n",
+                d->drafted_rounds, d->rounds, d->rounds ? 100.0 * d->drafted_rounds / d->rounds : 0.0, d->accepted,
+                d->proposed, AUDIT_MIN_DRAFTED_ROUNDS, 100 * AUDIT_MIN_DRAFTED_SHARE);
+    if (isfinite(r->detectable_tv))
+        fprintf(f,
+                "power: at n = %d an arm, a position whose law on and off differ by TV >= %.3f is found with "
+                "probability %.0f %% by the two-sample tests; a smaller change may pass them%s\n",
+                r->n, r->detectable_tv, 100 * AUDIT_POWER,
+                law ? " (the tests against the law see more)" : " (--no-law: nothing else looks)");
     fprintf(f, "verdict: %s: ", audit_verdict_name(r->verdict));
-    if (r->verdict == AUDIT_FAILED)
+    if (r->verdict == AUDIT_UNTESTED)
+        fprintf(f, "the on arm drafted too little: its samples are mostly plain sampling, not the method's\n");
+    else if (r->verdict == AUDIT_FAILED)
         fprintf(f, "a test rejects at the family-wise level %g (smallest Holm p %.3g)\n", a->opt.alpha, r->min_p_holm);
     else
         fprintf(f, "no test rejects at the family-wise level %g (smallest Holm p %.3g)%s\n", a->opt.alpha,
@@ -138,8 +153,14 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
     }
     fprintf(f,
             "],\n \"min_p_holm\": %.6g, \"max_tv_upper\": %.6g, \"control_min_p_holm\": %.6g, "
-            "\"control_law_p_holm\": %.6g, \"control_rejected\": %s, \"verdict\": \"%s\"}\n",
+            "\"control_law_p_holm\": %.6g, \"control_rejected\": %s, ",
             r->min_p_holm, r->max_tv, r->control_min_p_holm, r->control_law_p_holm,
-            r->control_rejected ? "true" : "false",
+            r->control_rejected ? "true" : "false");
+    fprintf(f, isfinite(r->detectable_tv) ? "\"detectable_tv\": %.6g, " : "\"detectable_tv\": null, ",
+            r->detectable_tv);
+    if (a->source == AUDIT_SOURCE_SPECULA)
+        fprintf(f, "\"drafting\": {\"rounds\": %ld, \"drafted_rounds\": %ld, \"proposed\": %ld, \"accepted\": %ld}, ",
+                a->drafting.rounds, a->drafting.drafted_rounds, a->drafting.proposed, a->drafting.accepted);
+    fprintf(f, "\"verdict\": \"%s\"}\n",
             r->verdict == AUDIT_FAILED ? "failed" : audit_verdict_name(r->verdict));
 }

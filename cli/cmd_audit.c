@@ -262,7 +262,7 @@ static int read_file_arm(const audit_args *a, int arm, int V, audit_samples *s) 
 }
 
 /* Draws (or reads) arm `arm` into s. */
-static int draw_arm(const audit_args *a, loaded_models *lm, int arm, audit_samples *s) {
+static int draw_arm(audit_args *a, loaded_models *lm, int arm, audit_samples *s) {
     const int V = models_config(lm)->vocab_size;
     audit_samples_init(s, a->L);
     if (a->source == AUDIT_SOURCE_FILES) return read_file_arm(a, arm, V, s);
@@ -281,7 +281,7 @@ static int draw_arm(const audit_args *a, loaded_models *lm, int arm, audit_sampl
         method_spec spec = arm == 1 ? audit_specula_off(&a->spec) : a->spec;
         spec.sampling = sp;
         rc = audit_specula_draw(&spec, &lm->parts, a->prompt, a->n_prompt, base, a->n, a->quiet ? NULL : progress,
-                                label, s, &err);
+                                label, s, arm == 0 ? &a->drafting : NULL, &err);
     }
     if (rc) {
         fprintf(stderr, "specula audit: %s\n", err.msg);
@@ -358,11 +358,15 @@ static int run(audit_args *a, loaded_models *lm) {
             fprintf(stderr, "specula audit: %s\n", err.msg);
             status = AUDIT_EXIT_ERROR;
         } else {
+            /* samples of a method that hardly drafted test plain sampling, not the method */
+            if (r.verdict != AUDIT_FAILED && a->source == AUDIT_SOURCE_SPECULA && method_has(&a->spec, METHOD_PROPOSES) &&
+                !audit_drafting_enough(&a->drafting))
+                r.verdict = AUDIT_UNTESTED;
             if (a->json)
                 audit_print_json(a, &r, stdout);
             else
                 audit_print_table(a, &r, stdout);
-            status = (int)r.verdict;
+            status = r.verdict == AUDIT_UNTESTED ? AUDIT_UNDERPOWERED : (int)r.verdict; /* exit 3: not concluded */
             audit_report_free(&r);
         }
     }

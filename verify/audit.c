@@ -13,6 +13,7 @@ const char *audit_verdict_name(audit_verdict v) {
     case AUDIT_PASSED: return "passed";
     case AUDIT_FAILED: return "FAILED";
     case AUDIT_UNDERPOWERED: return "underpowered";
+    case AUDIT_UNTESTED: return "untested";
     }
     return "?";
 }
@@ -197,6 +198,29 @@ static int family(const audit_samples *a, const audit_samples *off, const audit_
     return 0;
 }
 
+int audit_drafting_enough(const audit_drafting *d) {
+    return d->drafted_rounds >= AUDIT_MIN_DRAFTED_ROUNDS &&
+           (double)d->drafted_rounds >= AUDIT_MIN_DRAFTED_SHARE * (double)d->rounds;
+}
+
+/* The smallest TV shift of one position's law its two-sample test (df degrees of freedom, n samples an arm) finds
+ * with probability AUDIT_POWER at level `level`: every law at TV >= t has Cohen's w >= 2t, so the planner's size at
+ * w = 2t (stats_n_two) says which t the audit's n reaches. */
+static double detectable_tv(int df, double level, int n) {
+    double lo = 1e-4, hi = 0.5; /* in TV; bisection on the planner's monotone size */
+    int64_t need;
+    sp_error err;
+    if (df < 1 || stats_n_two(df, level, AUDIT_POWER, 2 * hi, &need, &err) || need > n) return NAN;
+    for (int i = 0; i < 40; i++) {
+        const double mid = 0.5 * (lo + hi);
+        if (!stats_n_two(df, level, AUDIT_POWER, 2 * mid, &need, &err) && need <= n)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    return hi;
+}
+
 int audit_run(const audit_samples *on, const audit_samples *off, const audit_samples *control, int V,
               const audit_pit *pit_on, const audit_pit *pit_off, const audit_pit *pit_control, const audit_options *opt,
               audit_report *r, sp_error *err) {
@@ -232,10 +256,15 @@ int audit_run(const audit_samples *on, const audit_samples *off, const audit_sam
         return -1;
     }
     r->min_p_holm = 1.0;
+    r->detectable_tv = NAN;
     for (int i = 0; i < r->n_tests; i++) {
         const audit_test *x = &r->tests[i];
         if (x->p_holm < r->min_p_holm) r->min_p_holm = x->p_holm;
         if (x->has_tv && x->kind == AUDIT_TEST_POSITION && x->tv.upper > r->max_tv) r->max_tv = x->tv.upper;
+        if (x->kind == AUDIT_TEST_POSITION) {
+            const double t = detectable_tv(x->test.df, opt->alpha / r->n_tests, r->n);
+            if (isfinite(t) && !(t >= r->detectable_tv)) r->detectable_tv = t;
+        }
     }
     r->control_min_p_holm = 1.0;
     r->control_law_p_holm = pit_on ? 1.0 : -1.0;

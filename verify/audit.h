@@ -13,6 +13,8 @@
 /* The control counts as rejected below this Holm-adjusted p-value (the
  * level the project asks of every negative control). */
 #define AUDIT_CONTROL_P 1e-12
+/* The power at which the audit states the smallest change it can see. */
+#define AUDIT_POWER 0.9
 /* Equal-width bins of the probability integral transform. */
 #define AUDIT_PIT_BINS 20
 
@@ -50,10 +52,25 @@ typedef struct {
 } audit_test;
 
 typedef enum {
-    AUDIT_PASSED = 0,      /* nothing rejected at alpha, and the control was rejected */
-    AUDIT_FAILED = 1,      /* a test rejected at alpha: the arms differ or an arm is off the law */
-    AUDIT_UNDERPOWERED = 3 /* nothing rejected, but neither was the control: the draws are too few */
+    AUDIT_PASSED = 0,       /* nothing rejected at alpha, and the control was rejected */
+    AUDIT_FAILED = 1,       /* a test rejected at alpha: the arms differ or an arm is off the law */
+    AUDIT_UNDERPOWERED = 3, /* nothing rejected, but neither was the control: the draws are too few */
+    AUDIT_UNTESTED = 5      /* nothing rejected, but the on arm drafted too little for its samples to test the
+                             * method (audit_drafting_enough): they were mostly plain sampling */
 } audit_verdict;
+
+/* What the on arm's method did while it drew (specula's own engines report it; an external engine does not). */
+typedef struct {
+    long rounds;         /* rounds of the round loop */
+    long drafted_rounds; /* rounds that proposed at least one token */
+    long proposed;       /* draft tokens proposed */
+    long accepted;       /* ... and accepted */
+} audit_drafting;
+
+/* An on arm tests its method when at least this many rounds drafted, and at least this share of them. */
+#define AUDIT_MIN_DRAFTED_ROUNDS 100
+#define AUDIT_MIN_DRAFTED_SHARE 0.1
+int audit_drafting_enough(const audit_drafting *d);
 
 typedef struct {
     int n, L, V;
@@ -65,6 +82,9 @@ typedef struct {
     double control_min_p_holm; /* the same for the control's two-sample tests */
     double control_law_p_holm; /* the smallest of the control's law tests (−1: no law) */
     double max_tv;             /* the largest TV upper bound of the audit's positions */
+    double detectable_tv;      /* the smallest shift of one position's law (in TV) its on-vs-off test finds with
+                                * power AUDIT_POWER at the family's strictest Holm level: a smaller one may pass
+                                * the two-sample tests (the law tests, where run, see more) */
     int control_rejected;
     audit_verdict verdict;
 } audit_report;

@@ -92,6 +92,15 @@ expect_status "an adapter that fails" 4 "engine command failed" "${common[@]}" -
 expect_status "an adapter that prints too little" 4 "printed 1 samples" "${common[@]}" --engine-cmd "echo 1 2 3 4 #"
 expect_status "an adapter that prints garbage" 4 "found 'x'" "${common[@]}" --engine-cmd "echo 1 2 x 4 #"
 
+# an on arm that never drafts tests plain sampling, not its method: never "passed" (exit 3, the counts said); the
+# size of change the two-sample tests can see is stated
+"$spec" audit --quiet --backend cpu --method bigram --bigram-min 1000000 -n 120 --length 6 --no-law >"$tmp/idle" 2>&1
+check "an arm that never drafts: exit 3" test $? -eq 3
+check "...verdict untested, with the arm's counts" sh -c "grep -q '^verdict: untested' '$tmp/idle' && grep -q '^on arm: 0 of [0-9]* rounds drafted' '$tmp/idle'"
+check "...and the size of change it could see" grep -q '^power: at n = 120 an arm, a position whose law on and off differ by TV >= 0\.[0-9]*' "$tmp/idle"
+"$spec" audit --quiet --backend cpu --method spec --k 2 -n 120 --length 6 --no-law --json >"$tmp/drafts.json" 2>&1
+check "the JSON: the on arm's drafting and the detectable change" sh -c "grep -q '\"drafting\": {\"rounds\": [1-9]' '$tmp/drafts.json' && grep -q '\"detectable_tv\": 0\.' '$tmp/drafts.json'"
+
 echo "audit-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"
 [ $fail -eq 0 ]

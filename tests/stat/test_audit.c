@@ -10,6 +10,7 @@
 #include "audit.h"
 #include "audit_law.h"
 #include "audit_specula.h"
+#include "registry.h"
 #include "fixtures.h"
 #include "harness.h"
 #include "sampler.h"
@@ -43,11 +44,17 @@ static void world_close(micro_world *w) {
     fixture_model_close(&w->t);
 }
 
-static void draw(micro_world *w, const method_spec *s, uint64_t base, int n, audit_samples *out) {
+static void draw_counting(micro_world *w, const method_spec *s, uint64_t base, int n, audit_samples *out,
+                          audit_drafting *drafting) {
     sp_error err;
     audit_samples_init(out, AUDIT_TEST_L);
-    ck_assert_msg(audit_specula_draw(s, &w->parts.parts, prompt, N_PROMPT, base, n, NULL, NULL, out, &err) == 0, "%s",
-                  err.msg);
+    ck_assert_msg(audit_specula_draw(s, &w->parts.parts, prompt, N_PROMPT, base, n, NULL, NULL, out, drafting, &err) ==
+                      0,
+                  "%s", err.msg);
+}
+
+static void draw(micro_world *w, const method_spec *s, uint64_t base, int n, audit_samples *out) {
+    draw_counting(w, s, base, n, out, NULL);
 }
 
 static void pit(micro_world *w, const audit_samples *s, float temperature, audit_pit *out) {
@@ -122,7 +129,42 @@ START_TEST(test_audit_spec_passes) {
     ck_assert_msg(r.verdict == AUDIT_PASSED, "verdict %s, smallest Holm p %g", audit_verdict_name(r.verdict),
                   r.min_p_holm);
     ck_assert_msg(r.max_tv < 0.2, "TV bound %g", r.max_tv);
+    /* the size of change the two-sample tests can see at this n: stated, and between the bound that covers the
+     * observed arms and the control's effect, which they did see */
+    ck_assert_msg(r.detectable_tv > 0.01 && r.detectable_tv < 0.5, "detectable TV %g", r.detectable_tv);
     audit_report_free(&r);
+    world_close(&w);
+}
+END_TEST
+
+/* An arm whose method drafts in every round tests the method; one that never drafts (a bigram cache told to draft
+ * only successors seen a million times) is plain sampling, whatever its samples say: the audit must not call it a
+ * test of the method. */
+START_TEST(test_audit_counts_drafts) {
+    micro_world w;
+    world_open(&w);
+    const char *methods[2] = {"--method spec --k 2 --temperature 0.7",
+                              "--method bigram --bigram-min 1000000 --temperature 0.7"};
+    for (int i = 0; i < 2; i++) {
+        method_spec s = method_spec_defaults();
+        sp_error err;
+        ck_assert_msg(method_spec_parse(&s, methods[i], &err) == 0, "%s", err.msg);
+        audit_samples a;
+        audit_drafting d;
+        draw_counting(&w, &s, 1, 200, &a, &d);
+        ck_assert_int_gt(d.rounds, 0);
+        if (i == 0) {
+            /* every round drafts but those the token budget leaves no room in */
+            ck_assert_int_gt(d.drafted_rounds, d.rounds / 2);
+            ck_assert(d.proposed >= d.drafted_rounds && d.proposed <= 2 * d.drafted_rounds);
+            ck_assert(d.accepted > 0 && d.accepted <= d.proposed);
+            ck_assert(audit_drafting_enough(&d));
+        } else {
+            ck_assert_int_eq(d.drafted_rounds, 0);
+            ck_assert(!audit_drafting_enough(&d));
+        }
+        audit_samples_free(&a);
+    }
     world_close(&w);
 }
 END_TEST
@@ -260,6 +302,7 @@ Suite *audit_suite(void) {
     Suite *s = suite_create("audit");
     TCase *tc = harness_tcase("audit", 60);
     tcase_add_test(tc, test_audit_spec_passes);
+    tcase_add_test(tc, test_audit_counts_drafts);
     tcase_add_test(tc, test_audit_catches_planted_driver);
     tcase_add_test(tc, test_audit_small_n_underpowered);
     tcase_add_test(tc, test_audit_pit_is_uniform);
