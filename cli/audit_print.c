@@ -82,11 +82,12 @@ void audit_print_table(const audit_args *a, const audit_report *r, FILE *f) {
                                 : "NOT rejected below 1e-12: too few samples for this audit to mean anything");
     const audit_drafting *d = &a->drafting;
     if (a->source == AUDIT_SOURCE_SPECULA && method_has(&a->spec, METHOD_PROPOSES))
-        fprintf(f,
-                "on arm: %ld of %ld rounds drafted (%.1f %%), %ld of %ld draft tokens accepted; an arm tests its method "
-                "when at least %d rounds and %.0f %% of them drafted\n",
-                d->drafted_rounds, d->rounds, d->rounds ? 100.0 * d->drafted_rounds / d->rounds : 0.0, d->accepted,
-                d->proposed, AUDIT_MIN_DRAFTED_ROUNDS, 100 * AUDIT_MIN_DRAFTED_SHARE);
+        fprintf(
+            f,
+            "on arm: %ld of %ld rounds drafted (%.1f %%), %ld of %ld draft tokens accepted; an arm tests its method "
+            "when at least %d rounds and %.0f %% of them drafted\n",
+            d->drafted_rounds, d->rounds, d->rounds ? 100.0 * d->drafted_rounds / d->rounds : 0.0, d->accepted,
+            d->proposed, AUDIT_MIN_DRAFTED_ROUNDS, 100 * AUDIT_MIN_DRAFTED_SHARE);
     if (isfinite(r->detectable_tv))
         fprintf(f,
                 "power: at n = %d an arm, a position whose law on and off differ by TV >= %.3f is found with "
@@ -161,6 +162,5 @@ void audit_print_json(const audit_args *a, const audit_report *r, FILE *f) {
     if (a->source == AUDIT_SOURCE_SPECULA)
         fprintf(f, "\"drafting\": {\"rounds\": %ld, \"drafted_rounds\": %ld, \"proposed\": %ld, \"accepted\": %ld}, ",
                 a->drafting.rounds, a->drafting.drafted_rounds, a->drafting.proposed, a->drafting.accepted);
-    fprintf(f, "\"verdict\": \"%s\"}\n",
-            r->verdict == AUDIT_FAILED ? "failed" : audit_verdict_name(r->verdict));
+    fprintf(f, "\"verdict\": \"%s\"}\n", r->verdict == AUDIT_FAILED ? "failed" : audit_verdict_name(r->verdict));
 }

@@ -359,8 +359,8 @@ static int run(audit_args *a, loaded_models *lm) {
             status = AUDIT_EXIT_ERROR;
         } else {
             /* samples of a method that hardly drafted test plain sampling, not the method */
-            if (r.verdict != AUDIT_FAILED && a->source == AUDIT_SOURCE_SPECULA && method_has(&a->spec, METHOD_PROPOSES) &&
-                !audit_drafting_enough(&a->drafting))
+            if (r.verdict != AUDIT_FAILED && a->source == AUDIT_SOURCE_SPECULA &&
+                method_has(&a->spec, METHOD_PROPOSES) && !audit_drafting_enough(&a->drafting))
                 r.verdict = AUDIT_UNTESTED;
             if (a->json)
                 audit_print_json(a, &r, stdout);

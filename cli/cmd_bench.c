@@ -12,6 +12,7 @@
 #include "args.h"
 #include "bench.h"
 #include "commands.h"
+#include "csv.h"
 #include "tokenizer.h"
 
 /* Method flags bench sets itself. */
@@ -51,6 +52,7 @@ static void usage(FILE *f) {
             "                       apart the prefill rate (prompt tokens / time to the first token) and the\n"
             "                       decode rate (tokens after the first / the time they took); max RSS; the\n"
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
+            "  --csv                the table as comma-separated values (a header row, then one row per method)\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa | lookup)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
             "  --batch B,...        B sequences decoded together on the CPU engine, one pass a round against one\n"
@@ -73,7 +75,7 @@ typedef struct {
     int *prompt;   /* [prompt_tokens] the prompt's ids */
     int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
     int cost_reps_given;
-    int only_given, plain_only, json;
+    int only_given, plain_only, json, csv;
 } bench_args;
 
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
@@ -212,6 +214,7 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
     }
     if (!strcmp(f, "--plain")) return a->plain_only = 1;
     if (!strcmp(f, "--json")) return a->json = 1;
+    if (!strcmp(f, "--csv")) return a->csv = 1;
     if (f[0] != '-' && !a->models.model_dir) {
         a->models.model_dir = f;
         return 1;
@@ -249,6 +252,10 @@ static int parse(int argc, char **argv, bench_args *a) {
         return 2;
     if (a->prompt_text && a->prompt_tokens_given) {
         fprintf(stderr, "specula bench: give --prompt TEXT or --prompt-tokens N, not both\n");
+        return 2;
+    }
+    if (a->json && a->csv) {
+        fprintf(stderr, "specula bench: give --json or --csv, not both\n");
         return 2;
     }
     if (a->plain_only && !a->cost_reps_given) a->cost_reps = 0; /* the plain rate alone, as make bench-peers asks */
@@ -304,30 +311,68 @@ static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *ro
     return 0;
 }
 
+/* The share of a row's rounds that proposed a token: its α̂ and tokens per pass describe those rounds only, so a
+ * method that often drafts nothing reads better on α̂ than on speed (NAN for plain decoding). */
+static double drafted_share(const bench_row *row) {
+    const run_accounting *a = &row->pooled;
+    return method_has(&row->spec, METHOD_PROPOSES) && a->target_passes ? (double)a->proposed[1] / a->target_passes
+                                                                       : NAN;
+}
+
 static void print_table(const bench_args *a, const char *dir, const bench_row *rows, const int *ok, int n) {
     double plain_tps = ok[0] ? rows[0].median_tps : NAN; /* ratios only against a time measured in this run */
     printf("%s decode, %s: %d runs x %d tokens, temperature %g\n", backend_name(a->models.backend), dir, a->runs,
            a->tokens, a->base.sampling.temperature);
-    printf("%-8s %10s %9s %16s %16s %9s %10s %10s  %s\n", "method", "tokens/s", "tok/pass", "engine B/token",
-           "read B/token", "GB/s", "vs plain", "predicted", "what it ran");
+    printf("%-8s %10s %9s %8s %16s %16s %9s %10s %10s  %s\n", "method", "tokens/s", "tok/pass", "drafted",
+           "engine B/token", "read B/token", "GB/s", "vs plain", "predicted", "what it ran");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
-        char what[160], predicted[32] = "-";
+        char what[160], predicted[32] = "-", drafted[16] = "-";
         method_spec_label(&rows[i].spec, what, sizeof what);
-        const double measured = rows[i].median_tps / plain_tps;
+        const double measured = rows[i].median_tps / plain_tps, share = drafted_share(&rows[i]);
         if (isfinite(rows[i].predicted))
             snprintf(predicted, sizeof predicted, "%.2fx%s", rows[i].predicted,
                      fabs(measured / rows[i].predicted - 1) > BENCH_GAP_FLAG ? "*" : " ");
-        printf("%-8s %10.1f %9.3f %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_name(&rows[i].spec),
-               rows[i].median_tps, rows[i].tokens_per_pass, rows[i].engine_bytes_per_token,
+        if (isfinite(share)) snprintf(drafted, sizeof drafted, "%.0f%%", 100 * share);
+        printf("%-8s %10.1f %9.3f %8s %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_name(&rows[i].spec),
+               rows[i].median_tps, rows[i].tokens_per_pass, drafted, rows[i].engine_bytes_per_token,
                rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured,
                predicted, what);
     }
-    printf("engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
+    printf("drafted: the share of rounds that proposed a token (alpha describes those only);\n"
+           "engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
            "read B/token: what this backend reads (the reference: every position on its own, float32);\n"
            "predicted: the cost model's speed-up from the pass costs measured apart (below); *: measured more than\n"
            "%.0f %% off it.\n",
            100 * BENCH_GAP_FLAG);
+}
+
+/* The table as comma-separated values, for a spreadsheet or a plotting script. */
+static void print_csv(const bench_args *a, const bench_row *rows, const int *ok, int n) {
+    const double plain_tps = ok[0] ? rows[0].median_tps : NAN;
+    csv_header(stdout, "method,what,backend,runs,tokens,temperature,tokens_per_s,tokens_per_pass,drafted_share,"
+                       "engine_bytes_per_token,read_bytes_per_token,gb_per_s,vs_plain,predicted");
+    for (int i = 0; i < n; i++) {
+        if (!ok[i]) continue;
+        char what[160];
+        method_spec_label(&rows[i].spec, what, sizeof what);
+        csv_text(stdout, method_name(&rows[i].spec), 1);
+        csv_text(stdout, what, 0);
+        csv_text(stdout, backend_name(a->models.backend), 0);
+        const double x[] = {a->runs,
+                            a->tokens,
+                            a->base.sampling.temperature,
+                            rows[i].median_tps,
+                            rows[i].tokens_per_pass,
+                            drafted_share(&rows[i]),
+                            rows[i].engine_bytes_per_token,
+                            rows[i].read_bytes_per_token,
+                            rows[i].median_tps * rows[i].read_bytes_per_token / 1e9,
+                            rows[i].median_tps / plain_tps,
+                            rows[i].predicted};
+        for (size_t j = 0; j < sizeof x / sizeof x[0]; j++) csv_number(stdout, x[j], 0);
+        fputc('\n', stdout);
+    }
 }
 
 /* A JSON string of plain text (paths, labels): quotes, backslashes and control characters escaped. */
@@ -376,6 +421,8 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
             printf(isfinite(rates[k]) ? ", \"%s\": %.6g" : ", \"%s\": null", names[k], rates[k]);
         printf(", \"tokens_per_pass\": %.6g, \"engine_bytes_per_token\": %.6g, \"read_bytes_per_token\": %.6g",
                rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].read_bytes_per_token);
+        const double share = drafted_share(&rows[i]);
+        printf(isfinite(share) ? ", \"drafted_share\": %.6g" : ", \"drafted_share\": null", share);
         bench_row_json(c, &rows[i], ok[0] ? &rows[0] : NULL);
         putchar('}');
         first = 0;
@@ -453,6 +500,8 @@ int cmd_bench(int argc, char **argv) {
     status = bench_all(&a, &lm, rows, ok, n, &costs);
     if (a.json)
         print_json(&a, dir, &lm, &costs, rows, ok, n);
+    else if (a.csv)
+        print_csv(&a, rows, ok, n);
     else {
         print_table(&a, dir, rows, ok, n);
         bench_costs_print(&costs, backend_name(a.models.backend));

@@ -43,6 +43,8 @@ typedef struct {
     roofline_device device;
     double alpha;
     int context;
+    const char *extra_path; /* --extra */
+    plot_extra extra;
 } plot_args;
 
 /* Method flags plot sets itself, per point. */
@@ -69,6 +71,7 @@ static void usage(FILE *f) {
             "  --medusa FILE        Medusa heads (default MODEL-medusa/medusa_heads.safetensors when it exists)\n"
             "  --backend NAME       reference (default) | cpu, with --threads N, --dtype bf16|f32\n"
             "  --no-measure         the formulas only: no generations\n"
+            "  --extra FILE         points of your own on (a): LABEL ALPHA TOKENS_PER_PASS a line, '#' comments\n"
             "  --method NAME        also measure this method (one that drafts without a model of its own: lookup,\n"
             "                       bigram, plugin:PATH[:ARGS]) beside the draft model, MTP and Medusa\n"
             "  --temperatures LIST  temperatures of the measured runs (default 0,0.7,1)\n"
@@ -145,6 +148,9 @@ static int parse(int argc, char **argv, plot_args *a) {
         } else if (!strcmp(f, "--big")) {
             VALUE();
             a->big_dir = v;
+        } else if (!strcmp(f, "--extra")) {
+            VALUE();
+            a->extra_path = v;
         } else if (!strcmp(f, "--no-measure")) {
             a->measure = 0;
         } else if (!strcmp(f, "--temperatures")) {
@@ -344,6 +350,14 @@ int cmd_plot(int argc, char **argv) {
     t.batch_alpha = a.alpha;
     t.mc_rounds = 20000;
     t.mc_seed = a.mo.seed;
+    if (a.extra_path) {
+        sp_error xerr;
+        if (plots_extra_read(a.extra_path, &a.extra, &xerr)) {
+            fprintf(stderr, "specula plot: %s\n", xerr.msg);
+            return EXIT_BAD_INPUT;
+        }
+        t.extra = &a.extra;
+    }
 
     /* the models: measured points and the embedded pair's bytes */
     loaded_models lm;

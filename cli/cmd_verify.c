@@ -12,6 +12,7 @@
 #include "args.h"
 #include "beam_law.h"
 #include "commands.h"
+#include "csv.h"
 #include "genmodel/randmodel.h"
 #include "stats.h"
 #include "registry.h"
@@ -21,7 +22,7 @@ typedef struct {
     const char *only;         /* --method: a method name or a case name */
     const char *flags;        /* --flags: any method, in generate's flags */
     const verify_case *cases; /* the catalogue, or the rows of --flags */
-    int all, list, plan, json, quiet;
+    int all, list, plan, json, csv, quiet;
     int engine;                       /* --backend cpu: the cases run on the CPU engine */
     int64_t samples, control_samples; /* 0: planned per case (verify_case_plan) */
     double scale;
@@ -69,6 +70,7 @@ static void usage(FILE *f) {
         "                       report only; 0.02 needs about 200 000 draws at L = 2: --samples 200000)\n"
         "  --delta D            the TV bound holds with probability 1 - D (default 0.001)\n"
         "  --json               print the rows as JSON\n"
+        "  --csv                print the rows as comma-separated values (a header row, then one row per case)\n"
         "  --quiet              no progress on stderr\n",
         VERIFY_WORLD_V, VERIFY_SMALL_V, VERIFY_WORLD_V);
 }
@@ -142,6 +144,8 @@ static int parse(int argc, char **argv, verify_args *a) {
             if (arg_float(f, v, 1e-12, 0.5, &a->delta)) return 2;
         } else if (!strcmp(f, "--json")) {
             a->json = 1;
+        } else if (!strcmp(f, "--csv")) {
+            a->csv = 1;
         } else if (!strcmp(f, "--quiet")) {
             a->quiet = 1;
         } else {
@@ -149,6 +153,10 @@ static int parse(int argc, char **argv, verify_args *a) {
             return 2;
         }
 #undef VALUE
+    }
+    if (a->json && a->csv) {
+        fprintf(stderr, "specula verify: give --json or --csv, not both\n");
+        return 2;
     }
     if (a->flags && (a->only || a->all)) {
         fprintf(stderr, "specula verify: --flags runs its own rows: give it without --method and --all\n");
@@ -415,6 +423,34 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
     fprintf(f, "}\n");
 }
 
+static void print_csv(const row *rows, int m, const verify_args *a, FILE *f) {
+    csv_header(f, "case,method,flags,pair,k,L,seed,samples,cells,df,statistic,p_value,p_holm,tv_upper,tv_lower,"
+                  "expect_biased,control,control_samples,control_statistic,control_p_value,rounds,drafted_rounds,"
+                  "seconds,pass,verdict");
+    for (int i = 0; i < m; i++) {
+        const row *r = &rows[i];
+        const verify_result *x = &r->o.result, *c = &r->o.control;
+        char control[64], seed[20];
+        verify_case_control_text(r->c, a->engine, control, sizeof control);
+        snprintf(seed, sizeof seed, "%016llx", (unsigned long long)r->seed);
+        csv_text(f, r->c->name, 1);
+        csv_text(f, r->c->method, 0);
+        csv_text(f, r->c->flags, 0);
+        csv_text(f, pair_text(r->c, a->engine), 0);
+        csv_number(f, r->c->k, 0);
+        csv_number(f, r->c->L, 0);
+        csv_text(f, seed, 0);
+        const double v1[] = {x->n,        x->cells,    x->test.df,  x->test.statistic,  x->test.p_value,
+                             r->o.p_holm, x->tv.upper, tv_lower(x), r->c->expect_biased};
+        for (size_t j = 0; j < sizeof v1 / sizeof v1[0]; j++) csv_number(f, v1[j], 0);
+        csv_text(f, control, 0);
+        const double v2[] = {c->n, c->test.statistic, c->test.p_value, r->o.rounds, r->o.drafted, r->seconds, r->ok};
+        for (size_t j = 0; j < sizeof v2 / sizeof v2[0]; j++) csv_number(f, v2[j], 0);
+        csv_text(f, r->why, 0);
+        fputc('\n', f);
+    }
+}
+
 /* ---- the command --------------------------------------------------------------- */
 
 /* --list, or one line for a --method that matches nothing: a bad flag gets
@@ -610,6 +646,8 @@ static void report(const verify_args *a, row *rows, int m, const beam_law_report
     if (beam && !beam_ok(beam)) *status = 1;
     if (a->json) {
         print_json(rows, m, a, beam, stdout);
+    } else if (a->csv) {
+        print_csv(rows, m, a, stdout);
     } else {
         if (m > 0) print_table(rows, m, a, stdout);
         if (beam) print_beam(beam, stdout);

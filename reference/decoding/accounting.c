@@ -81,7 +81,8 @@ void accounting_print_json(const run_accounting *a, FILE *f) {
     for (int d = 1; d <= a->k && d <= ACC_MAX_DEPTH; d++) fprintf(f, "%s%ld", d > 1 ? ", " : "", a->proposed[d]);
     fprintf(f, "], \"accepted_length_histogram\": [");
     for (int j = 0; j <= a->k && j <= ACC_MAX_DEPTH; j++) fprintf(f, "%s%ld", j ? ", " : "", a->length_hist[j]);
-    fprintf(f, "], \"rejected_rounds\": %ld, \"target_positions\": %ld, ", a->rejected_rounds, a->target_positions);
+    fprintf(f, "], \"drafted_rounds\": %ld, \"rejected_rounds\": %ld, \"target_positions\": %ld, ", a->proposed[1],
+            a->rejected_rounds, a->target_positions);
     if (isnan(alpha))
         fprintf(f, "\"alpha\": null, \"expected_tokens_per_pass\": null, ");
     else

@@ -59,23 +59,25 @@ void method_drafter_label(const method_spec *s, char *buf, size_t size) {
     }
 }
 
-/* The rounds that drafted exactly d tokens verify d + 1 nodes: t(m) averaged over the rounds as they ran. */
+/* The rounds that drafted exactly d tokens verify d + 1 nodes: t(m) averaged over the rounds as they ran; m, the
+ * nodes of a round that drafted, on average (1 when none did). */
 int method_round_generic(const method_spec *s, const run_accounting *runs, const method_costs *c, method_round *out) {
     (void)s;
     const long rounds = runs->target_passes;
     if (rounds < 1) return -1;
-    double pass_ms = 0, pass_ratio = 0, nodes = 0;
+    double pass_ms = 0, pass_ratio = 0, drafted_nodes = 0;
     for (int d = 0; d <= ACC_MAX_DEPTH; d++) {
         const long at_least = d == 0 ? rounds : runs->proposed[d];
         const long beyond = d < ACC_MAX_DEPTH ? runs->proposed[d + 1] : 0;
         const double share = (double)(at_least - beyond) / (double)rounds;
         if (share <= 0) continue;
         const method_cost t = c->pass(c->ctx, d + 1);
-        pass_ms += share * t.ms, pass_ratio += share * t.ratio, nodes += share * (d + 1);
+        pass_ms += share * t.ms, pass_ratio += share * t.ratio;
+        if (d > 0) drafted_nodes += (double)(at_least - beyond) * (d + 1);
     }
     out->tokens = accounting_tokens_per_pass(runs);
     out->alpha = accounting_alpha(runs);
-    out->m = (int)lround(nodes);
+    out->m = runs->proposed[1] ? (int)lround(drafted_nodes / (double)runs->proposed[1]) : 1;
     out->pass = (method_cost){pass_ms, pass_ratio};
     out->proposer = (method_cost){0, 0}; /* not timed apart: its time shows in the run, beside the model */
     return isfinite(pass_ratio) ? 0 : -1;

@@ -97,6 +97,11 @@ check "bench --tree-shape: the tree's 7 nodes in the cost model" grep -qE "^spec
 check "bench --method spec --tree-budget 5" \
     grep -qE "^spec .*spec tree dynamic depth 3 \(5 nodes\), exact-norepl rule$" "$tmp/bench-dyntree"
 check "bench --tree-budget: the budget's 6 nodes in the cost model" grep -qE "^spec +- +[0-9.]+ +6 " "$tmp/bench-dyntree"
+# the table as CSV: a header, then a row per method, a label with commas quoted; the share of rounds that drafted
+"$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --method spec --cost-reps 1 --csv >"$tmp/bench.csv" 2>/dev/null
+check "bench --csv: the header" grep -q '^method,what,backend,runs,tokens,temperature,tokens_per_s,tokens_per_pass,drafted_share,' "$tmp/bench.csv"
+check "bench --csv: plain decoding, no drafted share" grep -qE '^sample,sample,[a-z]+,1,8,0.9,[0-9.e+]+,1,,' "$tmp/bench.csv"
+check "bench --csv: the method's label quoted, its drafted share" grep -qE '^spec,"spec k=4, exact rule",[a-z]+,1,8,0.9,[0-9.e+]+,[0-9.]+,(0\.[0-9]+|1),' "$tmp/bench.csv"
 "$specula" generate --model "$m" --tokens 1,2,3 --method spec --rule typical --temperature 0.8 --max-tokens 8 \
     >"$tmp/typ" 2>&1
 check "--rule typical on a draft model's chain" test $? -eq 0
@@ -122,7 +127,7 @@ check "bench --method mtp: plain decoding and MTP only" \
     test "$(sed '/^engine B\/token/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
-expect_error "bench --method sample" 2 "bench compares spec, mtp, medusa or lookup" bench "$m" --method sample
+expect_error "bench --method sample" 2 "bench compares a method that drafts" bench "$m" --method sample
 # bench --plain --json (what make bench-peers reads): the plain row alone, prefill and decode rates apart
 "$specula" bench "$m" --runs 1 --tokens 8 --prompt-tokens 6 --plain --json >"$tmp/bench3" 2>&1
 check "bench --plain --json exits 0" test $? -eq 0
@@ -147,7 +152,7 @@ for backend in cpu reference; do
     check "bench ($backend): the MTP's step" grep -qE "^MTP module step, 1 position +$num +$num$" "$out"
     for r in mtp spec; do
         check "bench ($backend): $r measured and predicted" \
-            grep -qE "^$r( +[0-9.e+]+){5} +${num}x +${num}x\*? +$r k=4" "$out"
+            grep -qE "^$r( +[0-9.e+]+){2} +[0-9]+%( +[0-9.e+]+){3} +${num}x +${num}x\*? +$r k=4" "$out"
         check "bench ($backend): $r in the cost model" \
             grep -qE "^$r +$num +$num +5 +$num +$num +${num}x +${num}x +[-+][0-9]+%( \*)?$" "$out"
         check "bench ($backend): $r time per token" grep -qE "^$r( +$num){9}$" "$out"
@@ -178,7 +183,7 @@ expect_error "bench --cost-reps -1" 2 "cost-reps" bench "$m" --cost-reps -1
 check "plot exits 0" test $? -eq 0
 check "plot names MTP's argmax drafts at temperature 0" grep -q "measuring MTP .*T=0 .*drafts argmax" "$tmp/plot.err"
 check "plot names MTP's sampled drafts at temperature 0.9" grep -q "measuring MTP .*T=0.9 .*drafts sampled" "$tmp/plot.err"
-check "measured.dat's drafts column" grep -qE '^"MTP T=0.9" mtp .* sampled$' "$tmp/plots/measured.dat"
+check "measured.dat's drafts column" grep -qE '^"MTP T=0.9" mtp .* sampled [0-9.]+$' "$tmp/plots/measured.dat"
 expect_error "plot measures at --temperatures" 2 "--temperature does not apply here" plot --model "$m" --temperature 1
 
 # verify: every case is written in generate's flags

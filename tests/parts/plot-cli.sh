@@ -107,6 +107,18 @@ else
     echo "SKIP plot-cli/images: gnuplot is not installed (Debian: gnuplot-nox)"
 fi
 
+# points of one's own on (a): copied into extra.dat and drawn; a bad line is refused with its number, exit 2
+printf '# a method of mine\nmine-a 0.55 2.1\nmine-b 0.8 3.4 # deeper\n' >"$tmp/extra.txt"
+"$specula" plot --no-measure --extra "$tmp/extra.txt" --term none --out "$tmp/x" >"$tmp/out" 2>"$tmp/err"
+check "--extra: exit 0" test $? -eq 0
+check "--extra: its points in extra.dat" sh -c "grep -q '^\"mine-a\" 0.55 2.1\$' '$tmp/x/extra.dat' && grep -q '^\"mine-b\" 0.8 3.4\$' '$tmp/x/extra.dat'"
+check "--extra: drawn on (a)" grep -q "'extra.dat' using 2:3:1 with labels" "$tmp/x/tokens_per_pass.gp"
+printf 'mine 0.5 2\nbad 1.5 2\n' >"$tmp/bad-extra.txt"
+expect_error "--extra: an alpha outside [0, 1]" 2 "bad-extra.txt:2: expected LABEL ALPHA TOKENS_PER_PASS" --no-measure \
+    --term none --out "$tmp/y" --extra "$tmp/bad-extra.txt"
+expect_error "--extra: a missing file" 2 "--extra $tmp/nowhere.txt: No such file" --no-measure --term none \
+    --out "$tmp/y" --extra "$tmp/nowhere.txt"
+
 echo "plot-cli: $pass passed, $fail failed, $skip skipped"
 echo "$pass $fail $skip" >"$counts"
 [ "$fail" -eq 0 ]

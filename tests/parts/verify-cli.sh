@@ -90,6 +90,18 @@ expect_error "bad scale" "--scale expects a number" --scale 0
 expect_error "bad alpha" "--alpha expects a number" --alpha 2
 expect_error "scale too small" "fewer than 100 draws" --scale 0.001
 expect_error "unknown backend" "--backend expects reference or cpu" --backend gpu
+expect_error "--json and --csv" "give --json or --csv, not both" --json --csv
+expect_error "--flags with --method" "--flags runs its own rows" --flags "--method lookup" --method spec
+expect_error "--flags of plain sampling" "has no proposer to test this way" --flags "--method sample"
+expect_error "--flags that do not parse" "'--frob' is not a method flag" --flags "--method lookup --frob"
+
+# the rows as CSV: a header, then one row per case
+"$spec" verify --method lookup --scale 0.2 --csv --quiet >"$tmp/v.csv" 2>/dev/null
+check "--csv: the header" grep -q '^case,method,flags,pair,k,L,seed,samples,' "$tmp/v.csv"
+check "--csv: the case's row" grep -qE '^lookup k=2 T=1 L=4,lookup,--method lookup --k 2 --temperature 1,reference vs exact,2,4,[0-9a-f]{16},' "$tmp/v.csv"
+# any method by its flags: a built-in that drafts, its three rows, each with a control derived from it
+"$spec" verify --flags "--method bigram --k 2 --temperature 1" --plan >"$tmp/vf" 2>&1
+check "--flags: three rows with derived controls" sh -c "grep -c '^bigram k=2, min 1, exact rule T=1 L=4' '$tmp/vf' | grep -qx 3 && grep -q 'q half another depth' '$tmp/vf' && grep -q 'q reported uniform' '$tmp/vf' && grep -q 'bonus-from-parent' '$tmp/vf'"
 
 echo "verify-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

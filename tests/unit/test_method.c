@@ -53,7 +53,8 @@ START_TEST(test_defaults_follow_the_temperature) {
 END_TEST
 
 START_TEST(test_refusals_name_the_problem) {
-    expect_refused("--method medusa --k 3", "--k only applies to --method spec, mtp, lookup and bigram (Medusa's depth");
+    expect_refused("--method medusa --k 3",
+                   "--k only applies to --method spec, mtp, lookup and bigram (Medusa's depth");
     expect_refused("--method beam --k 3", "--k does not apply to --method beam: it proposes no draft tokens");
     expect_refused("--method beam --temperature 0.5", "--temperature does not apply to --method beam");
     expect_refused("--method beam --seed 2", "--seed does not apply to --method beam");
@@ -64,7 +65,8 @@ START_TEST(test_refusals_name_the_problem) {
     expect_refused("--method spec --rule exact-norepl",
                    "applies to trees only (Medusa, or spec and mtp with --tree-shape");
     expect_refused("--method medusa --rule exact --typical-epsilon 0.1", "only apply to --rule typical");
-    expect_refused("--method sample --rule exact", "--rule only applies to --method spec, medusa, mtp, lookup and bigram");
+    expect_refused("--method sample --rule exact",
+                   "--rule only applies to --method spec, medusa, mtp, lookup and bigram");
     expect_refused("--method beam --beams 2 --num-return 3", "--num-return 3 exceeds --beams 2");
     expect_refused("--method fast", "--method: unknown method 'fast'");
     expect_refused("--method mtp --mtp-sample --mtp-argmax", "--mtp-sample and --mtp-argmax contradict");
@@ -270,7 +272,8 @@ START_TEST(test_every_method_of_the_registry) {
         const unsigned t = m->traits;
         const unsigned needs_proposer = METHOD_CHAIN | METHOD_TREES | METHOD_OWN_TREE | METHOD_DRAFT_MODEL |
                                         METHOD_MTP_MODULE | METHOD_HEADS | METHOD_MAY_IDLE;
-        ck_assert_msg(!(t & needs_proposer) || (t & METHOD_PROPOSES), "%s: drafting traits without a proposer", m->name);
+        ck_assert_msg(!(t & needs_proposer) || (t & METHOD_PROPOSES), "%s: drafting traits without a proposer",
+                      m->name);
         ck_assert_msg(!(t & METHOD_PROPOSES) == !m->build, "%s: a proposer exactly when it builds one", m->name);
         ck_assert_msg(m->summary && m->summary[0], "%s has no summary", m->name);
         ck_assert_int_eq(method_depth(&s), t & METHOD_CHAIN ? s.k : 0);

@@ -2,7 +2,7 @@
 # project links, OpenMP, nvcc and the CUDA libraries. Every other part reads these names.
 
 DEBIAN_PACKAGES := gcc make pkg-config check libsubunit-dev libjansson-dev libpcre2-dev libgsl-dev \
-                   libutf8proc-dev libssl-dev gnuplot-nox
+                   libutf8proc-dev libssl-dev gnuplot-nox python3-jsonschema
 PKGS := jansson libpcre2-8 gsl libutf8proc libcrypto
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -76,6 +76,17 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
         }
     if (plot_close(&af, err)) return -1;
 
+    const plot_extra *x = t->extra;
+    if (x && x->n > 0) {
+        if (!(f = plot_open(&af, dir, "extra.dat", err))) return -1;
+        fprintf(f,
+                "# extra.dat — points of one's own (specula plot --extra).\n# columns: 1 label  2 alpha  3 tokens per "
+                "pass\n");
+        for (int i = 0; i < x->n; i++)
+            fprintf(f, "\"%s\" %.10g %.10g\n", x->label[i], x->alpha[i], x->tokens_per_pass[i]);
+        if (plot_close(&af, err)) return -1;
+    }
+
     if (!(f = plot_open(&af, dir, "tokens_per_pass.gp", err))) return -1;
     plot_gp_head(f, "tokens_per_pass",
                  "(a) expected tokens per target pass against the acceptance rate α for k = 1…8, the\n"
@@ -104,6 +115,9 @@ int plot_write_tokens_per_pass(const char *dir, const plot_theory *t, const plot
             "title 'Monte-Carlo, %ld rounds per point (99.9 %% interval)'",
             E_K_MAX, E_K_MAX - 1, E_K_MAX, t->mc_rounds);
     gp_measured_points(f, m);
+    if (x && x->n > 0)
+        fprintf(f, ", \\\n    'extra.dat' using 2:3:1 with labels point pt 2 ps 1.6 lc rgb 'black' offset 1,0.6 "
+                   "font ',9' title 'your points (--extra)'");
     fputc('\n', f);
     return plot_close(&af, err);
 }

@@ -84,7 +84,9 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
                "#    also spends a catch-up step after a fully accepted round, which column 13 includes);\n"
                "#    nan for Medusa, whose tree the chain formula does not describe\n"
                "# 19 nodes (proposed per round: k for a chain, the tree's size for Medusa)  20 rule\n"
-               "# 21 drafts (MTP: argmax or sampled from its own distribution; - for the others)\n");
+               "# 21 drafts (MTP: argmax or sampled from its own distribution; - for the others)\n"
+               "# 22 drafted_share = rounds that proposed a token / target_passes: alpha_hat and column 12 describe\n"
+               "#    those rounds only, column 11 all of them\n");
     for (int i = 0; m && i < m->n_points; i++) {
         const plot_point *p = &m->points[i];
         const run_accounting *a = &p->acc;
@@ -94,7 +96,8 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
         char label[64];
         point_label(p, label, sizeof label);
         int chain = p->method != PLOT_MEDUSA;
-        fprintf(f, "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g %d %s %s\n",
+        fprintf(f,
+                "\"%s\" %s %g %d %d %ld %ld %ld %ld %.10g %.10g %.10g %.10g %.10g %.10g %ld %ld %.10g %d %s %s %.10g\n",
                 label, a->method, p->temperature, p->k, p->runs, a->target_passes, a->committed, a->accepted_total,
                 a->rejected_rounds, alpha, accounting_tokens_per_pass(a),
                 isnan(alpha) ? NAN : expected_tokens_per_pass(alpha, p->k), accounting_bytes_per_token(a),
@@ -102,7 +105,8 @@ int plot_write_measured(const char *dir, const plot_measurements *m, sp_error *e
                 isnan(alpha) || !chain
                     ? NAN
                     : spec_bytes_per_token(a->target_bytes_per_pass, a->proposer_bytes_per_step, alpha, p->k),
-                p->nodes, p->rule ? p->rule : "exact", p->drafts ? p->drafts : "-");
+                p->nodes, p->rule ? p->rule : "exact", p->drafts ? p->drafts : "-",
+                a->target_passes ? (double)a->proposed[1] / a->target_passes : NAN);
     }
     if (plot_close(&af, err)) return -1;
 

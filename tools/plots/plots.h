@@ -104,6 +104,19 @@ void plots_acceptance(const run_accounting *a, int d, double *reach, double *con
  * n trials (inside [0, 1] even at p = 0 or 1); NAN for n = 0. */
 void plots_wilson(double p, long n, double *low, double *high);
 
+/* ---- a researcher's own points (plot_extra.c) --------------------------------- */
+
+#define PLOT_EXTRA_MAX 64
+#define PLOT_EXTRA_LABEL 64
+typedef struct {
+    int n;
+    char label[PLOT_EXTRA_MAX][PLOT_EXTRA_LABEL];
+    double alpha[PLOT_EXTRA_MAX], tokens_per_pass[PLOT_EXTRA_MAX];
+} plot_extra;
+
+/* Reads `path`: LABEL ALPHA TOKENS_PER_PASS a line ('#' comments), or a message naming the line. */
+int plots_extra_read(const char *path, plot_extra *out, sp_error *err);
+
 /* ---- the analytic side ------------------------------------------------------ */
 
 typedef struct {
@@ -120,6 +133,7 @@ typedef struct {
     /* Monte-Carlo beside E(α,k) */
     long mc_rounds;
     uint64_t mc_seed;
+    const plot_extra *extra; /* points of one's own on (a) (--extra), or NULL */
 } plot_theory;
 
 /* Writes every .dat and .gp into dir (created when missing). m may be NULL
