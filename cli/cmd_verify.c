@@ -309,6 +309,7 @@ typedef struct {
 } row;
 
 static const char *pair_text(const verify_case *c, int on_engine) {
+    if (verify_case_follows_rule_law(c)) return on_engine ? "engine vs rule's law" : "reference vs rule's law";
     if (on_engine) return c->pair == VC_VS_SAMPLE ? "engine vs engine" : "engine vs exact";
     return c->pair == VC_VS_SAMPLE ? "reference vs reference" : "reference vs exact";
 }

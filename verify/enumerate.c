@@ -3,6 +3,7 @@
  * walk; a snapshot taken after each position lets every sibling start from
  * the same state, so the walk costs one forward per prefix. */
 #include "enumerate.h"
+#include "processed_law.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -114,7 +115,7 @@ static void visit(walk *w, int depth, int token, double prob) {
     t->forwards++;
     const size_t id = (size_t)enumerate_prefix_id(w->tokens, depth, V);
     float *row = t->cond + id * V;
-    sampler_probs(w->sp, w->logits, row, V);
+    processed_law(w->sp, w->logits, row, V); /* not the samplers' code: processed_law.h */
     raw_log_softmax(w->logits, t->raw_logprob + id * V, V);
     if (depth == t->L - 1) {
         double *cell = t->joint + enumerate_index(w->tokens, depth, V) * V;

@@ -3,6 +3,7 @@
  * as planted_accept does. */
 #include "spec_law.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,15 @@ static void normalised(const float *in, double *row, int V) {
     double sum = 0;
     for (int i = 0; i < V; i++) sum += in[i] > 0 ? in[i] : 0;
     for (int i = 0; i < V; i++) row[i] = sum > 0 && in[i] > 0 ? in[i] / sum : 0;
+}
+
+/* The typical rule's threshold at a node whose target row is p[V]: min(epsilon, delta·exp(−H(p))), H in nats. */
+static double typical_threshold(const spec_law_spec *s, const float *p) {
+    double h = 0;
+    for (int i = 0; i < s->V; i++)
+        if (p[i] > 0) h -= p[i] * log(p[i]);
+    const double cut = s->delta * exp(-h);
+    return cut < s->epsilon ? cut : s->epsilon;
 }
 
 /* The probability that the rule accepts a draft x with p(x) = px, q(x) = qx:
@@ -110,6 +120,7 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
     else
         memcpy(q, d, (size_t)V * sizeof(float));
     double dsum = 0, reject = 1;
+    const double threshold = s->typical ? typical_threshold(s, p) : 0;
     for (int x = 0; x < V; x++) dsum += d[x] > 0 ? d[x] : 0;
     for (int x = 0; x < V && !w->failed; x++) {
         if (!(d[x] > 0)) continue;
@@ -118,14 +129,24 @@ static void law_node(law *w, int len, int depth, int K, double mass) {
             sp_fail(w->err, "spec_law: a draft of token %d after %d tokens has q = 0 (the rule would fail)", x, len);
             return;
         }
-        double take = (d[x] / dsum) * accept_probability(s, x, p[x], q[x]);
+        const double a = s->typical ? (p[x] > threshold ? 1.0 : 0.0) : accept_probability(s, x, p[x], q[x]);
+        double take = (d[x] / dsum) * a;
         reject -= take;
         w->tokens[len] = x;
         law_node(w, len + 1, depth + 1, K, mass * take);
     }
     if (reject <= 1e-15) return; /* rounding: every draft is always accepted */
     /* The recursion above overwrote deeper frames only, so p and q are intact. */
-    residual(s->bug, p, q, row, V);
+    if (s->typical) { /* the token after the last accepted node, from its p (its parent's under the bug) */
+        const float *from = p;
+        if (s->bug == PLANT_BONUS_FROM_PARENT && depth > 0) {
+            from = w->parent_p + (size_t)len * V;
+            s->target(s->user, w->tokens, len - 1, w->parent_p + (size_t)len * V);
+        }
+        normalised(from, row, V);
+    } else {
+        residual(s->bug, p, q, row, V);
+    }
     for (int y = 0; y < V; y++) {
         w->tokens[len] = y;
         law_round(w, len + 1, mass * reject * row[y]);
@@ -152,8 +173,9 @@ int spec_law(const spec_law_spec *s, double *joint, sp_error *err) {
                        s->L, ENUM_MAX_CELLS, ENUM_MAX_LENGTH);
     if (s->k < 0) return sp_fail(err, "spec_law: k = %d must be ≥ 0", s->k);
     if (!s->target || !s->draw) return sp_fail(err, "spec_law: target and draw rows are required");
-    if (!spec_law_computes(s->bug))
-        return sp_fail(err, "spec_law: the law under %s is not computed here", planted_name(s->bug));
+    if (!spec_law_computes(s->bug) || (s->typical && s->bug != PLANT_NONE && s->bug != PLANT_BONUS_FROM_PARENT))
+        return sp_fail(err, "spec_law: the law under %s is not computed here%s", planted_name(s->bug),
+                       s->typical ? " (typical rule)" : "");
     law w;
     memset(&w, 0, sizeof w);
     w.s = s;

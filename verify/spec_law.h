@@ -31,6 +31,12 @@ typedef struct {
     planted_bug bug; /* PLANT_NONE: the exact rule */
     int stop_at_eos; /* 1: the run stops after emitting token eos */
     int eos;
+    /* 1: Medusa's typical rule (accept.h) instead of the exact one: a draft x after prefix c (drawn from the
+     * draw row, as a chain's drafts are under every rule) is accepted when p(x | c) > min(epsilon,
+     * delta·exp(−H(p(· | c)))), and the first rejection emits a token drawn from p at the last accepted node,
+     * not from a residual. The law is the rule's own: biased away from the target's above temperature 0. */
+    int typical;
+    double epsilon, delta;
 } spec_law_spec;
 
 /* Whether spec_law computes the law under `bug`: every planted bug of the

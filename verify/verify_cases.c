@@ -220,7 +220,16 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     verify_case_prompt(c, w, &prompt, &n_prompt);
     if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
     if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
+    if (verify_case_follows_rule_law(c) && verify_case_law(c, w, 0, t->joint, err) != 1) {
+        enumerate_free(t);
+        return -1;
+    }
     return 0;
+}
+
+int verify_case_follows_rule_law(const verify_case *c) {
+    return c->spec.rule == RULE_TYPICAL && !c->expect_biased && method_has(&c->spec, METHOD_DRAFT_MODEL) &&
+           method_has(&c->spec, METHOD_CHAIN) && c->spec.shape.depth == 0;
 }
 
 /* Rows for spec_law from enumerated tables: the target's p, the draft's
@@ -279,7 +288,8 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     const int plain = !method_has(&c->spec, METHOD_PROPOSES), point = c->spec.method->point_drafts != NULL;
     const int drafter = method_has(&c->spec, METHOD_DRAFT_MODEL);
     const int chain = method_has(&c->spec, METHOD_CHAIN) && c->spec.shape.depth == 0 && (drafter || point);
-    if ((!plain && !chain) || (chain && c->spec.rule != RULE_EXACT)) return 0;
+    const int typical = c->spec.rule == RULE_TYPICAL && drafter;
+    if ((!plain && !chain) || (chain && c->spec.rule != RULE_EXACT && !typical)) return 0;
     if (control && w->engine && verify_case_engine_control(c) != PLANT_ENGINE_NONE)
         return 0; /* a slip in the engine's commit: its law is not computed here */
     if (control && !spec_law_computes(c->control_bug)) return 0; /* nor a slip in the target's */
@@ -316,12 +326,15 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
                        .round_k = point ? law_point_depth : NULL,
                        .max_tokens = c->max_tokens,
                        .target = law_target,
-                       .draw = point ? law_point_row : law_draw,
+                       .draw = point ? law_point_row : law_draw, /* a chain's drafts are drawn from q under every rule */
                        .ratio = retemper ? law_ratio : NULL,
                        .user = &rows,
                        .bug = control ? c->control_bug : PLANT_NONE,
                        .stop_at_eos = c->spec.stop_at_eos,
-                       .eos = w->eos};
+                       .eos = w->eos,
+                       .typical = typical,
+                       .epsilon = c->spec.typical_epsilon,
+                       .delta = c->spec.typical_delta};
     int rc = spec_law(&s, law, err);
     enumerate_free(&target);
     if (drafter) enumerate_free(&draw);

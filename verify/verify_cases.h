@@ -172,9 +172,14 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
                               int control, int plain);
 
 /* The law case c's method must follow: the target's enumerated law at c's
- * sampling parameters over c->L tokens after the world's prompt. Fails when
- * w's vocabulary is not that of c's world (c->world). */
+ * sampling parameters over c->L tokens after the world's prompt — or, for a
+ * rule that is not exact and whose law is computed (verify_case_follows_rule_law),
+ * that rule's law in t->joint (t->cond stays the target's). Fails when w's
+ * vocabulary is not that of c's world (c->world). */
 int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err);
+/* 1: case c is held to its rule's own law, not the target's: the typical rule on a draft model's chain
+ * (spec_law.h) where the case does not expect a bias. */
+int verify_case_follows_rule_law(const verify_case *c);
 
 /* The exact law of case c's method (control = 0) or of its negative
  * control (control = 1) into law[V^L]: by enumeration for plain sampling,

@@ -56,6 +56,13 @@ static verify_case catalogue[] = {
          PLANT_NONE, 0.0f, 1, 0, .world = VERIFY_SMALL),
     CASE("typical medusa T=0 L=5", 1, "typical", "--method medusa --temperature 0 --rule typical", VC_EXACT, 5, 6,
          PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    /* Medusa's typical rule on a draft model's chain, tested against the rule's own law (spec_law's typical
+     * branch), not the target's: epsilon 0.4 and delta 0.6 put the threshold min(0.4, 0.6·e^−H) on both sides
+     * of its cap across the world's rows, so a change to the threshold moves the law. Control: the token after
+     * the last accepted draft drawn from its parent's row. */
+    CASE("typical spec k=2 T=1.2 L=4", 1, "typical",
+         "--method spec --k 2 --temperature 1.2 --rule typical --typical-epsilon 0.4 --typical-delta 0.6", VC_EXACT,
+         4, 5, PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .world = VERIFY_SMALL),
     /* prompt lookup after a prompt whose last two tokens occurred before (it drafts 1, 0 at once) */
     CASE("lookup k=2 T=1 L=4", 1, "lookup", "--method lookup --k 2 --temperature 1", VC_EXACT, 4, 5,
          PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0, .prompt = SMALL_LOOKUP_PROMPT, .world = VERIFY_SMALL),
@@ -84,6 +91,18 @@ static verify_case catalogue[] = {
     CASE("spec tree 1,3 without replacement T=1 L=4", 1, "spec-tree",
          "--method spec --tree-shape 1,3 --temperature 1 --rule exact-norepl", VC_EXACT, 4, 5,
          PLANT_NO_REPLACEMENT_ROOT_ONLY, 0.0f, 0, 0, .world = VERIFY_SMALL),
+    /* The cuts, in the main world where they bind (vocabulary 8): top-k with min-p on plain sampling, and all
+     * three on a chain, against laws that processed_law.h computes without the sampler's code, so a slip in a
+     * cut moves the samples and not the law. A draft tree of eight siblings drawn without replacement reaches
+     * a fourth and later sibling often at T = 0.6, where a slip in q's renormalisation after the third shows. */
+    CASE("sample T=0.9 top-k 5 min-p 0.05 L=3", 1, "sample", "--method sample --temperature 0.9 --top-k 5 --min-p 0.05",
+         VC_EXACT, 3, 3, PLANT_NONE, 1.35f, 0, 0),
+    CASE("spec k=3 T=0.8 top-k 5 top-p 0.9 min-p 0.05 L=3", 1, "spec",
+         "--method spec --k 3 --temperature 0.8 --top-k 5 --top-p 0.9 --min-p 0.05", VC_EXACT, 3, 4,
+         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
+    CASE("spec tree 8 without replacement T=0.6 L=2", 1, "spec-tree",
+         "--method spec --tree-shape 8 --temperature 0.6 --rule exact-norepl", VC_EXACT, 2, 3,
+         PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
     /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
      * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */
     CASE("sample T=0.8", 0, "sample", "--method sample --temperature 0.8", VC_EXACT, 2, 2, PLANT_NONE, 1.2f, 0, 0),

@@ -1,5 +1,5 @@
 /* test_sampler.c — the processed distribution against hand-computed cases
- * and a brute-force reading of sampler.h's definitions, the edge cases, the
+ * and the second implementation the laws use (processed_law.h), the edge cases, the
  * Philox mapping the CUDA sampler must reproduce, and the exponential race's
  * frequencies (chi-square with a fixed seed and a planted-bug control). */
 #include <check.h>
@@ -9,6 +9,7 @@
 
 #include "harness.h"
 #include "philox.h"
+#include "processed_law.h"
 #include "sampler.h"
 #include "stats.h"
 
@@ -259,44 +260,6 @@ END_TEST
 
 /* ---- the definitions read literally --------------------------------------------- */
 
-/* sampler.h's definitions evaluated the slow way, O(V²), on p in double:
- * no sorting, no grouping, one comparison per pair. */
-static void brute_force(const sampler_params *sp, const float *logits, double *out, int V) {
-    double *z = calloc((size_t)V, sizeof *z), m = -INFINITY;
-    for (int i = 0; i < V; i++) {
-        z[i] = (double)logits[i] / sp->temperature;
-        if (z[i] > m) m = z[i];
-    }
-    int *keep = calloc((size_t)V, sizeof *keep);
-    for (int i = 0; i < V; i++) {
-        keep[i] = 1;
-        if (sp->top_k > 0 && sp->top_k < V) { /* z_i ≥ k-th largest ⇔ fewer than k entries exceed z_i */
-            int above = 0;
-            for (int j = 0; j < V; j++) above += z[j] > z[i];
-            keep[i] = above < sp->top_k;
-        }
-    }
-    double S = 0;
-    for (int i = 0; i < V; i++) S += out[i] = keep[i] ? exp(z[i] - m) : 0.0;
-    for (int i = 0; i < V; i++) out[i] /= S;
-    double tau = 0, pmax = 0;
-    for (int j = 0; j < V; j++) {
-        if (out[j] > pmax) pmax = out[j];
-        if (sp->top_p >= 1.0f || out[j] == 0.0) continue;
-        double mass = 0;
-        for (int i = 0; i < V; i++)
-            if (out[i] >= out[j]) mass += out[i];
-        if (mass >= sp->top_p && out[j] > tau) tau = out[j];
-    }
-    double kept = 0;
-    for (int i = 0; i < V; i++) {
-        if (out[i] < tau || out[i] < sp->min_p * pmax) out[i] = 0;
-        kept += out[i];
-    }
-    for (int i = 0; i < V; i++) out[i] /= kept;
-    free(z), free(keep);
-}
-
 START_TEST(test_matches_definitions_and_order_free) {
     /* 400 random rows of 12 logits on a coarse grid (many ties), random cut
      * settings; sampler_probs must keep exactly the entries the literal
@@ -326,16 +289,16 @@ START_TEST(test_matches_definitions_and_order_free) {
         for (int i = 0; i < V; i++) perm_logits[i] = logits[perm[i]];
         philox_words(2718, 4, (uint64_t)rep, w);
         sampler_params sp = params(temps[w[0] % 3], (int)(w[1] % 6), top_ps[w[2] % 5], min_ps[w[3] % 4]);
-        double want[V];
-        brute_force(&sp, logits, want, V);
+        float want[V];
+        processed_law(&sp, logits, want, V);
         sampler_probs(&sp, logits, probs, V);
         sampler_probs(&sp, perm_logits, perm_probs, V);
         int kept = 0;
         for (int i = 0; i < V; i++) {
             ck_assert_msg((probs[i] > 0) == (want[i] > 0), "rep %d entry %d: kept %d, definition keeps %d", rep, i,
                           probs[i] > 0, want[i] > 0);
-            ck_assert_msg(fabs(probs[i] - want[i]) <= PROB_TOL, "rep %d entry %d: %.8f vs %.8f", rep, i,
-                          (double)probs[i], want[i]);
+            ck_assert_msg(probs[i] == want[i], "rep %d entry %d: %.9g vs %.9g", rep, i, (double)probs[i],
+                          (double)want[i]);
             /* the sums run in another order, so allow a float ulp or two */
             ck_assert_msg(fabsf(perm_probs[i] - probs[perm[i]]) <= 2.5e-7f * probs[perm[i]],
                           "rep %d: permuted entry %d differs", rep, i);
@@ -345,6 +308,45 @@ START_TEST(test_matches_definitions_and_order_free) {
         nontrivial += kept > 1 && kept < V;
     }
     ck_assert_int_ge(nontrivial, 200); /* the cuts were actually exercised */
+}
+END_TEST
+
+/* processed_law.h's copy against sampler_probs on 1 200 rows of random float logits (no ties) and random cut settings,
+ * V from 2 to 40, bit for bit (top_p is never within rounding of a cumulative mass there). The comparison has power:
+ * on at least a hundred of the rows the k-th entry carries mass, so a sampler that dropped it (a slip from z ≥ κ to
+ * z > κ) would differ from the law, as a copy with that slip is shown to. */
+START_TEST(test_law_copy_agrees_bit_for_bit) {
+    enum { ROWS = 1200, VMAX = 40 };
+    static const float top_ps[4] = {1.0f, 0.95f, 0.8f, 0.5f};
+    static const float min_ps[4] = {0.0f, 0.02f, 0.1f, 0.4f};
+    uint32_t w[4];
+    int kth_matters = 0;
+    for (int rep = 0; rep < ROWS; rep++) {
+        philox_words(4243, 1, (uint64_t)rep, w);
+        const int V = 2 + (int)(w[0] % (VMAX - 1));
+        sampler_params sp = params(0.3f + (float)(w[1] % 100) / 40.0f, (int)(w[2] % (uint32_t)(V + 1)),
+                                   top_ps[w[3] % 4], min_ps[(w[3] >> 8) % 4]);
+        float logits[VMAX], probs[VMAX], law[VMAX], slipped[VMAX];
+        for (int i = 0; i < V; i++) {
+            philox_words(4243, 2, (uint64_t)(rep * VMAX + i), w);
+            logits[i] = 4.0f * ((float)w[0] * 0x1p-32f) - 2.0f;
+        }
+        sampler_probs(&sp, logits, probs, V);
+        processed_law(&sp, logits, law, V);
+        for (int i = 0; i < V; i++)
+            ck_assert_msg(probs[i] == law[i], "row %d (V %d, T %g, top-k %d, top-p %g, min-p %g) entry %d: %.9g vs %.9g",
+                          rep, V, (double)sp.temperature, sp.top_k, (double)sp.top_p, (double)sp.min_p, i,
+                          (double)probs[i], (double)law[i]);
+        if (sp.top_k > 1 && sp.top_k < V) { /* the slip keeps k − 1 entries: the law of top-k one smaller */
+            sampler_params fewer = sp;
+            fewer.top_k = sp.top_k - 1;
+            processed_law(&fewer, logits, slipped, V);
+            int differs = 0;
+            for (int i = 0; i < V; i++) differs |= slipped[i] != law[i];
+            kth_matters += differs;
+        }
+    }
+    ck_assert_int_ge(kth_matters, 100);
 }
 END_TEST
 
@@ -666,6 +668,7 @@ Suite *sampler_suite(void) {
     tcase_add_test(cuts, test_temperature_limits);
     tcase_add_test(cuts, test_masked_rows);
     tcase_add_test(cuts, test_matches_definitions_and_order_free);
+    tcase_add_test(cuts, test_law_copy_agrees_bit_for_bit);
     tcase_add_test(cuts, test_renormalised);
     suite_add_tcase(s, cuts);
     TCase *large = harness_tcase("order statistics", 60);

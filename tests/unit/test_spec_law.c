@@ -211,6 +211,66 @@ START_TEST(test_exact_rule_law_is_target) {
 }
 END_TEST
 
+/* The typical rule's law (spec_law's typical branch) for the catalogue's rows held to it: a distribution, away from
+ * the target's above temperature 0 (the rule is biased there, which is why such a row has its own law), its
+ * control's law away from it; and at temperature 0, where p is one-hot and the threshold below 1, the greedy
+ * sequence with probability 1 — the target's law. */
+START_TEST(test_typical_rule_law) {
+    fixture_model t, d;
+    fixture_model_open(&t, "micro", 1, verify_world_config(VERIFY_SMALL, 0));
+    fixture_model_open(&d, "micro-draft", 2, verify_world_config(VERIFY_SMALL, 1));
+    verify_world w;
+    verify_world_init(&w, &t.m, &d.m, NULL);
+    int checked = 0;
+    for (const verify_case *c = verify_cases(); c->name; c++) {
+        if (!verify_case_follows_rule_law(c)) continue;
+        ck_assert_int_eq(c->world, VERIFY_SMALL);
+        sp_error err;
+        enum_table target;
+        const int *prompt;
+        int n_prompt;
+        verify_case_prompt(c, &w, &prompt, &n_prompt);
+        ck_assert_msg(enumerate_build(&target, w.target, prompt, n_prompt, &c->spec.sampling, c->L, &err) == 0, "%s",
+                      err.msg);
+        double *law = calloc((size_t)target.cells, sizeof(double)),
+               *control = calloc((size_t)target.cells, sizeof(double));
+        ck_assert_int_eq(verify_case_law(c, &w, 0, law, &err), 1);
+        ck_assert_int_eq(verify_case_law(c, &w, 1, control, &err), 1);
+        double sum = 0, bias = 0, control_tv = 0;
+        for (int64_t i = 0; i < target.cells; i++) {
+            sum += law[i];
+            bias += 0.5 * fabs(law[i] - target.joint[i]);
+            control_tv += 0.5 * fabs(control[i] - law[i]);
+        }
+        ck_assert_msg(fabs(sum - 1) < 1e-9, "%s: the law sums to %.12f", c->name, sum);
+        ck_assert_msg(bias > 0.01, "%s: the typical rule's law is only %g from the target's", c->name, bias);
+        ck_assert_msg(control_tv > 0.02, "%s: the control's law is only %g from the rule's", c->name, control_tv);
+        enum_table exact;
+        ck_assert_msg(verify_case_exact(c, &w, &exact, &err) == 0, "%s", err.msg);
+        for (int64_t i = 0; i < target.cells; i++) ck_assert(exact.joint[i] == law[i]); /* what the row tests against */
+        enumerate_free(&exact);
+
+        verify_case greedy = *c;
+        greedy.spec.sampling.temperature = 0.0f;
+        enum_table point;
+        ck_assert(enumerate_build(&point, w.target, prompt, n_prompt, &greedy.spec.sampling, c->L, &err) == 0);
+        ck_assert_int_eq(verify_case_law(&greedy, &w, 0, law, &err), 1);
+        for (int64_t i = 0; i < point.cells; i++)
+            ck_assert_msg(fabs(law[i] - point.joint[i]) < 1e-12, "%s at T=0: cell %lld has %g, greedy %g", c->name,
+                          (long long)i, law[i], point.joint[i]);
+        enumerate_free(&point);
+        free(law);
+        free(control);
+        enumerate_free(&target);
+        checked++;
+    }
+    ck_assert_int_ge(checked, 1);
+    verify_world_free(&w);
+    fixture_model_close(&d);
+    fixture_model_close(&t);
+}
+END_TEST
+
 Suite *spec_law_suite(void) {
     Suite *s = suite_create("spec_law");
     TCase *tc = harness_tcase("spec_law", 60);
@@ -218,6 +278,7 @@ Suite *spec_law_suite(void) {
     tcase_add_test(tc, test_names_and_retemper_row);
     tcase_add_test(tc, test_law_by_hand);
     tcase_add_test(tc, test_exact_rule_law_is_target);
+    tcase_add_test(tc, test_typical_rule_law);
     suite_add_tcase(s, tc);
     return s;
 }
