@@ -16,12 +16,6 @@ typedef struct {
 static skip_entry skips[MAX_SKIPS];
 static int n_skips;
 
-TCase *harness_tcase(const char *name, double timeout_s) {
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, timeout_s);
-    return tc;
-}
-
 void harness_skip(const char *suite, const char *test, const char *reason) {
     if (n_skips == MAX_SKIPS) return;
     skip_entry *e = &skips[n_skips++];

@@ -18,7 +18,7 @@ width=$(nproc 2>/dev/null || echo 1)
 [ "$width" -le 4 ] || width=4
 
 # The sanitizers slow a test down up to about 3x (docs/reliability.md, "Time
-# limits"): Check multiplies every TCase's limit by CK_TIMEOUT_MULTIPLIER.
+# limits"): tests/tcase_limit.c multiplies every TCase's CPU limit by CK_TIMEOUT_MULTIPLIER.
 # SPECULA_TEST_LIGHT=1: the canaries run a quarter of their prompts, the same code paths (tests/harness.h).
 asan() {
     SPECULA_TEST_LIGHT=1 CK_TIMEOUT_MULTIPLIER=3 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

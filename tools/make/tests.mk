@@ -2,7 +2,7 @@
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
 STAT_SRC := $(sort $(wildcard tests/stat/*.c))
 GPU_TEST_SRC := $(sort $(wildcard tests/gpu/*.c))
-HARNESS_SRC := tests/harness.c tests/fixtures.c
+HARNESS_SRC := tests/harness.c tests/fixtures.c tests/tcase_limit.c tests/cpu_watch.c
 
 # Each test file defines `Suite *NAME_suite(void)`; the runner's list of suites is generated from the sources, so
 # adding a file is all it takes.
@@ -45,6 +45,11 @@ MUTANT_LIB := $(BUILD)/libspecula-mutants.a
 $(MUTANT_LIB): $(MUTANT_OBJ)
 	rm -f $@ && ar rcs $@ $^
 MUTANT_SAN_OBJ = $(patsubst %,$(BUILD)/asan/mutants/decode_%.o,$(MUTANTS))
+
+# within: a CPU-time limit for the steps of the shell parts (tests/within.c)
+$(BUILD)/tests/within: $(call obj,tests/within.c tests/cpu_watch.c)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^
 
 TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC)) $(MUTANT_OBJ)
 $(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
