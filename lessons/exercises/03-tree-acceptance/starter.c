@@ -60,7 +60,10 @@ static void path_push(accept_result *r, int node) {
  *   the test of u's j-th child    RNG_ACCEPT,   slot j, rng_uniform: accept when U · q(x) < r(x)
  *   the correction after u        RNG_RESIDUAL, slot 0, sampler_sample(r)
  * p_u is row u of p; q of u's children is tree_q_const(t, u). scratch
- * holds 2·V floats: room for r and for a working copy of q. */
+ * holds 2·V floats: room for r and for a working copy of q. These sites are
+ * part of the contract, and the checker tests them (the test case
+ * exercise_tree_walk/rng_sites): a draw from the right law at another site
+ * passes every distribution test but breaks the engine's agreement. */
 int accept_exact(const token_tree *t, const float *p, accept_site site, float *scratch, accept_result *r,
                  sp_error *err) {
     const int V = t->V;

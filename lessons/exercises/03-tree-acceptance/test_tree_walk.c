@@ -2,7 +2,8 @@
  * (accept_exact with several children per node). Hand-made trees whose
  * outcome is certain whatever the draws: a residual that must be carried
  * from child to child, a leaf's bonus, a chain followed to its end, a
- * drafted token the proposal could not have drawn. Then chi-square tests on
+ * drafted token the proposal could not have drawn. Then the rng sites: each
+ * decision drawn where the starter says. Then chi-square tests on
  * random two-level trees, children drawn i.i.d. and without replacement:
  * the first committed token must follow the target's p at the root, and
  * the second, given the first, the target's p after it. The wrong solutions
@@ -22,6 +23,12 @@
  *   q-minus-p.c             accept_residual takes max(0, q − p)
  *   one-pass.c              accept_residual writes while it measures, so in
  *                           place with p = q the fallback finds p wiped
+ *   correction-on-sample-stream.c  the correction drawn at (RNG_SAMPLE, …)
+ *                           instead of (RNG_RESIDUAL, …): the right law at
+ *                           the wrong site, invisible to every law test
+ *   accept-slot-shifted.c   child j tested with the uniform of slot j + 1
+ *   bonus-at-parent-position.c  the bonus drawn at the parent's position,
+ *                           not the leaf's
  */
 #include <check.h>
 #include <stdlib.h>
@@ -168,6 +175,101 @@ START_TEST(test_a_token_q_could_not_draw_is_refused) {
 }
 END_TEST
 
+/* ---- the rng sites: the walk's draws are part of its contract ------------ */
+
+/* The starter names the draw of every decision (stream, position, slot), so
+ * that the reference and the engine, given the same site, agree draw for
+ * draw. A walk that draws from the right law at the wrong site passes every
+ * distribution test, and these tests exist for it. Each tree below makes one
+ * decision random and everything else certain; the test draws that one
+ * decision itself, at the site the contract names, over 64 sites, and
+ * demands the same outcome every time.
+ *
+ * Root p = {0, .375, .125, .5, 0}, q = {.5, .25, .25, 0, 0}; children:
+ * token 0, then token 1, then (for the bonus) a leaf under token 1 whose row
+ * is {0, .5, .5, 0, 0}.
+ *   child 0 (token 0, p = 0): rejected for certain, whatever its uniform;
+ *   the residual is then norm(max(0, p − q)) = {0, .2, 0, .8, 0};
+ *   child 1 (token 1): accepted when U · q(1) < r(1), U at (RNG_ACCEPT,
+ *   root position, slot 1): probability 0.8;
+ *   accepted, it is a leaf: the bonus is drawn from its row at
+ *   (RNG_SAMPLE, position + 1, slot 0), token 1 or 2;
+ *   rejected, the residual is {0, 0, 0, 1, 0}: the correction is token 3.
+ * A second tree, one child with p = 0, draws its correction from
+ * {0, .5, .5, 0, 0} at (RNG_RESIDUAL, root position, slot 0). */
+static accept_site site_of(int i) { return (accept_site){1000 + (uint64_t)i, (uint64_t)(i % 7), 3 + i % 5}; }
+
+START_TEST(test_each_decision_is_drawn_at_its_site) {
+    const float P0[V] = {0, 0.375f, 0.125f, 0.5f, 0}, Q0[V] = {0.5f, 0.25f, 0.25f, 0, 0};
+    const float HALF[V] = {0, 0.5f, 0.5f, 0, 0}, U[V] = {0.2f, 0.2f, 0.2f, 0.2f, 0.2f};
+    token_tree t;
+    tree_build(&t, V, 4);
+    float p[4 * V], scratch[2 * V];
+    int accepted = 0, rejected = 0;
+    for (int i = 0; i < 64; i++) {
+        const accept_site site = site_of(i);
+        tree_reset(&t, 4, CHILDREN_IID);
+        set_row(tree_q(&t, 0), Q0);
+        tree_add(&t, 0, 0);
+        tree_add(&t, 0, 1);
+        set_row(tree_q(&t, 1), U);
+        set_row(tree_q(&t, 2), U);
+        set_row(p, P0);
+        set_row(p + V, U);
+        set_row(p + 2 * V, HALF);
+        accept_result r;
+        sp_error err;
+        ck_assert_int_eq(accept_exact(&t, p, site, scratch, &r, &err), 0);
+        const float u1 =
+            rng_uniform((rng_site){site.seed, RNG_ACCEPT, accept_draw_index(site.round, site.base_position, 1)});
+        if (u1 * 0.25f < 0.2f) { /* child 1 accepted; its bonus at the next position */
+            accepted++;
+            const int bonus = sampler_sample(
+                HALF, V, (rng_site){site.seed, RNG_SAMPLE, accept_draw_index(site.round, site.base_position + 1, 0)});
+            ck_assert_msg(r.n_accepted == 1 && r.path[1] == 2,
+                          "site %d: the uniform at (RNG_ACCEPT, the root's position, slot 1) accepts child 1 "
+                          "(token 1); the walk accepted %d nodes: is child j tested at slot j?",
+                          i, r.n_accepted);
+            ck_assert_msg(r.bonus == 1 && r.next_token == bonus,
+                          "site %d: the bonus is token %d, drawn at (RNG_SAMPLE, the leaf's position, slot 0); "
+                          "the walk gave %d",
+                          i, bonus, r.next_token);
+        } else {
+            rejected++;
+            ck_assert_msg(r.n_accepted == 0 && r.next_token == 3,
+                          "site %d: the uniform at (RNG_ACCEPT, the root's position, slot 1) rejects child 1, so "
+                          "the correction is token 3; the walk accepted %d nodes and gave %d: is child j "
+                          "tested at slot j?",
+                          i, r.n_accepted, r.next_token);
+        }
+    }
+    ck_assert_msg(accepted >= 8 && rejected >= 4, "the sites should exercise both outcomes (%d, %d)", accepted,
+                  rejected);
+
+    /* the correction's own site */
+    const float ONLY0[V] = {1, 0, 0, 0, 0};
+    for (int i = 0; i < 64; i++) {
+        const accept_site site = site_of(i);
+        tree_reset(&t, 4, CHILDREN_IID);
+        set_row(tree_q(&t, 0), ONLY0);
+        tree_add(&t, 0, 0);
+        set_row(tree_q(&t, 1), U);
+        set_row(p, HALF);
+        set_row(p + V, U);
+        accept_result r;
+        sp_error err;
+        ck_assert_int_eq(accept_exact(&t, p, site, scratch, &r, &err), 0);
+        const int want = sampler_sample(
+            HALF, V, (rng_site){site.seed, RNG_RESIDUAL, accept_draw_index(site.round, site.base_position, 0)});
+        ck_assert_msg(r.n_accepted == 0 && r.next_token == want,
+                      "site %d: the correction is token %d, drawn from the residual at (RNG_RESIDUAL, the root's "
+                      "position, slot 0); the walk gave %d",
+                      i, want, r.next_token);
+    }
+    tree_free(&t);
+}
+END_TEST
+
 /* ---- random trees against the target's law ------------------------------ */
 
 enum { N_ROUNDS = 20000, ROOT_CHILDREN = 3, GRANDCHILDREN = 2 };
@@ -282,6 +384,9 @@ Suite *exercise_tree_walk_suite(void) {
     tcase_add_test(hand, test_the_accepted_sibling_is_the_one_descended_into);
     tcase_add_test(hand, test_a_token_q_could_not_draw_is_refused);
     suite_add_tcase(s, hand);
+    TCase *sites = harness_tcase("rng_sites", 10);
+    tcase_add_test(sites, test_each_decision_is_drawn_at_its_site);
+    suite_add_tcase(s, sites);
     TCase *law = harness_tcase("law", 60);
     tcase_add_test(law, test_iid_children_follow_the_target);
     tcase_add_test(law, test_children_without_replacement_follow_the_target);
