@@ -35,6 +35,27 @@ for c in lessons/exercises/*/*.c; do
         fi
     done < <(grep -o '\(lessons\|notebooks-c\|reference\|verify\|docs\)/[A-Za-z0-9_./-]*\.\(md\|h\|c\)' "$c" | sort -u)
 done
+# every link to an entry of the bibliography names a heading that exists (GitHub's anchor of "### Li 2024
+# (EAGLE-2)" is li-2024-eagle-2), and every entry is cited by some lesson or notebook
+bib=lessons/bibliography.md
+anchors=$(sed -n 's/^### //p' "$bib" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 -]//g; s/ /-/g')
+while read -r ref; do
+    [ -n "$ref" ] || continue
+    if grep -qx -- "$ref" <<<"$anchors"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL course-links: a link to bibliography.md#$ref, which is no heading of $bib"
+    fi
+done < <(cat lessons/*.md notebooks-c/*.md | grep -o 'bibliography\.md#[a-z0-9-]*' | sed 's/.*#//' | sort -u)
+while read -r a; do
+    if cat lessons/[0-9]*.md notebooks-c/*.md | grep -q "bibliography\.md#$a)"; then
+        pass=$((pass + 1))
+    else
+        fail=$((fail + 1))
+        echo "FAIL course-links: the bibliography's entry #$a is cited by no lesson or notebook"
+    fi
+done <<<"$anchors"
 echo "course-links: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"
 [ "$fail" -eq 0 ]
