@@ -38,7 +38,7 @@ done
 # every link to an entry of the bibliography names a heading that exists (GitHub's anchor of "### Li 2024
 # (EAGLE-2)" is li-2024-eagle-2), and every entry is cited by some lesson or notebook
 bib=lessons/bibliography.md
-anchors=$(sed -n 's/^### //p' "$bib" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9 -]//g; s/ /-/g')
+anchors=$(sed -n 's/^### //p' "$bib" | tr '[:upper:]' '[:lower:]' | sed 's/[^a-z0-9 -]//g; s/ /-/g')
 while read -r ref; do
     [ -n "$ref" ] || continue
     if grep -qx -- "$ref" <<<"$anchors"; then
