@@ -1,6 +1,6 @@
 /* A wrong solution to exercise 7; its checker must reject it (tests/parts/exercises.sh).
  * Mistake: G as the textbook 2 Σ O ln(O/E), whose terms cancel near the expectation and lose its digits.
- * Caught by: stats/reference-values */
+ * Caught by: stats */
 #include "stats.h"
 
 #include <gsl/gsl_cdf.h>
