@@ -11,26 +11,28 @@ set -u
 
 usage() {
     cat <<'USAGE'
-usage: check.sh [--cc CC] [--cflags F] [--check-cflags F] [--libs L] [--build DIR] [--objdir DIR] [--suite S] N [FILE|reference]
+usage: check.sh [--cc CC] [--cflags F] [--check-cflags F] [--libs L] [--harness OBJS] [--build DIR] [--objdir DIR] [--suite S] N [FILE|reference]
   N          the exercise number (lessons/exercises/NN-*/)
   FILE       the student's C file (default: the exercise's starter.c)
   reference  check the reference implementation itself
   --suite S  run only suite S of the exercise's suites (e.g. exercise_mtp_step,
              golden): a quicker first look; the verdict that counts is a full run
   --case C   run only the test cases named C (e.g. cuts) of those suites
-make passes the compiler, the project's flags and libraries, and --objdir
-(the build's object tree, for the harness and the test suites).
+make passes the compiler, the project's flags and libraries, --harness (the
+test harness's objects, tools/make/tests.mk's HARNESS_SRC) and --objdir (the
+build's object tree, for the test suites).
 USAGE
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-cc=cc cflags= check_cflags= libs= build=build objdir= only= tcase=
+cc=cc cflags= check_cflags= libs= build=build objdir= only= tcase= harness=
 while [ $# -gt 0 ]; do
     case $1 in
     --cc) cc=$2; shift 2 ;;
     --cflags) cflags=$2; shift 2 ;;
     --check-cflags) check_cflags=$2; shift 2 ;;
     --libs) libs=$2; shift 2 ;;
+    --harness) harness=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
     --objdir) objdir=$2; shift 2 ;;
     --suite) only=$2; shift 2 ;;
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -ge 1 ] && [ $# -le 2 ] || { usage >&2; exit 2; }
 [ -n "$objdir" ] || objdir=$build/obj
+[ -n "$harness" ] || harness="$objdir/tests/harness.o $objdir/tests/fixtures.o"
 
 case $1 in *[!0-9]* | '') echo "check.sh: EX must be a number, got '$1'" >&2; exit 2 ;; esac
 num=$(printf '%02d' "$1")
@@ -111,7 +114,7 @@ if [ -n "$only" ] && ! grep -q "^SUITE([a-z]*, $only)\$" "$work/gen/suites.h"; t
 fi
 $cc $cflags $check_cflags -I"$work/gen" -c tests/runner.c -o "$work/runner.o" >"$work/cc.log" 2>&1 ||
     die "cannot compile the runner" "$work/cc.log"
-$cc -o "$work/check" "$work/runner.o" "$objdir/tests/harness.o" "$objdir/tests/fixtures.o" $objs $student $refobj \
+$cc -o "$work/check" "$work/runner.o" $harness $objs $student $refobj \
     $libs >"$work/ld.log" 2>&1 || die "cannot link $file with the tests" "$work/ld.log"
 
 echo "exercise $name: checking $( [ "$file" = reference ] && echo "the reference implementation" || echo "$file") ($functions)${only:+, suite $only only}${tcase:+, test case $tcase only}"

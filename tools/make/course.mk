@@ -16,7 +16,8 @@ notebooks-update: $(LIB)
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
 exercise-deps: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
 exercise: exercise-deps
-	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
+	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --harness "$(call obj,$(HARNESS_SRC))" \
+	    --cc "$(CC)" --cflags "$(NB_CFLAGS)" \
 	    --check-cflags "$(CHECK_CFLAGS)" --libs "$(MUTANT_LIB) $(LIB) $(CHECK_LIBS) $(LDLIBS)" \
 	    $(if $(SUITE),--suite $(SUITE)) $(if $(CASE),--case $(CASE)) $(or $(EX),$(error give EX=N)) $(FILE)
 
