@@ -24,6 +24,7 @@ typedef struct {
     const verify_case *cases; /* the catalogue, or the rows of --flags */
     int all, list, plan, json, csv, quiet;
     int engine;                       /* --backend cpu: the cases run on the CPU engine */
+    int engine_f32;                   /* --dtype f32: the engine in its exact cross-test mode (else its default) */
     int64_t samples, control_samples; /* 0: planned per case (verify_case_plan) */
     double scale;
     uint64_t seed, model_seed;
@@ -55,9 +56,13 @@ static void usage(FILE *f) {
         "                       cuts) besides the default rows\n"
         "  --list               list the cases and exit\n"
         "  --plan               print each selected case's planned draws, its control's and its seed, and exit\n"
-        "  --backend B          reference (default) or cpu: the CPU engine (float32 weights) runs the\n"
-        "                       target and the draft; its negative controls plant bugs in the engine's\n"
-        "                       commit (beam search is checked on the reference only)\n"
+        "  --backend B          reference (default) or cpu: the CPU engine runs the target and the\n"
+        "                       draft, in its default mode (bf16 weights, the fast kernels) on bf16\n"
+        "                       micro checkpoints, against the laws the reference computes on the same\n"
+        "                       weights; its negative controls plant bugs in the engine's commit (beam\n"
+        "                       search is checked on the reference only)\n"
+        "  --dtype D            with --backend cpu: bf16 (default) or f32, the engine's exact\n"
+        "                       cross-test mode (float32 weights, every sum in the reference's order)\n"
         "  --samples N          draws per case (default: each case's planned size)\n"
         "  --scale F            multiply every draw count by F (e.g. 0.1 for a quick look)\n"
         "  --control-samples N  draws per negative control (default: each control's planned size)\n"
@@ -113,6 +118,13 @@ static int parse(int argc, char **argv, verify_args *a) {
                 return 2;
             }
             a->engine = !strcmp(v, "cpu");
+        } else if (!strcmp(f, "--dtype")) {
+            VALUE();
+            if (strcmp(v, "bf16") && strcmp(v, "f32")) {
+                fprintf(stderr, "specula verify: --dtype expects bf16 or f32, got '%s'\n", v);
+                return 2;
+            }
+            a->engine_f32 = !strcmp(v, "f32");
         } else if (!strcmp(f, "--list")) {
             a->list = 1;
         } else if (!strcmp(f, "--plan")) {
@@ -160,6 +172,10 @@ static int parse(int argc, char **argv, verify_args *a) {
     }
     if (a->flags && (a->only || a->all)) {
         fprintf(stderr, "specula verify: --flags runs its own rows: give it without --method and --all\n");
+        return 2;
+    }
+    if (a->engine_f32 && !a->engine) {
+        fprintf(stderr, "specula verify: --dtype sets the engine's mode: give it with --backend cpu\n");
         return 2;
     }
     if (a->engine && a->only && !strcmp(a->only, "beam")) {
@@ -244,23 +260,26 @@ static void remove_dir(const char *dir) {
     rmdir(dir);
 }
 
-/* Writes a random micro checkpoint and loads it into m and, when e is not
- * NULL, into an engine with float32 weights; the files go once loaded. */
-static int write_and_load(model *m, engine *e, const char *root, const char *name, const char *preset, uint64_t seed,
-                          void (*adjust)(model_config *), sp_error *err) {
+/* Writes a random micro checkpoint and loads it into m and, when e is not NULL, into an engine; the files go once
+ * loaded. engine_f32: the engine in its exact cross-test mode (float32 weights, the reference's sums) on a float32
+ * checkpoint; else in its default mode — bf16 weights, products in lanes, the fast attention and activations — on
+ * a bf16 checkpoint, whose values the reference then holds exactly in float32, so that both run the same
+ * weights and differ only in the order and width of their sums. */
+static int write_and_load(model *m, engine *e, int engine_f32, const char *root, const char *name, const char *preset,
+                          uint64_t seed, void (*adjust)(model_config *), sp_error *err) {
     model_config cfg;
     if (randmodel_preset(preset, &cfg, err)) return -1;
     adjust(&cfg);
     randmodel_opts o;
     randmodel_default_opts(&o);
     o.seed = seed;
-    o.dtype = DTYPE_F32;
+    o.dtype = e && !engine_f32 ? DTYPE_BF16 : DTYPE_F32;
     char dir[1100];
     snprintf(dir, sizeof dir, "%s/%s", root, name);
     int rc = randmodel_write(dir, &cfg, &o, NULL, err) || model_load(m, dir, err);
     if (!rc && e) {
         engine_options eo = engine_defaults();
-        eo.f32_weights = 1;
+        eo.f32_weights = engine_f32;
         if ((rc = engine_open(e, dir, &eo, err))) model_free(m);
     }
     remove_dir(dir); /* the weights are in memory (or mapped) now */
@@ -495,10 +514,11 @@ static int build_world(world_setup *ws, verify_world_id id, const verify_args *a
     char root[] = "/tmp/specula-verify-XXXXXX";
     if (!mkdtemp(root)) return sp_fail(err, "cannot create a scratch directory under /tmp");
     engine *te = a->engine ? &ws->te : NULL, *de = a->engine ? &ws->de : NULL;
-    int rc = write_and_load(&ws->target, te, root, "target", "micro", a->model_seed, verify_world_config(id, 0), err);
+    int rc = write_and_load(&ws->target, te, a->engine_f32, root, "target", "micro", a->model_seed,
+                            verify_world_config(id, 0), err);
     if (!rc)
-        rc = write_and_load(&ws->draft, de, root, "draft", "micro-draft", a->model_seed + 1, verify_world_config(id, 1),
-                            err);
+        rc = write_and_load(&ws->draft, de, a->engine_f32, root, "draft", "micro-draft", a->model_seed + 1,
+                            verify_world_config(id, 1), err);
     remove_dir(root);
     if (rc) return sp_wrap(err, "building the %s world's micro models: ", verify_world_name(id));
     ws->engines = a->engine;

@@ -6,7 +6,8 @@
 # (timestamps kept, so make recompiles only the changed file and relinks)
 # under BUILD/plants/NAME, applies the one textual change
 # (tests/mutants/mutate.sh), builds specula there and runs the default
-# `specula verify --seed S` for each listed seed. A plant is caught at a
+# `specula verify --seed S` for each listed seed, on the plant's backend
+# (reference, or cpu: `--backend cpu`, the engine in its default mode). A plant is caught at a
 # seed when the run completes (its JSON is printed) and at least one row
 # fails; a run that stops on an error is not a catch. Prints the table
 # (plant, seeds, caught, the largest over the seeds of the smallest
@@ -67,27 +68,28 @@ row_summary() {
         END { printf "%s %s\n", (min == "" ? "none" : min), (failed == "" ? "-" : failed) }' "$1"
 }
 
-# run_seed DIR SEED: one default run of the planted copy, its JSON, stderr and CPU seconds beside it
+# run_seed DIR SEED BACKEND: one default run of the planted copy, its JSON, stderr and CPU seconds beside it
 run_seed() {
-    local dir=$1 seed=$2
+    local dir=$1 seed=$2 backend=$3
     local TIMEFORMAT='%U %S'
-    { time "$dir/src/build/specula" verify --seed "$seed" --json --quiet >"$dir/seed-$seed.json" \
+    { time "$dir/src/build/specula" verify --backend "$backend" --seed "$seed" --json --quiet >"$dir/seed-$seed.json" \
         2>"$dir/seed-$seed.err"; } 2>"$dir/seed-$seed.time" || true
 }
 
-# the plants to run: NAME FILE SEEDS FROM TO, one per line
+# the plants to run: NAME FILE SEEDS BACKEND FROM TO, one per line
 plants=()
-while IFS=$'\t' read -r name file seeds from to; do
+while IFS=$'\t' read -r name file seeds backend from to; do
     case $name in '#'* | '') continue ;; esac
     [ "$only" = "  " ] || [[ $only == *" $name "* ]] || continue
-    plants+=("$name"$'\t'"$file"$'\t'"$seeds"$'\t'"$from"$'\t'"$to")
+    case $backend in reference | cpu) ;; *) echo "verify-plants: $name: backend '$backend' is not reference or cpu" >&2; exit 2 ;; esac
+    plants+=("$name"$'\t'"$file"$'\t'"$seeds"$'\t'"$backend"$'\t'"$from"$'\t'"$to")
 done <"$list"
 
 # the copies, built one after the other
 status=0
 declare -A built
 for line in "${plants[@]}"; do
-    IFS=$'\t' read -r name file seeds from to <<<"$line"
+    IFS=$'\t' read -r name file seeds backend from to <<<"$line"
     dir=$build/plants/$name
     echo "verify-plants: $name: building ($file)" >&2
     copy_tree "$dir"
@@ -102,11 +104,11 @@ done
 # every (plant, seed) run, at most $jobs at a time
 running=0
 for line in "${plants[@]}"; do
-    IFS=$'\t' read -r name file seeds from to <<<"$line"
+    IFS=$'\t' read -r name file seeds backend from to <<<"$line"
     [ -n "${built[$name]:-}" ] || continue
     for seed in $(seq "${seeds%-*}" "${seeds#*-}"); do
         echo "verify-plants: $name: seed $seed" >&2
-        run_seed "$build/plants/$name" "$seed" &
+        run_seed "$build/plants/$name" "$seed" "$backend" &
         running=$((running + 1))
         if [ "$running" -ge "$jobs" ]; then
             wait -n || true
@@ -116,12 +118,12 @@ for line in "${plants[@]}"; do
 done
 wait
 
-printf '%-26s %-6s %-7s %-10s %8s  %s\n' plant seeds caught "worst p" "CPU s" "rows that failed (first seed)" >"$tmp/table"
+printf '%-26s %-9s %-6s %-7s %-10s %8s  %s\n' plant backend seeds caught "worst p" "CPU s" "rows that failed (first seed)" >"$tmp/table"
 for line in "${plants[@]}"; do
-    IFS=$'\t' read -r name file seeds from to <<<"$line"
+    IFS=$'\t' read -r name file seeds backend from to <<<"$line"
     dir=$build/plants/$name
     if [ -z "${built[$name]:-}" ]; then
-        printf '%-26s %-6s %-7s %-10s %8s  %s\n' "$name" "$seeds" "no" "-" "-" "does not build" >>"$tmp/table"
+        printf '%-26s %-9s %-6s %-7s %-10s %8s  %s\n' "$name" "$backend" "$seeds" "no" "-" "-" "does not build" >>"$tmp/table"
         status=1
         continue
     fi
@@ -141,7 +143,7 @@ for line in "${plants[@]}"; do
         if [ -z "$worst" ] || awk -v a="$minp" -v b="$worst" 'BEGIN { exit !(a + 0 > b + 0) }'; then worst=$minp; fi
     done
     [ "$caught" -eq "$total" ] || status=1
-    printf '%-26s %-6s %-7s %-10s %8s  %s\n' "$name" "$seeds" "$caught/$total" "${worst:-none}" "$cpu" "$rows" \
+    printf '%-26s %-9s %-6s %-7s %-10s %8s  %s\n' "$name" "$backend" "$seeds" "$caught/$total" "${worst:-none}" "$cpu" "$rows" \
         >>"$tmp/table"
 done
 

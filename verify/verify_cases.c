@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "engine_mtp.h"
+#include "planted_batch.h"
+#include "verify_batch.h"
 #include "engine_target.h"
 #include "registry.h"
 #include "philox.h"
@@ -108,9 +110,21 @@ static void release_parts(verify_world *w) {
 
 void verify_world_free(verify_world *w) { release_parts(w); }
 
+/* Whether engine e computes with the weights of its checkpoint as the reference reads them: float32 weights, or
+ * bf16 weights from a checkpoint stored in bf16 (no rounding on load). A bf16 engine on a float32 or f16
+ * checkpoint rounds its matrices, and its law is no longer the checkpoint's. */
+static int engine_weights_as_stored(const engine *e) {
+    if (e->opt.f32_weights) return 1;
+    const checkpoint *ck = &e->w.ck;
+    for (int i = 0; i < ck->n_specs; i++)
+        if (ck->tensors[i] && ck->tensors[i]->dtype != DTYPE_BF16 && ck->tensors[i]->ndim == 2) return 0;
+    return 1;
+}
+
 int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err) {
-    if (!target->opt.f32_weights)
-        return sp_fail(err, "verify on the engine needs float32 weights (the law is the checkpoint's)");
+    if (!engine_weights_as_stored(target) || (draft && !engine_weights_as_stored(draft)))
+        return sp_fail(err, "verify on the engine needs its weights as stored: float32 weights, or bf16 weights on "
+                            "a bf16 checkpoint (the law is the checkpoint's)");
     release_parts(w);
     w->engine = target;
     engine_target_build(&w->target_if, target);
@@ -128,8 +142,8 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
     /* typical acceptance: a biased rule's control is the exact rule; at temperature 0 a point mass, which
      * only a token off the greedy path can miss (its acceptance-side control draws one) */
-    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == RULE_TYPICAL || c->generic)
-        return PLANT_ENGINE_NONE;              /* (the rows of --flags keep the controls derived from the method) */
+    if (c->L < 3 || c->expect_biased || c->pair != VC_EXACT || c->spec.rule == RULE_TYPICAL || c->generic || c->batch)
+        return PLANT_ENGINE_NONE; /* (a batched row keeps its slip of the batch, planted_batch.h, on the engine) */              /* (the rows of --flags keep the controls derived from the method) */
     if (method_has(&c->spec, METHOD_OWN_TREE)) /* on the small world's tree of three siblings a stray sibling's KV moves
                                                 * the law too little to be caught (docs/verification.md) */
         return c->world == VERIFY_MAIN ? PLANT_ENGINE_SIBLING_KV : PLANT_ENGINE_NONE;
@@ -142,6 +156,8 @@ void verify_case_control_text(const verify_case *c, int on_engine, char *out, in
         snprintf(out, (size_t)size, "%s", planted_engine_name(eb));
     else if (c->expect_biased)
         snprintf(out, (size_t)size, "exact rule (must pass)");
+    else if (c->batch)
+        snprintf(out, (size_t)size, "%s", PLANTED_BATCH_NAME);
     else if (c->control_bug != PLANT_NONE && c->spec.rule == RULE_TYPICAL)
         snprintf(out, (size_t)size, "typical, %s", planted_name(c->control_bug));
     else if (c->control_bug != PLANT_NONE)
@@ -184,6 +200,7 @@ static int case_draw(void *ctx, uint64_t seed, int *tokens, sp_error *err) {
     verify_case_sampler *cs = ctx;
     const verify_case *c = cs->c;
     const method_spec s = draw_spec(cs, seed);
+    if (c->batch) return verify_batch_draw(c, cs->w, &s, cs->control, tokens, &cs->rounds, &cs->drafted, err);
     const planted_engine_bug eb =
         cs->control && !cs->plain && cs->w->engine ? verify_case_engine_control(c) : PLANT_ENGINE_NONE;
     method_parts parts = cs->w->parts;
@@ -220,7 +237,7 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     verify_case_prompt(c, w, &prompt, &n_prompt);
     if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
     if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
-    if (verify_case_follows_rule_law(c) && verify_case_law(c, w, 0, t->joint, err) != 1) {
+    if ((verify_case_follows_rule_law(c) || c->batch) && verify_case_law(c, w, 0, t->joint, err) != 1) {
         enumerate_free(t);
         return -1;
     }
@@ -284,6 +301,7 @@ static void law_point_row(void *user, const int *tokens, int len, int depth, flo
 }
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
+    if (c->batch) return control ? 0 : verify_batch_law(c, w, law, err) ? -1 : 1;
     /* the laws computed here: plain sampling, and chains of a draft model or of point masses */
     const int plain = !method_has(&c->spec, METHOD_PROPOSES), point = c->spec.method->point_drafts != NULL;
     const int drafter = method_has(&c->spec, METHOD_DRAFT_MODEL);

@@ -79,10 +79,12 @@ const char *verify_world_tree(int V);
  * them). verify_world_free releases what init built. */
 void verify_world_init(verify_world *w, model *target, model *draft, const medusa_heads *heads);
 void verify_world_free(verify_world *w);
-/* Runs the world's methods on the CPU engine instead: `target` and `draft`
- * opened on the same checkpoints as the world's models, with float32
- * weights (the law is the checkpoint's). The models stay: the laws are
- * enumerated on them, and the heads are checked against them. */
+/* Runs the world's methods on the CPU engine instead: `target` and `draft` opened on the same checkpoints as the
+ * world's models, with float32 weights (the exact cross-test mode), or in the default mode with bf16 weights on
+ * checkpoints stored in bf16 — either way the very weights the models hold (the law is the checkpoint's). The
+ * models stay: the laws are enumerated on them, and the heads are checked against them. In the default mode the
+ * engine's sums run in another order and width than the reference's: its probabilities differ from the law's by
+ * rounding (docs/verification.md measures it), far below what a row's draws can see. */
 int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err);
 
 #define VERIFY_CASE_MAX_PROMPT 8
@@ -120,6 +122,10 @@ typedef struct {
                                 * --all for prompts, shapes, long windows and cut combinations, the EOS
                                 * tree (the EOS chain runs the same stop) and the late bonus (whose law
                                 * test_spec_law computes) */
+    int batch;                 /* 1: VERIFY_BATCH_JOBS sequences decoded together, each after its own prompt
+                                * (verify_batch.h); the law is the mixture of theirs, and the control (control_bug
+                                * PLANT_NONE) the slip of planted_batch.h: the third job verified against the
+                                * second's distributions */
     planted_q control_q;       /* a control of `specula verify --flags`: the method's drafts reported under other q
                                 * rows (planted.h) */
     int generic;               /* 1: a control derived from the method, not written for it: when it is not
@@ -185,10 +191,11 @@ int verify_case_follows_rule_law(const verify_case *c);
  * control (control = 1) into law[V^L]: by enumeration for plain sampling,
  * by spec_law (spec_law.h) from the enumerated conditionals of target and
  * draft for draft-model speculation, and of the target and the lookups
- * (lookup_find) for prompt lookup, under the exact rule. Returns 1 when
- * computed, 0 when the method has no such computation here (MTP: its
- * drafts depend on its own chained state; an engine-side control), −1 on
- * error. */
+ * (lookup_find) for prompt lookup, under the exact rule or (a chain of a
+ * draft model) the typical rule; for a batched case, the mixture of
+ * verify_batch.h. Returns 1 when computed, 0 when the method has no such
+ * computation here (MTP: its drafts depend on its own chained state; an
+ * engine-side control; a batch's slip), −1 on error. */
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err);
 
 /* The seed of case c in a run seeded `base` (verify_name_seed over its

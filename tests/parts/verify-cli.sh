@@ -68,6 +68,16 @@ check "beam: no difference" grep -q '0 differ in hypotheses, scores or passes: e
 check "--backend cpu: a passing case exits 0" test $? -eq 0
 check "--backend cpu: the row names the engine and its control" \
     grep -q '^mtp argmax k=2 T=1 .*engine vs exact .* 2000 .*engine-parent-slot .*exact$' "$tmp/e"
+# the engine's exact cross-test mode, and the typical rule held to its own law on the engine's default mode
+"$spec" verify --backend cpu --dtype f32 --method "mtp argmax k=2 T=1" --samples 2000 --control-samples 2000 --quiet \
+    >"$tmp/ef"
+check "--backend cpu --dtype f32: a passing case exits 0" test $? -eq 0
+"$spec" verify --backend cpu --method "typical spec k=2 T=1.2 L=4" --samples 3000 --control-samples 1000 --quiet \
+    >"$tmp/et"
+check "--backend cpu: the typical row passes against the rule's law" test $? -eq 0
+check "--backend cpu: the typical row says what it is held to" grep -q "^typical spec k=2 T=1.2 L=4 .*engine vs rule's law" "$tmp/et"
+expect_error "--dtype without --backend cpu" "give it with --backend cpu" --dtype f32 --method spec
+expect_error "--dtype bf8" "expects bf16 or f32" --backend cpu --dtype bf8
 "$spec" verify --backend cpu --list >"$tmp/el"
 check "--backend cpu --list: Medusa's engine control" grep -q 'medusa iid T=1 top-k 5 .*control: engine-sibling-kv' "$tmp/el"
 "$spec" verify --backend cpu --method beam --quiet >"$tmp/eb" 2>&1
