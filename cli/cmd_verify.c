@@ -17,12 +17,13 @@
 #include "stats.h"
 #include "registry.h"
 #include "verify_cases.h"
+#include "verify_coverage.h"
 
 typedef struct {
     const char *only;         /* --method: a method name or a case name */
     const char *flags;        /* --flags: any method, in generate's flags */
     const verify_case *cases; /* the catalogue, or the rows of --flags */
-    int all, list, plan, json, csv, quiet;
+    int all, list, plan, coverage, json, csv, quiet;
     int engine;                       /* --backend cpu: the cases run on the CPU engine */
     int engine_f32;                   /* --dtype f32: the engine in its exact cross-test mode (else its default) */
     int64_t samples, control_samples; /* 0: planned per case (verify_case_plan) */
@@ -56,6 +57,8 @@ static void usage(FILE *f) {
         "                       cuts) besides the default rows\n"
         "  --list               list the cases and exit\n"
         "  --plan               print each selected case's planned draws, its control's and its seed, and exit\n"
+        "  --coverage           print what each row covers (window, method, drafts, rule, cuts, what it is held\n"
+        "                       to, its controls) as a markdown table, and exit; with --all, the grid too\n"
         "  --backend B          reference (default) or cpu: the CPU engine runs the target and the\n"
         "                       draft, in its default mode (bf16 weights, the fast kernels) on bf16\n"
         "                       micro checkpoints, against the laws the reference computes on the same\n"
@@ -129,6 +132,8 @@ static int parse(int argc, char **argv, verify_args *a) {
             a->list = 1;
         } else if (!strcmp(f, "--plan")) {
             a->plan = 1;
+        } else if (!strcmp(f, "--coverage")) {
+            a->coverage = 1;
         } else if (!strcmp(f, "--samples")) {
             VALUE();
             if (parse_count(f, v, &a->samples)) return 2;
@@ -688,6 +693,10 @@ int cmd_verify(int argc, char **argv) {
             return 2;
         }
         a.cases = custom;
+    }
+    if (a.coverage) {
+        verify_coverage_print(stdout, a.cases, a.all);
+        return 0;
     }
     int m = 0;
     for (const verify_case *c = a.cases; c->name; c++) m += selected(c, &a);

@@ -2,6 +2,8 @@
 # verify-docs.sh BUILD [DOC [BLOCK...]] — `make verify-docs`: rewrites the tables of
 # docs/verification.md that `specula verify` produces, each between the
 # marker lines <!-- verify-docs:NAME begin --> and <!-- verify-docs:NAME end -->:
+#   coverage        `specula verify --coverage --all`: what each row covers (a
+#                   markdown table, no draws)
 #   plan, plan-all  `specula verify --plan [--all]`: the cases, their planned
 #                   draws, their controls' and their seeds (no draws; what
 #                   tests/parts/verify-docs.sh compares with the code)
@@ -10,7 +12,7 @@
 #   run-all         `specula verify --all`, timed: only with VERIFY_DOCS_ALL=1
 #                   (the long grid), else left as recorded
 # BLOCKs name the timed blocks to rerun (e.g. run-engine after a change of
-# the engine's controls); the plans are always rewritten.
+# the engine's controls); the plans and the coverage table are always rewritten.
 # A timed block opens with the date, the machine (uname -m, the CPU model
 # from /proc/cpuinfo, the cores), the load, wall and CPU time, and the
 # checksum of the plan it ran (so the test can tell a recorded run from a
@@ -83,6 +85,8 @@ block plan "$tmp/plan.block"
 "$spec" verify --plan --all >"$tmp/plan-all"
 fenced "$tmp/plan-all" >"$tmp/plan-all.block"
 block plan-all "$tmp/plan-all.block"
+"$spec" verify --coverage --all >"$tmp/coverage"
+block coverage "$tmp/coverage"
 
 if wanted run; then timed run --; fi
 if wanted run-engine; then timed run-engine --backend cpu --seed 2 -- --backend cpu --seed 2; fi

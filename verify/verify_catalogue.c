@@ -94,14 +94,15 @@ static verify_case catalogue[] = {
     /* The cuts, in the main world where they bind (vocabulary 8): top-k with min-p on plain sampling, and all
      * three on a chain, against laws that processed_law.h computes without the sampler's code, so a slip in a
      * cut moves the samples and not the law. A draft tree of eight siblings drawn without replacement reaches
-     * a fourth and later sibling often at T = 0.6, where a slip in q's renormalisation after the third shows. */
+     * a fourth and later sibling often at T = 0.6, where a slip in q's renormalisation after the third shows.
+     * Like every default row, their windows hold the bonus token and the next round (L = k + 2). */
     CASE("sample T=0.9 top-k 5 min-p 0.05 L=3", 1, "sample", "--method sample --temperature 0.9 --top-k 5 --min-p 0.05",
          VC_EXACT, 3, 3, PLANT_NONE, 1.35f, 0, 0),
-    CASE("spec k=3 T=0.8 top-k 5 top-p 0.9 min-p 0.05 L=3", 1, "spec",
-         "--method spec --k 3 --temperature 0.8 --top-k 5 --top-p 0.9 --min-p 0.05", VC_EXACT, 3, 4,
-         PLANT_RESIDUAL_UNNORMALISED, 0.0f, 0, 0),
-    CASE("spec tree 8 without replacement T=0.6 L=2", 1, "spec-tree",
-         "--method spec --tree-shape 8 --temperature 0.6 --rule exact-norepl", VC_EXACT, 2, 3,
+    CASE("spec k=1 T=0.8 top-k 5 top-p 0.9 min-p 0.05 L=3", 1, "spec",
+         "--method spec --k 1 --temperature 0.8 --top-k 5 --top-p 0.9 --min-p 0.05", VC_EXACT, 3, 4,
+         PLANT_BONUS_FROM_PARENT, 0.0f, 0, 0),
+    CASE("spec tree 8 without replacement T=0.6 L=3", 1, "spec-tree",
+         "--method spec --tree-shape 8 --temperature 0.6 --rule exact-norepl", VC_EXACT, 3, 4,
          PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
     /* A batch: four sequences after four prompts of different lengths, decoded together (one verify pass a round
      * over all of them); each draw reports one of them, so the law is the mixture of the four. Control: the third

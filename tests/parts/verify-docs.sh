@@ -2,7 +2,8 @@
 # verify-docs.sh BUILD COUNTS — docs/verification.md's `specula verify`
 # tables against the code, cheaply (about a second, no draws):
 #   - the plan blocks (cases, planned draws, controls, seeds) must be what
-#     `specula verify --plan [--all]` prints now;
+#     `specula verify --plan [--all]` prints now, and the coverage table
+#     what `specula verify --coverage --all` prints;
 #   - each recorded run (tools/verify-docs.sh) must have run the current
 #     plan: the plan checksum in its header is that of `--plan` with its
 #     options now; and the default run's recorded CPU time must be within
@@ -73,6 +74,17 @@ run() {
 
 plan plan
 plan plan-all --all
+# the coverage table is what `specula verify --coverage --all` prints now
+"$spec" verify --coverage --all >"$tmp/coverage" 2>"$tmp/err" || bad "specula verify --coverage --all: $(cat "$tmp/err")"
+inner coverage >"$tmp/doc"
+if [ ! -s "$tmp/doc" ]; then
+    bad "$doc has no 'coverage' block"
+elif diff -u "$tmp/doc" "$tmp/coverage" >"$tmp/diff"; then
+    ok
+else
+    bad "the coverage table differs from \`specula verify --coverage --all\`:"
+    head -20 "$tmp/diff"
+fi
 run run 180
 run run-engine "" --backend cpu --seed 2
 if grep -q '^<!-- verify-docs:run-all begin -->$' "$doc"; then run run-all "" --all; fi
