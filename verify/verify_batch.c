@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "decode_batch.h"
+#include "engine_mtp.h"
 #include "planted_batch.h"
 #include "reference_target.h"
 #include "registry.h"
@@ -27,17 +28,61 @@ int verify_batch_reported(uint64_t seed) { return (int)((seed >> 40) % VERIFY_BA
 /* Job j's seed: distinct for every job of a draw, and from every other draw's. */
 static uint64_t job_seed(uint64_t seed, int j) { return seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(j + 1)); }
 
-int verify_batch_law(const verify_case *c, const verify_world *w, double *law, sp_error *err) {
-    enum_table t;
+void verify_batch_cells(const verify_case *c, const verify_world *w, int *V, int *L) {
+    const int v = w->target->cfg.vocab_size;
+    *V = v > VERIFY_BATCH_JOBS ? v : VERIFY_BATCH_JOBS;
+    *L = c->L + 1;
+}
+
+int verify_batch_exact(const verify_case *c, const verify_world *w, enum_table *t, sp_error *err) {
+    memset(t, 0, sizeof *t);
+    int Vb, Lb;
+    verify_batch_cells(c, w, &Vb, &Lb);
+    const int64_t cells = enumerate_cells(Vb, Lb);
+    if (cells < 0) return sp_fail(err, "case \"%s\": %d tagged tokens over %d symbols are too many cells", c->name, Lb, Vb);
+    double *joint = sp_xcalloc((size_t)cells, sizeof *joint, "the batch's law");
+    int tagged[ENUM_MAX_LENGTH + 1];
     for (int j = 0; j < VERIFY_BATCH_JOBS; j++) {
         const int *ids;
         int n;
         verify_batch_prompt(j, &ids, &n);
-        if (enumerate_build(&t, w->target, ids, n, &c->spec.sampling, c->L, err)) return -1;
-        if (j == 0) memset(law, 0, (size_t)t.cells * sizeof(double));
-        for (int64_t i = 0; i < t.cells; i++) law[i] += t.joint[i] / VERIFY_BATCH_JOBS;
-        enumerate_free(&t);
+        enum_table one;
+        if (enumerate_build(&one, w->target, ids, n, &c->spec.sampling, c->L, err)) {
+            free(joint);
+            return -1;
+        }
+        tagged[0] = j;
+        for (int64_t i = 0; i < one.cells; i++) {
+            enumerate_tokens(i, c->L, one.V, tagged + 1);
+            joint[enumerate_index(tagged, Lb, Vb)] = one.joint[i] / VERIFY_BATCH_JOBS;
+        }
+        enumerate_free(&one);
     }
+    t->V = Vb, t->L = Lb, t->cells = cells, t->joint = joint;
+    return 0;
+}
+
+/* The methods of jobs 1 … B − 1 (job 0 runs the row's): plain sampling, a draft tree drawn without replacement,
+ * MTP — each with the row's sampling, so that one verify call takes them all. */
+static const char *const other_jobs[VERIFY_BATCH_JOBS - 1] = {
+    "--method sample", "--method spec --tree-shape 2,1 --rule exact-norepl", "--method mtp --k 2"};
+static const char *const other_labels[VERIFY_BATCH_JOBS - 1] = {"plain sampling", "spec tree 2,1 without replacement",
+                                                                 "mtp chain k=2"};
+
+const char *verify_batch_job_label(int j) { return j >= 1 && j < VERIFY_BATCH_JOBS ? other_labels[j - 1] : "?"; }
+
+/* Job j's method: the row's spec, or another method with the row's sampling, budget and seed. */
+static int job_spec(const method_spec *row, int j, method_spec *out, sp_error *err) {
+    if (j == 0) {
+        *out = *row;
+        return 0;
+    }
+    *out = method_spec_defaults();
+    if (method_spec_parse(out, other_jobs[j - 1], err)) return -1;
+    out->sampling = row->sampling;
+    out->max_tokens = row->max_tokens;
+    out->stop_at_eos = row->stop_at_eos;
+    out->seed = row->seed;
     return 0;
 }
 
@@ -52,7 +97,13 @@ static int job_build(batch_job *b, const verify_world *w, const method_spec *s, 
     memset(b, 0, sizeof *b);
     method_parts parts = w->parts;
     parts.target = target;
-    if (method_has(s, METHOD_DRAFT_MODEL)) {
+    if (method_has(s, METHOD_MTP_MODULE)) {
+        if (w->engine ? engine_mtp_stepper_build(&b->st, w->engine, err)
+                      : reference_mtp_stepper_build(&b->st, w->target, err))
+            return -1;
+        parts.mtp = &b->st;
+        b->have_st = 1;
+    } else if (method_has(s, METHOD_DRAFT_MODEL)) {
         if (w->engine) {
             if (target_stepper_build(&b->st, (decode_target *)&w->draft_if, err)) return -1;
         } else {
@@ -61,7 +112,8 @@ static int job_build(batch_job *b, const verify_world *w, const method_spec *s, 
         parts.draft = &b->st;
         b->have_st = 1;
     } else if (method_has(s, METHOD_PROPOSES)) {
-        return sp_fail(err, "a batched row runs plain sampling or a draft model (got --method %s)", method_name(s));
+        return sp_fail(err, "a batched row runs plain sampling, a draft model or MTP (got --method %s)",
+                       method_name(s));
     }
     if (method_build(&b->m, s, &parts, err)) {
         if (b->have_st) b->st.release(&b->st);
@@ -87,7 +139,8 @@ int verify_batch_draw(const verify_case *c, const verify_world *w, const method_
     decode_output out[VERIFY_BATCH_JOBS];
     int n_built = 0, rc = 0;
     for (; n_built < VERIFY_BATCH_JOBS; n_built++) {
-        method_spec sj = *s;
+        method_spec sj;
+        if ((rc = job_spec(s, n_built, &sj, err))) break;
         sj.seed = job_seed(s->seed, n_built);
         if ((rc = job_build(&built[n_built], w, &sj, target, err))) break;
         jobs[n_built] = (decode_job){built[n_built].m.proposer, NULL, 0, built[n_built].m.options};
@@ -101,7 +154,7 @@ int verify_batch_draw(const verify_case *c, const verify_world *w, const method_
     if (out[r].n < c->L)
         rc = sp_fail(err, "case \"%s\": job %d emitted %d tokens, the check compares %d", c->name, r, out[r].n, c->L);
     else
-        memcpy(tokens, out[r].tokens, (size_t)c->L * sizeof(int));
+        tokens[0] = r, memcpy(tokens + 1, out[r].tokens, (size_t)c->L * sizeof(int));
     *rounds += out[r].acc.target_passes;
     *drafted += out[r].acc.proposed[1];
     for (int j = 0; j < VERIFY_BATCH_JOBS; j++) decode_output_free(&out[j]);

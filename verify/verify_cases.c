@@ -224,6 +224,7 @@ void verify_case_sampler_init(dist_sampler *s, verify_case_sampler *slot, const 
     s->name = plain ? "reference sample" : c->name;
     s->V = w->target->cfg.vocab_size;
     s->L = c->L;
+    if (c->batch) verify_batch_cells(c, w, &s->V, &s->L); /* the reported job's index, then its window */
     s->draw = case_draw;
     s->ctx = slot;
 }
@@ -232,12 +233,13 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     if (w->target->cfg.vocab_size != verify_world_vocab(c->world))
         return sp_fail(err, "case \"%s\" runs in the %s world (vocabulary %d); this world's has %d", c->name,
                        verify_world_name(c->world), verify_world_vocab(c->world), w->target->cfg.vocab_size);
+    if (c->batch) return verify_batch_exact(c, w, t, err);
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
     if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
     if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
-    if ((verify_case_follows_rule_law(c) || c->batch) && verify_case_law(c, w, 0, t->joint, err) != 1) {
+    if (verify_case_follows_rule_law(c) && verify_case_law(c, w, 0, t->joint, err) != 1) {
         enumerate_free(t);
         return -1;
     }
@@ -301,7 +303,14 @@ static void law_point_row(void *user, const int *tokens, int len, int depth, flo
 }
 
 int verify_case_law(const verify_case *c, const verify_world *w, int control, double *law, sp_error *err) {
-    if (c->batch) return control ? 0 : verify_batch_law(c, w, law, err) ? -1 : 1;
+    if (c->batch) { /* the tagged law (verify_batch.h); its control's is not computed */
+        enum_table t;
+        if (control) return 0;
+        if (verify_batch_exact(c, w, &t, err)) return -1;
+        memcpy(law, t.joint, (size_t)t.cells * sizeof(double));
+        enumerate_free(&t);
+        return 1;
+    }
     /* the laws computed here: plain sampling, and chains of a draft model or of point masses */
     const int plain = !method_has(&c->spec, METHOD_PROPOSES), point = c->spec.method->point_drafts != NULL;
     const int drafter = method_has(&c->spec, METHOD_DRAFT_MODEL);
@@ -433,9 +442,11 @@ int verify_case_run(const verify_case *c, const verify_world *w, const enum_tabl
         return sp_fail(err, "case \"%s\": max_tokens %d is below the %d tokens compared", c->name, c->max_tokens, c->L);
     if (method_has(&c->spec, METHOD_HEADS) && !w->heads)
         return sp_fail(err, "case \"%s\": the world has no Medusa heads (verify_world_heads)", c->name);
-    if (exact->L != c->L || exact->V != w->target->cfg.vocab_size)
+    int V = w->target->cfg.vocab_size, L = c->L;
+    if (c->batch) verify_batch_cells(c, w, &V, &L);
+    if (exact->L != L || exact->V != V)
         return sp_fail(err, "case \"%s\": the exact law covers L = %d, V = %d; the case needs L = %d, V = %d", c->name,
-                       exact->L, exact->V, c->L, w->target->cfg.vocab_size);
+                       exact->L, exact->V, L, V);
     verify_options mopt = *opt, copt = *opt;
     copt.seed = opt->seed + 1;
     if (control_n > 0) copt.n = control_n;

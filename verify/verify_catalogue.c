@@ -104,10 +104,11 @@ static verify_case catalogue[] = {
     CASE("spec tree 8 without replacement T=0.6 L=3", 1, "spec-tree",
          "--method spec --tree-shape 8 --temperature 0.6 --rule exact-norepl", VC_EXACT, 3, 4,
          PLANT_NO_REPLACEMENT_AS_IID, 0.0f, 0, 0),
-    /* A batch: four sequences after four prompts of different lengths, decoded together (one verify pass a round
-     * over all of them); each draw reports one of them, so the law is the mixture of the four. Control: the third
-     * sequence verified against the second's distributions (planted_batch.h). */
-    CASE("batch of 4 spec k=2 T=1 L=4", 1, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5, PLANT_NONE,
+    /* A batch: four sequences after four prompts of different lengths, each with its own method (this spec, plain
+     * sampling, a 2,1 draft tree without replacement, MTP k=2), decoded together (one verify pass a round over all
+     * of them); each draw reports one of them, tagged with its index, against 1/4 of that sequence's law
+     * (verify_batch.h). Control: the third sequence verified against the second's distributions (planted_batch.h). */
+    CASE("batch spec k=2 + sample + spec tree + mtp T=1 L=4", 1, "spec", "--method spec --k 2 --temperature 1", VC_EXACT, 4, 5, PLANT_NONE,
          0.0f, 0, 0, .world = VERIFY_SMALL, .batch = 1),
     /* The main world (V = 8) at L = 2 and 3: every method, k = 1…4, each cut. Its windows end before the
      * bonus token for k ≥ 2, so the default rows are the long windows of the small world below. */

@@ -7,7 +7,7 @@
 #include "registry.h"
 #include "verify_batch.h"
 
-/* "chain k=3", "tree 2,2", "tree dynamic depth 3", "Medusa tree of 7 nodes, depth 3", "batch of 4 × chain k=2", or
+/* "chain k=3", "tree 2,2", "tree dynamic depth 3", "Medusa tree of 7 nodes, depth 3", "batch of 4: chain k=2; plain sampling; …", or
  * "—" for plain sampling. */
 static void shape_text(const verify_case *c, char *out, size_t size) {
     char base[96];
@@ -23,10 +23,13 @@ static void shape_text(const verify_case *c, char *out, size_t size) {
     } else {
         snprintf(base, sizeof base, "chain k=%d", c->k);
     }
-    if (c->batch)
-        snprintf(out, size, "batch of %d × %s", VERIFY_BATCH_JOBS, base);
-    else
+    if (!c->batch) {
         snprintf(out, size, "%s", base);
+        return;
+    }
+    int n = snprintf(out, size, "batch of %d: %s", VERIFY_BATCH_JOBS, base);
+    for (int j = 1; j < VERIFY_BATCH_JOBS && n > 0 && (size_t)n < size; j++)
+        n += snprintf(out + n, size - (size_t)n, "; %s", verify_batch_job_label(j));
 }
 
 /* "top-k 5, top-p 0.9, min-p 0.05", or "—". */
@@ -46,12 +49,12 @@ static const char *held_to(const verify_case *c) {
     if (c->pair == VC_VS_SAMPLE) return "plain sampling's draws";
     if (c->expect_biased) return "the target's law, which it must miss";
     if (verify_case_follows_rule_law(c)) return "the typical rule's own law";
-    if (c->batch) return "the mixture of its prompts' laws";
+    if (c->batch) return "each sequence's own law, tagged";
     return "the target's law";
 }
 
 static void row(FILE *f, const verify_case *c) {
-    char shape[128], cuts[96], control[96], engine_control[96];
+    char shape[200], cuts[96], control[96], engine_control[96];
     shape_text(c, shape, sizeof shape);
     cuts_text(&c->spec.sampling, cuts, sizeof cuts);
     verify_case_control_text(c, 0, control, sizeof control);
