@@ -329,7 +329,9 @@ typedef struct {
     verify_case_outcome o;
     double seconds;
     int ok;
-    const char *why; /* what failed */
+    char why[160];                       /* the verdict */
+    const char *method_why, *control_why; /* its two parts: the method's test, its control's */
+    double rule_bias;                    /* a row held to its rule's own law: TV(rule's law, target's); else NAN */
 } row;
 
 static const char *pair_text(const verify_case *c, int on_engine) {
@@ -352,29 +354,44 @@ static double tv_lower(const verify_result *x) {
     return lo > 0 ? lo : 0;
 }
 
+/* The row's verdict, in two parts: what the method's test found, and what its control's says about the test's
+ * power. A control that is not rejected does not make the method wrong: it means this row could not have seen a bug
+ * of that kind, and the row fails for that reason, said as such. */
 static void judge(row *r, const verify_args *a) {
     const verify_result *m = &r->o.result;
     r->ok = 1;
     if (r->c->expect_biased) {
-        r->why = "biased, as expected";
-        if (r->o.p_holm < a->alpha) r->ok = 0, r->why = "FAIL: the exact control differs";
-        if (m->test.p_value >= VERIFY_CONTROL_P) r->ok = 0, r->why = "FAIL: bias not detected";
-        return;
+        r->method_why = "biased, as expected";
+        r->control_why = "the exact rule on the same drafts passes";
+        if (m->test.p_value >= VERIFY_CONTROL_P) r->ok = 0, r->method_why = "FAIL: bias not detected";
+        if (r->o.p_holm < a->alpha) r->ok = 0, r->control_why = "FAIL: the exact control differs";
+    } else {
+        r->method_why = "exact";
+        if (method_has(&r->c->spec, METHOD_PROPOSES) && r->o.drafted == 0)
+            r->ok = 0, r->method_why = "FAIL: it never drafted (tested as plain sampling)";
+        /* required only when --tv-max asks for it (a planned size bounds TV near 0.06 at L = 2), and
+         * only against an exact law: a two-sample bound is about twice as wide at the same size */
+        if (a->tv_max > 0 && r->c->pair == VC_EXACT && m->tv.upper > a->tv_max)
+            r->ok = 0, r->method_why = "FAIL: TV bound too wide";
+        if (r->o.p_holm < a->alpha) r->ok = 0, r->method_why = "FAIL: law differs";
+        r->control_why = "rejected";
+        if (r->o.control.test.p_value >= VERIFY_CONTROL_P) {
+            if (r->c->generic) /* derived from the method, not written for it: reported, not failed */
+                r->control_why = "not rejected: no power against it";
+            else
+                r->ok = 0, r->control_why = "FAIL: the test lost its power (control not rejected)";
+        }
     }
-    r->why = "exact";
-    if (r->o.control.test.p_value >= VERIFY_CONTROL_P) {
-        if (r->c->generic) /* derived from the method, not written for it: reported, not failed */
-            r->why = "exact; no power against its control";
-        else
-            r->ok = 0, r->why = "FAIL: control not rejected";
-    }
-    if (method_has(&r->c->spec, METHOD_PROPOSES) && r->o.drafted == 0)
-        r->ok = 0, r->why = "FAIL: it never drafted (tested as plain sampling)";
-    /* required only when --tv-max asks for it (a planned size bounds TV near 0.06 at L = 2), and
-     * only against an exact law: a two-sample bound is about twice as wide at the same size */
-    if (a->tv_max > 0 && r->c->pair == VC_EXACT && m->tv.upper > a->tv_max)
-        r->ok = 0, r->why = "FAIL: TV bound too wide";
-    if (r->o.p_holm < a->alpha) r->ok = 0, r->why = "FAIL: law differs";
+    /* the one-line verdict: the method's, and the control's when it failed or says something */
+    const int control_failed = !strncmp(r->control_why, "FAIL", 4), method_failed = !strncmp(r->method_why, "FAIL", 4);
+    if (control_failed && method_failed)
+        snprintf(r->why, sizeof r->why, "%s; %s", r->method_why, r->control_why + 6);
+    else if (control_failed)
+        snprintf(r->why, sizeof r->why, "%s", r->control_why);
+    else if (r->c->generic && !strncmp(r->control_why, "not rejected", 12))
+        snprintf(r->why, sizeof r->why, "%s; no power against its control", r->method_why);
+    else
+        snprintf(r->why, sizeof r->why, "%s", r->method_why);
 }
 
 static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
@@ -402,6 +419,10 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
             "Controls (ctl n draws) must be rejected below p = %g.\n",
             passed, m, m, a->alpha, a->delta, a->tv_max > 0 ? ", required <= the --tv-max against exact laws" : "",
             VERIFY_CONTROL_P);
+    for (int i = 0; i < m; i++)
+        if (isfinite(rows[i].rule_bias))
+            fprintf(f, "%s: held to its rule's own law, which lies %.4f (TV, computed) from the target's: the rule's bias.\n",
+                    rows[i].c->name, rows[i].rule_bias);
 }
 
 static void json_number(FILE *f, const char *key, double v, int last) {
@@ -436,6 +457,8 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         json_number(f, "control_statistic", c->test.statistic, 0);
         json_number(f, "control_p_value", c->test.p_value, 0);
         json_number(f, "seconds", r->seconds, 0);
+        json_number(f, "rule_bias_tv", r->rule_bias, 0);
+        fprintf(f, "\"method_verdict\": \"%s\", \"control_verdict\": \"%s\", ", r->method_why, r->control_why);
         fprintf(f, "\"pass\": %s, \"verdict\": \"%s\"}%s\n", r->ok ? "true" : "false", r->why, i + 1 < m ? "," : "");
     }
     int passed = 0;
@@ -579,7 +602,11 @@ static int prepare_rows(const verify_args *a, const world_setup *ws, row *rows, 
             break;
         }
         done++;
-        if (verify_case_plan(c, w, &r->exact, &target, &r->plan, &err)) {
+        r->rule_bias = NAN;
+        if (verify_case_follows_rule_law(c) && verify_case_rule_bias(c, w, &r->exact, &r->rule_bias, &err)) {
+            fprintf(stderr, "specula verify: %s\n", err.msg);
+            *status = 1;
+        } else if (verify_case_plan(c, w, &r->exact, &target, &r->plan, &err)) {
             fprintf(stderr, "specula verify: %s\n", err.msg);
             *status = 1;
         } else if (scaled(a, a->samples, r->plan.n, r->plan.point_mass, "the draws", c, &r->n) ||

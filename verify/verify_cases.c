@@ -246,6 +246,21 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     return 0;
 }
 
+int verify_case_rule_bias(const verify_case *c, const verify_world *w, const enum_table *rule, double *tv,
+                          sp_error *err) {
+    const int *prompt;
+    int n_prompt;
+    verify_case_prompt(c, w, &prompt, &n_prompt);
+    enum_table target;
+    if (enumerate_build(&target, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
+    if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
+    double sum = 0;
+    for (int64_t i = 0; i < target.cells && i < rule->cells; i++) sum += fabs(target.joint[i] - rule->joint[i]);
+    enumerate_free(&target);
+    *tv = 0.5 * sum;
+    return 0;
+}
+
 int verify_case_follows_rule_law(const verify_case *c) {
     return c->spec.rule == RULE_TYPICAL && !c->expect_biased && method_has(&c->spec, METHOD_DRAFT_MODEL) &&
            method_has(&c->spec, METHOD_CHAIN) && c->spec.shape.depth == 0;

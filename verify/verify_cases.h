@@ -186,6 +186,10 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
 /* 1: case c is held to its rule's own law, not the target's: the typical rule on a draft model's chain
  * (spec_law.h) where the case does not expect a bias. */
 int verify_case_follows_rule_law(const verify_case *c);
+/* *tv ← the total-variation distance between `rule` (verify_case_exact's table for a case held to its rule's law)
+ * and the target's law: the rule's bias on this instance, computed, not estimated. */
+int verify_case_rule_bias(const verify_case *c, const verify_world *w, const enum_table *rule, double *tv,
+                          sp_error *err);
 
 /* The exact law of case c's method (control = 0) or of its negative
  * control (control = 1) into law[V^L]: by enumeration for plain sampling,

@@ -51,6 +51,14 @@ check "the row says exact" grep -q '^spec k=3 T=0.8 .*reference vs exact .* 2500
 "$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 2500 --tv-max 0.02 --quiet >"$tmp/f"
 check "a TV bound above --tv-max exits 1" test $? -eq 1
 check "the row says why" grep -q 'FAIL: TV bound too wide' "$tmp/f"
+# a control too small to be rejected: the method is not blamed, the test's power is
+"$spec" verify --method "spec k=3 T=0.8" --samples 2500 --control-samples 100 --json --quiet >"$tmp/lp"
+check "a control not rejected exits 1" test $? -eq 1
+check "the method's verdict stands apart from its control's" \
+    grep -q '"method_verdict": "exact", "control_verdict": "FAIL: the test lost its power (control not rejected)"' "$tmp/lp"
+# a row held to its rule's own law states the rule's bias, computed
+"$spec" verify --method "typical spec k=2 T=1.2 L=4" --samples 2000 --control-samples 1000 --quiet >"$tmp/tb"
+check "the typical row's bias is a number" grep -qE "^typical spec k=2 T=1.2 L=4: held to its rule's own law, which lies 0\.[0-9]{4} \(TV" "$tmp/tb"
 
 "$spec" verify --method "typical mtp k=2 T=0.8 L=4" --samples 2000 --control-samples 2000 --tv-max 0 --json --quiet \
     >"$tmp/j"
