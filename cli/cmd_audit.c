@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "generate_args.h"
 #include "method_cli.h"
+#include "regular_file.h"
 #include "tokenizer.h"
 #include "verify_dist.h"
 
@@ -239,13 +240,12 @@ static uint64_t arm_seed_base(uint64_t seed, int arm) {
 static const char *const arm_names[3] = {"on", "off", "control"};
 
 static int read_file_arm(const audit_args *a, int arm, int V, audit_samples *s) {
-    FILE *f = fopen(a->files[arm], "r");
+    sp_error err;
+    FILE *f = regular_fopen(a->files[arm], NULL, &err); /* a FIFO would wait for a writer forever */
     if (!f) {
-        fprintf(stderr, "specula audit: --samples-%s %s: cannot open: %s\n", arm_names[arm], a->files[arm],
-                strerror(errno));
+        fprintf(stderr, "specula audit: --samples-%s %s\n", arm_names[arm], err.msg);
         return EXIT_BAD_INPUT;
     }
-    sp_error err;
     int rc = audit_samples_read(s, f, a->files[arm], V, 0, &err);
     fclose(f);
     if (rc) {

@@ -16,6 +16,7 @@
 #include "method_cli.h"
 #include "philox.h"
 #include "reference_target.h"
+#include "regular_file.h"
 #include "tokenizer.h"
 
 typedef struct {
@@ -176,9 +177,10 @@ static int parse(int argc, char **argv, train_args *a) {
 
 /* Token ids separated by whitespace or commas, into a malloc'd array. */
 static int read_ids(const char *path, int V, int **ids, int *n) {
-    FILE *f = fopen(path, "r");
+    sp_error err;
+    FILE *f = regular_fopen(path, NULL, &err);
     if (!f) {
-        fprintf(stderr, "specula medusa-train: %s: cannot open: %s\n", path, strerror(errno));
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         return -1;
     }
     int cap = 4096, count = 0, c;
@@ -234,11 +236,11 @@ static int encode_corpus(const char *path, const char *model_dir, int V, int **i
         fprintf(stderr, "specula medusa-train: --corpus needs the model's tokenizer: %s\n", err.msg);
         return -1;
     }
-    FILE *f = fopen(path, "rb");
+    FILE *f = regular_fopen(path, NULL, &err);
     char *text = NULL;
     int *part[2] = {NULL, NULL}, count[2] = {0, 0}, rc = -1;
     if (!f) {
-        fprintf(stderr, "specula medusa-train: %s: cannot open: %s\n", path, strerror(errno));
+        fprintf(stderr, "specula medusa-train: %s\n", err.msg);
         goto done;
     }
     fseek(f, 0, SEEK_END);

@@ -1,5 +1,6 @@
 /* main.c — `specula COMMAND [options]`: dispatch to the subcommands listed
  * in the table below. Every subcommand answers --help. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,13 +35,23 @@ static void usage(FILE *f) {
     fprintf(f, "\n`specula COMMAND --help` describes each command's options.\n");
 }
 
+/* The command's output is what a script reads: a write that failed (a full disk, a closed pipe's reader gone
+ * is SIGPIPE's) must not end in exit 0. stdout is buffered, so the failure may show only now, at the flush. */
+static int close_stdout(const char *command, int status) {
+    errno = 0;
+    const int failed = ferror(stdout) | (fclose(stdout) != 0);
+    if (!failed) return status;
+    fprintf(stderr, "specula %s: cannot write the output: %s\n", command, errno ? strerror(errno) : "a write failed");
+    return status == EXIT_DONE ? EXIT_RUN_FAILED : status;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return argc < 2 ? 2 : 0;
     }
     for (const cli_command *c = cli_commands; c->name; c++)
-        if (!strcmp(argv[1], c->name)) return c->run(argc - 1, argv + 1);
+        if (!strcmp(argv[1], c->name)) return close_stdout(c->name, c->run(argc - 1, argv + 1));
     /* one line, as for every bad input; the list is one command away */
     fprintf(stderr, "specula: unknown command '%s'; `specula --help` lists the commands\n", argv[1]);
     return 2;

@@ -8,6 +8,7 @@
 
 #include "accept.h"
 #include "engine_mtp.h"
+#include "logits_check.h"
 
 static engine *eng(const decode_target *t) { return t->impl; }
 
@@ -31,11 +32,27 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
         return sp_fail(err, "%s engine: sequence %d has a verified tree awaiting a commit", e->be.name, seq);
     int parent[ENGINE_PREFILL_CHUNK], depth[ENGINE_PREFILL_CHUNK];
     for (int i = 0; i < ENGINE_PREFILL_CHUNK; i++) parent[i] = i - 1, depth[i] = i;
-    const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
+    const int V = e->cfg.vocab_size, D = e->cfg.hidden_size, position = s->pos;
     for (int at = 0; at < n; at += ENGINE_PREFILL_CHUNK) {
         const int m = n - at < ENGINE_PREFILL_CHUNK ? n - at : ENGINE_PREFILL_CHUNK;
-        if (engine_forward(e, s, tokens + at, parent, depth, m, m, logits ? logits + (size_t)at * V : NULL,
-                           hidden ? hidden + (size_t)at * D : NULL, err))
+        float *rows = logits ? logits + (size_t)at * V : NULL;
+        if (engine_forward(e, s, tokens + at, parent, depth, m, m, rows, hidden ? hidden + (size_t)at * D : NULL, err))
+            return -1;
+        if (rows && logits_check_finite(rows, m, V, position + at, err)) return -1;
+    }
+    return 0;
+}
+
+/* A tree's rows checked before anything is drawn from them (logits_check.h), the root at root_position: the raw
+ * logits where backend memory is host memory, else the processed rows that crossed to the host (on a GPU the
+ * logits stay on the device: a row whose every logit is NaN or −inf arrives with no mass). */
+static int check_rows(const engine *e, const token_tree *tree, const float *logits, const float *probs,
+                      int root_position, sp_error *err) {
+    const int V = e->cfg.vocab_size;
+    for (int i = 0; i < tree->n; i++) {
+        const int position = root_position + tree->depth[i];
+        if (e->be.host_memory ? logits_check_finite(logits + (size_t)i * V, 1, V, position, err)
+                              : probs && logits_check_mass(probs + (size_t)i * V, 1, V, position, err))
             return -1;
     }
     return 0;
@@ -56,16 +73,27 @@ static int begin_job(engine *e, const target_job *job, epart *part, sp_error *er
  * logits are (on a GPU only they cross to the host). */
 static int verify_pass(engine *e, const target_job *jobs, int n_jobs, const sampler_params *sp, sp_error *err) {
     epart parts[ENGINE_MAX_BATCH];
-    for (int j = 0; j < n_jobs; j++)
+    int root_position[ENGINE_MAX_BATCH];
+    for (int j = 0; j < n_jobs; j++) {
         if (begin_job(e, &jobs[j], &parts[j], err)) return -1;
-    if (!sp) return engine_forward_parts(e, parts, n_jobs, 0, err);
+        root_position[j] = parts[j].s->pos;
+    }
+    if (!sp) {
+        if (engine_forward_parts(e, parts, n_jobs, 0, err)) return -1;
+        for (int j = 0; j < n_jobs; j++) /* raw logits, on the host */
+            if (logits_check_finite(jobs[j].p, jobs[j].tree->n, e->cfg.vocab_size, root_position[j], err)) return -1;
+        return 0;
+    }
     if (engine_forward_parts(e, parts, n_jobs, 1, err)) return -1;
     const int V = e->cfg.vocab_size, D = e->cfg.hidden_size;
     for (int j = 0, row = 0; j < n_jobs; row += parts[j].m, j++) {
         if (jobs[j].hidden) engine_download(e, jobs[j].hidden, e->act.xn + (size_t)row * D, (size_t)parts[j].m * D);
         e->be.probs(&e->be, jobs[j].p, e->act.logits + (size_t)row * V, parts[j].m, V, sp);
     }
-    return e->be.status(&e->be, err);
+    if (e->be.status(&e->be, err)) return -1;
+    for (int j = 0, row = 0; j < n_jobs; row += parts[j].m, j++)
+        if (check_rows(e, jobs[j].tree, e->act.logits + (size_t)row * V, jobs[j].p, root_position[j], err)) return -1;
+    return 0;
 }
 
 /* Every job's nodes in one pass where the backend takes several sequences (one read of the weights serves them
@@ -109,7 +137,9 @@ static int e_verify_accept(decode_target *t, const target_job *job, const sample
     engine_act_reserve_tree(e, n);
     if (q_rows) e->be.upload(&e->be, e->act.tree_q, tree_q_const(tree, 0), (size_t)q_rows * V * sizeof(float));
     e->be.upload(&e->be, e->act.tree_tokens, tree->token, (size_t)n * sizeof(int));
+    const int root_position = s->pos;
     if (engine_forward_in_place(e, s, tree->token, s->parent, s->depth, n, 1, err)) return -1;
+    if (check_rows(e, tree, e->act.logits, NULL, root_position, err)) return -1;
     int result[3 + ENGINE_MAX_TREE_NODES];
     e->be.accept(&e->be, result, e->act.logits, e->act.tree_q, e->act.tree_tokens, n, V,
                  tree->kind == CHILDREN_NO_REPLACEMENT, sp, site.seed, site.round, site.base_position);

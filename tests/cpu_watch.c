@@ -10,7 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define POLL_NS 200000000L /* 0.2 s: a limit is passed by at most this much CPU per core */
+#define POLL_NS 200000000L     /* 0.2 s: a limit is passed by at most this much CPU per core */
+#define FIRST_POLL_NS 5000000L /* 5 ms, doubling up to POLL_NS: a short command is not kept waiting */
 
 /* Reads /proc/PID/stat: its process group and its CPU ticks (own + reaped
  * children). 0 on success; the process may have gone meanwhile. */
@@ -61,8 +62,8 @@ static double now_s(void) {
 watch_end cpu_watch(const watch_spec *w, double *used) {
     double last = cpu_watch_group_seconds(w->pgid, w->skip), progress_at = now_s();
     *used = last;
-    for (;;) {
-        nanosleep(&(struct timespec){0, POLL_NS}, NULL);
+    for (long poll_ns = FIRST_POLL_NS;; poll_ns = poll_ns * 2 < POLL_NS ? poll_ns * 2 : POLL_NS) {
+        nanosleep(&(struct timespec){0, poll_ns}, NULL);
         if (w->done(w->ctx)) return WATCH_ENDED;
         double cpu = cpu_watch_group_seconds(w->pgid, w->skip), t = now_s();
         *used = cpu;

@@ -26,7 +26,7 @@ typedef struct {
     void *ctx;
 } watch_spec;
 
-/* Polls the group (every 0.2 s) until done() or a limit is passed; *used
+/* Polls the group (every 5 ms at first, then every 0.2 s) until done() or a limit is passed; *used
  * gets the CPU seconds counted last. Kills nothing: the caller decides. */
 watch_end cpu_watch(const watch_spec *w, double *used);
 

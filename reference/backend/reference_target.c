@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "footprint.h"
+#include "logits_check.h"
 
 typedef struct {
     int open;
@@ -80,9 +81,12 @@ static int ref_prefill(decode_target *t, int seq, const int *tokens, int n, floa
     if (!s) return -1;
     if (s->verified) return sp_fail(err, "reference target: sequence %d has a verified tree awaiting a commit", seq);
     const int V = r->m->cfg.vocab_size, D = r->m->cfg.hidden_size;
-    for (int i = 0; i < n; i++)
-        model_forward(r->m, &s->state, tokens[i], logits ? logits + (size_t)i * V : NULL,
-                      hidden ? hidden + (size_t)i * D : NULL);
+    for (int i = 0; i < n; i++) {
+        const int position = s->state.pos;
+        float *row = logits ? logits + (size_t)i * V : NULL;
+        model_forward(r->m, &s->state, tokens[i], row, hidden ? hidden + (size_t)i * D : NULL);
+        if (row && logits_check_finite(row, 1, V, position, err)) return -1;
+    }
     return 0;
 }
 
@@ -104,6 +108,7 @@ static int verify_one(ref_target *r, const target_job *job, const sampler_params
     const token_tree *tree = job->tree;
     const int V = r->m->cfg.vocab_size, D = r->m->cfg.hidden_size;
     grow_nodes(r, s, tree->n);
+    const int root_position = s->state.pos;
     for (int i = 0; i < tree->n; i++) {
         model_state *state = &s->state;
         if (i > 0) {
@@ -112,6 +117,10 @@ static int verify_one(ref_target *r, const target_job *job, const sampler_params
         }
         float *row = job->p + (size_t)i * V;
         model_forward(r->m, state, tree->token[i], row, job->hidden ? job->hidden + (size_t)i * D : NULL);
+        if (logits_check_finite(row, 1, V, root_position + tree->depth[i], err)) {
+            s->verified = i + 1; /* so that closing the sequence releases the nodes forked so far */
+            return -1;
+        }
         if (sp) sampler_probs(sp, row, row, V);
     }
     s->verified = tree->n;

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "regular_file.h"
+
 /* Looks a field up in the text config first, then at the top level (the
  * multimodal layout keeps a few fields, e.g. tie_word_embeddings, there). */
 static json_t *field(json_t *text, json_t *top, const char *name) {
@@ -178,7 +180,7 @@ static int parse_tie(json_t *text, json_t *top, const char *origin, model_config
 
 int config_parse(const char *json_text, const char *origin, model_config *cfg, sp_error *err) {
     json_error_t jerr;
-    json_t *root = json_loads(json_text, 0, &jerr);
+    json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return sp_fail(err, "%s: not valid JSON (line %d: %s)", origin, jerr.line, jerr.text);
     int rc = -1;
     model_config c;
@@ -226,16 +228,12 @@ int config_load(const char *path, model_config *cfg, sp_error *err) {
         snprintf(file, sizeof file, "%s", path);
     else
         snprintf(file, sizeof file, "%s/config.json", path);
+    FILE *f = regular_fopen(file, " (is this a model directory?)", err);
+    if (!f) return -1;
     json_error_t jerr;
-    json_t *root = json_load_file(file, 0, &jerr);
-    if (!root) {
-        FILE *f = fopen(file, "rb");
-        if (!f) return sp_fail(err, "%s: cannot open: %s (is this a model directory?)", file, strerror(errno));
-        fclose(f);
-        struct stat st; /* a folder opens, and would read as an empty, invalid file */
-        if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) return sp_fail(err, "%s: is a folder, not a file", file);
-        return sp_fail(err, "%s: not valid JSON (line %d: %s)", file, jerr.line, jerr.text);
-    }
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr); /* a key given twice: which one was meant? */
+    fclose(f);
+    if (!root) return sp_fail(err, "%s: not valid JSON (line %d: %s)", file, jerr.line, jerr.text);
     char *text = json_dumps(root, JSON_COMPACT);
     json_decref(root);
     if (!text) return sp_fail(err, "%s: cannot re-serialise JSON", file);

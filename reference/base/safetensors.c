@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "regular_file.h"
+
 /* A dimension larger than this cannot be real (2^40 elements of one axis);
  * the bound also keeps the numel product far from overflow checks' edges. */
 #define ST_MAX_DIM ((int64_t)1 << 40)
@@ -47,17 +49,13 @@ static char *xstrdup(const char *s) {
 }
 
 static int map_file(const char *path, void **map, size_t *size, sp_error *err) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return sp_fail(err, "%s: cannot open: %s", path, strerror(errno));
+    int fd = regular_open(path, NULL, err);
+    if (fd < 0) return -1;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
         return sp_fail(err, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return sp_fail(err, "%s: not a regular file", path);
     }
     *size = (size_t)st.st_size;
     *map = NULL;
@@ -286,11 +284,11 @@ static int add_file(st_set *s, const char *path) {
  * in the shard the index names. */
 static int open_index(st_set *s, const char *index, int *cap, sp_error *err) {
     json_error_t jerr;
-    json_t *root = json_load_file(index, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) {
-        if (access(index, R_OK) != 0) return sp_fail(err, "%s: cannot open: %s", index, strerror(errno));
-        return sp_fail(err, "%s: not valid JSON (line %d: %s)", index, jerr.line, jerr.text);
-    }
+    FILE *f = regular_fopen(index, NULL, err);
+    if (!f) return -1;
+    json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    if (!root) return sp_fail(err, "%s: not valid JSON (line %d: %s)", index, jerr.line, jerr.text);
     int rc = -1;
     char **shards = NULL;
     size_t n_shards = 0;
@@ -305,6 +303,13 @@ static int open_index(st_set *s, const char *index, int *cap, sp_error *err) {
     json_object_foreach(map, name, v) {
         if (!json_is_string(v) || !*json_string_value(v)) {
             sp_fail(err, "%s: weight_map entry for tensor %s must be a file name", index, name);
+            goto done;
+        }
+        /* a shard is a file of the model's folder: no path (../../etc/passwd would be opened) */
+        if (strchr(json_string_value(v), '/') || !strcmp(json_string_value(v), "..") ||
+            !strcmp(json_string_value(v), ".")) {
+            sp_fail(err, "%s: weight_map places tensor %s in \"%s\": a shard must be a file name in the model's folder",
+                    index, name, json_string_value(v));
             goto done;
         }
         shards[n_shards++] = (char *)json_string_value(v);

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <utf8proc.h>
 
+#include "regular_file.h"
+
 /* ---- pipeline checks ------------------------------------------------------- */
 
 /* A boolean field; `dflt` when absent or null (the `tokenizers` default). */
@@ -241,8 +243,8 @@ int tokenizer_load(tokenizer *t, const char *path, sp_error *err) {
     struct stat st;
     if (stat(path, &st)) return sp_fail(err, "cannot open tokenizer %s: %s", path, strerror(errno));
     snprintf(file, sizeof file, S_ISDIR(st.st_mode) ? "%s/tokenizer.json" : "%s", path);
-    FILE *f = fopen(file, "rb");
-    if (!f) return sp_fail(err, "cannot open tokenizer %s: %s", file, strerror(errno));
+    FILE *f = regular_fopen(file, NULL, err);
+    if (!f) return -1;
     size_t cap = 1 << 20, n = 0, got;
     char *buf = sp_xcalloc(cap, 1, "tokenizer.json");
     while ((got = fread(buf + n, 1, cap - n, f)) > 0) {

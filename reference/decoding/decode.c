@@ -148,6 +148,11 @@ int decode_realign(const decode_target *t, decode_seq *s, proposer *prop, sp_err
 int decode_commit(decode_target *t, decode_seq *s, const decode_options *opt, decode_output *out, double t0,
                   sp_error *err) {
     const accept_result *r = &s->r;
+    if (r->next_token < 0 || r->next_token >= t->cfg->vocab_size) /* never fed on: the next pass would read past */
+        return sp_fail(err,
+                       "position %d: the target drew token %d, outside the vocabulary [0, %d): its distribution "
+                       "there was empty (NaN or -inf logits: the model's activations overflow float32?)",
+                       s->position + r->n_accepted, r->next_token, t->cfg->vocab_size);
     out->acc.target_positions += s->tree.n;
     int burst[ACCEPT_MAX_PATH + 1], n_burst = 0;
     for (int i = 1; i <= r->n_accepted; i++) burst[n_burst++] = s->tree.token[r->path[i]];

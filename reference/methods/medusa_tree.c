@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "regular_file.h"
+
 typedef struct {
     int len;
     int r[MEDUSA_MAX_HEADS];
@@ -142,8 +144,8 @@ done:
 }
 
 int medusa_tree_load(medusa_tree *t, const char *path, sp_error *err) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return sp_fail(err, "tree file %s: cannot open: %s", path, strerror(errno));
+    FILE *f = regular_fopen(path, NULL, err);
+    if (!f) return sp_wrap(err, "tree file ");
     char *text = NULL;
     size_t len = 0, cap = 0, got;
     char buf[4096];

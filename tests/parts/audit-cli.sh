@@ -24,7 +24,7 @@ check() { # check NAME CONDITION...
 expect_status() {
     local name=$1 want=$2 pattern=$3
     shift 3
-    timeout 120 "$spec" audit --quiet "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    "$build/tests/within" 120 --stall 30 "$spec" audit --quiet "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
     local rc=$?
     if [ $rc -eq "$want" ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q -- "$pattern" "$tmp/err"; then
         pass=$((pass + 1))

@@ -4,7 +4,8 @@
 # broken checkpoint, a flag out of range, flags that contradict each other)
 # and must exit with status 2 (the rule of cli/commands.h; never a signal,
 # never 1, which is for a run that fails after its inputs were accepted) after one line on stderr that
-# contains the row's fragment, naming the file, field or flag. Broken
+# contains the row's fragment, naming the file, field or flag; or, for a run that fails (a model whose
+# activations overflow), with status 1 and one line naming the position. Broken
 # checkpoints are made once each from one generated micro model.
 # With BAD_INPUT_TABLE=FILE, also writes the rows as observed, as the
 # Markdown table of the docs. Writes "passed failed skipped" to COUNTS.
@@ -22,7 +23,8 @@ table=${BAD_INPUT_TABLE:-}
 row() {
     local cmd=$1 input=$2 want=$3 fragment=$4
     shift 5
-    timeout 60 "$specula" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    # 60 s of CPU, however loaded the machine; a run that blocks (a FIFO read) is stopped after 30 s without CPU
+    "$build/tests/within" 60 --stall 30 "$specula" "$@" >"${row_stdout:-$tmp/out}" 2>"$tmp/err" </dev/null
     local rc=$? lines msg
     lines=$(wc -l <"$tmp/err")
     msg=$(head -1 "$tmp/err")
@@ -82,6 +84,30 @@ printf '\xc0\x7f' | dd of="$nan/model.safetensors" bs=1 seek=$((8 + hlen + norm_
 # +Inf (bf16 0x7f80) as element 3 of the embedding, the first tensor
 inf=$tmp/inf && cp -r "$m" "$inf"
 printf '\x80\x7f' | dd of="$inf/model.safetensors" bs=1 seek=$((8 + hlen + 6)) conv=notrunc status=none
+# finite weights whose activations overflow float32: layer 0's input norm at the bf16 maximum (0x7f7f) on
+# every element, so every logit is NaN (a run that fails, exit 1: the inputs were valid files)
+overflow() { # overflow SRC DST: DST is SRC with that norm
+    local src=$1/model.safetensors hl at n
+    cp -r "$1" "$2"
+    hl=$(od -An -tu8 -N8 "$src" | tr -d ' ')
+    read -r at n < <(grep -ao '"model.language_model.layers.0.input_layernorm.weight":{[^}]*}' "$src" |
+        sed 's/.*"shape":\[\([0-9]*\)\].*data_offsets":\[\([0-9]*\),.*/\2 \1/')
+    for ((i = 0; i < n; i++)); do printf '\x7f\x7f'; done |
+        dd of="$2/model.safetensors" bs=1 seek=$((8 + hl + at)) conv=notrunc status=none
+}
+overflow "$m" "$tmp/overflows"
+# files that are not regular files: a FIFO blocks the reader until someone writes (nobody will)
+fifo() { cp -r "$m" "$1" && rm -f "$1/$2" && mkfifo "$1/$2"; }
+fifo "$tmp/fifo-cfg" config.json
+fifo "$tmp/fifo-st" model.safetensors
+fifo "$tmp/fifo-tok" tokenizer.json
+mkfifo "$tmp/fifo"
+fifo_shard=$tmp/fifo-shard && "$build/genmodel" --preset micro --quiet --shards 2 "$fifo_shard"
+rm "$fifo_shard/model-00002-of-00002.safetensors" && mkfifo "$fifo_shard/model-00002-of-00002.safetensors"
+# a config.json that gives a key twice (which one was meant?); an index that names a file outside the folder
+dupkey=$tmp/dupkey && cp -r "$m" "$dupkey" && sed -i 's/"hidden_size": 32,/"hidden_size": 32, "hidden_size": 64,/' "$dupkey/config.json"
+escape=$tmp/escape && "$build/genmodel" --preset micro --quiet --shards 2 "$escape"
+sed -i 's|"model-00002-of-00002.safetensors"|"../../model-00002-of-00002.safetensors"|' "$escape/model.safetensors.index.json"
 # a sharded checkpoint that lost a shard; heads cut in half
 shards=$tmp/shards && "$build/genmodel" --preset micro --quiet --shards 2 "$shards"
 rm "$shards/model-00002-of-00002.safetensors"
@@ -207,6 +233,57 @@ row bench "--batch --temperature -1" 2 "--temperature" -- bench "$m" --batch 2 -
 row bench "--batch --tokens 0" 2 "--tokens" -- bench "$m" --batch 2 --tokens 0
 row bench "--batch --backend tpu" 2 "expects cpu or cuda" -- bench "$m" --batch 2 --backend tpu
 row bench "--batch with a missing draft" 2 "the draft model" -- bench "$m" --batch 2 --draft "$tmp/nope"
+
+# ---- files that are not regular files, and what a file may not say --------------------------------
+row info "config.json a FIFO" 2 "$tmp/fifo-cfg/config.json: is a FIFO, not a regular file" -- info "$tmp/fifo-cfg"
+row generate "model.safetensors a FIFO" 2 "$tmp/fifo-st/model.safetensors: is a FIFO, not a regular file" -- \
+    generate --model "$tmp/fifo-st" --tokens 1,2 --max-tokens 2
+row generate "a shard a FIFO" 2 "model-00002-of-00002.safetensors: is a FIFO, not a regular file" -- \
+    generate --model "$fifo_shard" --tokens 1,2 --max-tokens 2
+row generate "tokenizer.json a FIFO" 2 "$tmp/fifo-tok/tokenizer.json: is a FIFO, not a regular file" -- \
+    generate --model "$tmp/fifo-tok" --prompt "to be" --max-tokens 2
+row generate "--tree a FIFO" 2 "tree file $tmp/fifo: is a FIFO, not a regular file" -- \
+    generate --model "$m" --method medusa --medusa "$heads" --tree "$tmp/fifo" --tokens 1,2 --max-tokens 2
+row medusa-train "--corpus-ids a FIFO" 2 "$tmp/fifo: is a FIFO, not a regular file" -- \
+    medusa-train --model "$m" --corpus-ids "$tmp/fifo" --out "$tmp/h.st"
+printf '1 2 3 4\n' >"$tmp/arm.txt"
+row audit "--samples-on a FIFO" 2 "--samples-on $tmp/fifo: is a FIFO, not a regular file" -- \
+    audit --tokens 1,2,3 --length 4 --samples-on "$tmp/fifo" --samples-off "$tmp/arm.txt" --samples-control "$tmp/arm.txt"
+row info "config.json with a key given twice" 2 "duplicate object key" -- info "$dupkey"
+row generate "config.json with a key given twice" 2 "duplicate object key" -- generate --model "$dupkey" --tokens 1 --max-tokens 2
+row generate "a shard index naming a file outside the folder" 2 "a shard must be a file name in the model's folder" -- \
+    generate --model "$escape" --tokens 1,2 --max-tokens 2
+
+# ---- a model that overflows: exit 1 with the position, every method, both backends ------------------
+for method in greedy sample spec mtp lookup beam; do
+    for backend in reference cpu; do
+        draft=() && [ $method = spec ] && draft=(--draft "$m")
+        row generate "--method $method --backend $backend, a model that overflows" 1 \
+            "position 2: 32 of the 32 logits are NaN or infinite: the model's activations overflow" -- \
+            generate --model "$tmp/overflows" --tokens 1,2,3 --max-tokens 4 --method $method --backend $backend "${draft[@]}"
+    done
+done
+row logits "a model that overflows" 1 "position 0: 32 of the 32 logits are NaN" -- logits "$tmp/overflows" --tokens 1,2
+# the CUDA backend on the kernels' emulator (head_dim 32: micro-tied): the logits stay on the device, the
+# acceptance draws there, and the round loop refuses the token −1 it returns
+"$build/genmodel" --preset micro-tied --quiet "$tmp/tied" && overflow "$tmp/tied" "$tmp/tied-overflows"
+specula=$build/specula-emu
+for method in greedy sample; do
+    row generate "--method $method --backend cuda (emulated), a model that overflows" 1 \
+        "position 2: the target drew token -1, outside the vocabulary [0, 32): its distribution there was empty" -- \
+        generate --model "$tmp/tied-overflows" --tokens 1,2,3 --max-tokens 4 --method $method --backend cuda
+done
+specula=$build/specula
+
+# ---- standard output on a full disk (/dev/full): exit 1, not 0 with the output lost ------------
+row_stdout=/dev/full
+full="cannot write the output: No space left on device"
+row info "stdout on a full disk" 1 "$full" -- info "$m"
+row generate "stdout on a full disk" 1 "$full" -- generate --model "$m" --tokens 1,2 --max-tokens 3
+row generate "--json, stdout on a full disk" 1 "$full" -- generate --model "$m" --tokens 1,2 --max-tokens 3 --json
+row logits "stdout on a full disk" 1 "$full" -- logits "$m" --tokens 1,2
+row verify "--plan --json, stdout on a full disk" 1 "$full" -- verify --plan --json
+row_stdout=
 
 # ---- the other commands ---------------------------------------------------------------
 row logits "--out into a missing folder" 2 "$tmp/nope/l.bin" -- logits "$m" --tokens 1,2 --out "$tmp/nope/l.bin"
