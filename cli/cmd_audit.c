@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "generate_args.h"
 #include "method_cli.h"
+#include "outputs.h"
 #include "regular_file.h"
 #include "tokenizer.h"
 #include "verify_dist.h"
@@ -252,6 +253,10 @@ static int read_file_arm(const audit_args *a, int arm, int V, audit_samples *s) 
         fprintf(stderr, "specula audit: %s\n", err.msg);
         return 2;
     }
+    if (s->n == 0) {
+        fprintf(stderr, "specula audit: --samples-%s %s has no samples\n", arm_names[arm], a->files[arm]);
+        return EXIT_BAD_INPUT;
+    }
     if (!a->n_given) return 0; /* every line; the arms are cut to the shortest in run() */
     if (s->n < a->n) {
         fprintf(stderr, "specula audit: %s has %d samples, --samples asks for %d\n", a->files[arm], s->n, a->n);
@@ -309,6 +314,18 @@ static int save_arm(const char *dir, int arm, const audit_samples *s) {
         return AUDIT_EXIT_ERROR;
     }
     return 0;
+}
+
+/* The folder of --save-samples made (one level, as before) and each arm's file creatable beside the others. */
+static int check_save_dir(const audit_args *a) {
+    char paths[3][4200];
+    const char *outs[3];
+    mkdir(a->save_dir, 0777);
+    for (int arm = 0; arm < 3; arm++) {
+        snprintf(paths[arm], sizeof paths[arm], "%s/%s.txt", a->save_dir, arm_names[arm]);
+        outs[arm] = paths[arm];
+    }
+    return outputs_check("audit", outs, 3, a->model_dir, a->files, 3);
 }
 
 static int law_arm(const audit_args *a, loaded_models *lm, int arm, const audit_samples *s, audit_pit *pit) {
@@ -396,6 +413,7 @@ int cmd_audit(int argc, char **argv) {
         rc = 2;
     if (!rc) rc = context_check(models_config(&lm), NULL, a.n_prompt, "--length", a.L, "audit");
     a.model_dir = dir;
+    if (!rc && a.save_dir) rc = check_save_dir(&a) ? EXIT_BAD_INPUT : 0; /* before the draws, not after them */
     if (!rc) rc = run(&a, &lm);
     free(a.prompt);
     free(a.banned);

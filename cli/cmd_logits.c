@@ -9,6 +9,7 @@
 #include "args.h"
 #include "commands.h"
 #include "method_cli.h"
+#include "outputs.h"
 #include "sampler.h"
 
 static void usage(FILE *f) {
@@ -158,7 +159,9 @@ int cmd_logits(int argc, char **argv) {
         return EXIT_BAD_INPUT;
     }
     atomic_file out_file = {0}, mtp_file = {0};
-    if (open_output(&out_file, out) || open_output(&mtp_file, mtp_out)) {
+    const char *outs[] = {out, mtp_out};
+    if (outputs_check("logits", outs, 2, dir, NULL, 0) || open_output(&out_file, out) ||
+        open_output(&mtp_file, mtp_out)) {
         atomic_abort(&out_file);
         free(ids);
         models_release(&lm);

@@ -15,6 +15,7 @@
 #include "medusa_train.h"
 #include "method_cli.h"
 #include "philox.h"
+#include "outputs.h"
 #include "reference_target.h"
 #include "regular_file.h"
 #include "tokenizer.h"
@@ -544,6 +545,12 @@ int cmd_medusa_train(int argc, char **argv) {
     }
     if (context_check(&r.target.cfg, "--prompt-len", r.a.data.prompt_len, "--gen-len", r.a.data.gen_len,
                       "medusa-train")) {
+        model_free(&r.target);
+        return EXIT_BAD_INPUT;
+    }
+    /* before the training: an output that is an input, or that cannot be written, would lose the run at its end */
+    const char *outs[] = {r.a.out, r.a.tree_out, r.a.manifest}, *inputs[] = {r.a.corpus_text, r.a.corpus_ids};
+    if (make_parent_dirs(r.a.out) || outputs_check("medusa-train", outs, 3, r.dir, inputs, 2)) {
         model_free(&r.target);
         return EXIT_BAD_INPUT;
     }

@@ -30,23 +30,32 @@ int audit_samples_add(audit_samples *s, const int *tokens, sp_error *err) {
     return 0;
 }
 
+/* A character for a one-line message: itself when printable, else its code (a newline would split the line). */
+static const char *shown(char c, char *buf, size_t size) {
+    snprintf(buf, size, isprint((unsigned char)c) ? "'%c'" : "byte 0x%02x",
+             isprint((unsigned char)c) ? c : (unsigned char)c);
+    return buf;
+}
+
 /* Parses one sample line into row[L]: ids separated by spaces, tabs or
  * commas, exactly L of them. */
 static int parse_line(char *line, int L, int V, int *row, const char *what, long lineno, sp_error *err) {
+    char c[16];
     int k = 0;
     char *p = line;
     for (;;) {
         while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\r' || *p == '\n') p++;
         if (!*p) break;
         if (!isdigit((unsigned char)*p))
-            return sp_fail(err, "%s line %ld: expected token ids, found '%c'", what, lineno, *p);
+            return sp_fail(err, "%s line %ld: expected token ids, found %s", what, lineno, shown(*p, c, sizeof c));
         errno = 0;
         char *end;
         long v = strtol(p, &end, 10);
-        if (errno || v >= V)
-            return sp_fail(err, "%s line %ld: token %.20s is outside the vocabulary (%d)", what, lineno, p, V);
+        if (errno || v >= V) /* the number alone: the rest of the line (and its newline) stays out of the message */
+            return sp_fail(err, "%s line %ld: token %.*s is outside the vocabulary (%d)", what, lineno,
+                           (int)(end - p < 20 ? end - p : 20), p, V);
         if (*end && !strchr(" \t,\r\n", *end))
-            return sp_fail(err, "%s line %ld: expected token ids, found '%c'", what, lineno, *end);
+            return sp_fail(err, "%s line %ld: expected token ids, found %s", what, lineno, shown(*end, c, sizeof c));
         if (k == L) return sp_fail(err, "%s line %ld: more than %d tokens", what, lineno, L);
         row[k++] = (int)v;
         p = end;

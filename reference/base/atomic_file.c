@@ -4,12 +4,14 @@
  * itself survives a crash. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "regular_file.h"
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
@@ -23,16 +25,39 @@ static void release(atomic_file *a) {
     a->path = a->tmp = NULL;
 }
 
+/* Only a regular file, or a name not taken yet, is replaced: a rename over a device node, a FIFO or a symbolic
+ * link would put a plain file where it was (as root, over /dev/null itself) and leave a link's target stale. */
+static int check_target(const char *path, sp_error *err) {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0 : sp_fail(err, "%s: cannot look at it: %s", path, strerror(errno));
+    if (S_ISREG(st.st_mode)) return 0;
+    return sp_fail(err, "%s: is %s; an output may only be a regular file or a new name", path,
+                   regular_file_kind(st.st_mode));
+}
+
+/* NAME.tmp.PID.N beside NAME, NAME cut first when the whole would pass the longest name a folder takes. */
+static void temporary_name(char *tmp, size_t size, const char *path, unsigned counter) {
+    char suffix[48];
+    snprintf(suffix, sizeof suffix, ".tmp.%ld.%u", (long)getpid(), counter);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t keep = strlen(base);
+    if (keep + strlen(suffix) > NAME_MAX) keep = NAME_MAX - strlen(suffix);
+    snprintf(tmp, size, "%.*s%.*s%s", (int)(base - path), path, (int)keep, base, suffix);
+}
+
 int atomic_open(atomic_file *a, const char *path, sp_error *err) {
     static unsigned counter; /* tells apart the temporaries of one process */
     a->f = NULL;
     a->path = a->tmp = NULL;
     if (!path || !*path) return sp_fail(err, "no output file name given");
+    if (check_target(path, err)) return -1;
     const size_t n = strlen(path) + 64;
     char *tmp = sp_xcalloc(n, 1, "file name");
     int fd = -1;
     for (int tries = 0; tries < 100 && fd < 0; tries++) {
-        snprintf(tmp, n, "%s.tmp.%ld.%u", path, (long)getpid(), counter++);
+        temporary_name(tmp, n, path, counter++);
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd < 0 && errno != EEXIST) break;
     }
@@ -83,6 +108,11 @@ int atomic_commit(atomic_file *a, sp_error *err) {
     int closed = fclose(a->f);
     a->f = NULL;
     if (!e && closed != 0) e = errno ? errno : EIO;
+    if (!e && check_target(a->path, err)) { /* something other than a file took the name meanwhile */
+        unlink(a->tmp);
+        release(a);
+        return -1;
+    }
     if (!e && rename(a->tmp, a->path) != 0) {
         e = errno;
         unlink(a->tmp);

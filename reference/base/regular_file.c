@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const char *kind_of(mode_t mode) {
+const char *regular_file_kind(mode_t mode) {
+    if (S_ISREG(mode)) return "a regular file";
+    if (S_ISLNK(mode)) return "a symbolic link";
     if (S_ISDIR(mode)) return "a folder";
     if (S_ISFIFO(mode)) return "a FIFO";
     if (S_ISCHR(mode)) return "a character device";
@@ -29,7 +31,7 @@ int regular_open(const char *path, const char *hint, sp_error *err) {
     if (!S_ISREG(st.st_mode)) {
         close(fd);
         if (S_ISDIR(st.st_mode)) return sp_fail(err, "%s: is a folder, not a file", path);
-        return sp_fail(err, "%s: is %s, not a regular file", path, kind_of(st.st_mode));
+        return sp_fail(err, "%s: is %s, not a regular file", path, regular_file_kind(st.st_mode));
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK); /* a regular file never blocks: reads as usual */
     return fd;

@@ -7,6 +7,7 @@
 #define SPECULA_REGULAR_FILE_H
 
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "error.h"
 
@@ -16,5 +17,8 @@ int regular_open(const char *path, const char *hint, sp_error *err);
 
 /* The same as a stream ("rb"); NULL on failure. */
 FILE *regular_fopen(const char *path, const char *hint, sp_error *err);
+
+/* What a file of this mode is, for messages: "a FIFO", "a symbolic link", … */
+const char *regular_file_kind(mode_t mode);
 
 #endif

@@ -317,6 +317,28 @@ mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
 mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"
 mt "--prompt-len past the context" 2 "--prompt-len 5000" -- --random-prompts --prompt-len 5000 --out "$tmp/h.st"
 mt "--prompt-len + --gen-len past the context" 2 "--gen-len 1000" -- --random-prompts --prompt-len 100 --gen-len 1000 --out "$tmp/h.st"
+# ---- outputs: only a regular file or a new name, never one of the run's inputs, checked before the work ----
+mkfifo "$tmp/out-fifo" && ln -s "$tmp/arm.txt" "$tmp/out-link" && mkdir -p "$tmp/out-dir"
+row logits "--out a symbolic link" 2 "$tmp/out-link: is a symbolic link; an output may only be a regular file or a new name" -- \
+    logits "$m" --tokens 1,2 --out "$tmp/out-link"
+row logits "--out a FIFO" 2 "$tmp/out-fifo: is a FIFO; an output may only be" -- logits "$m" --tokens 1,2 --out "$tmp/out-fifo"
+row logits "--out /dev/null" 2 "/dev/null: is a character device; an output may only be" -- \
+    logits "$m" --tokens 1,2 --out /dev/null
+row logits "--out a folder" 2 "$tmp/out-dir: is a folder" -- logits "$m" --tokens 1,2 --out "$tmp/out-dir"
+row logits "--out the model's config.json" 2 "$m/config.json is one of this run's inputs" -- \
+    logits "$m" --tokens 1,2 --out "$m/config.json"
+mt "--out the base checkpoint" 2 "$m/model.safetensors is one of this run's inputs" -- --random-prompts \
+    --out "$m/model.safetensors"
+mt "--tree-out into a missing folder" 2 "$tmp/nope/t.json: cannot create a temporary file beside it" -- \
+    --random-prompts --out "$tmp/h.st" --tree-out "$tmp/nope/t.json"
+: >"$tmp/empty.txt" && printf '1 2 3 99999\n' >"$tmp/past.txt"
+audit_files() { row audit "$1" 2 "$2" -- audit --tokens 1,2,3 --length 4 --samples-on "$3" --samples-off "$tmp/arm.txt" \
+    --samples-control "$tmp/arm.txt"; }
+audit_files "an empty sample file" "--samples-on $tmp/empty.txt has no samples" "$tmp/empty.txt"
+audit_files "a sample past the vocabulary" "line 1: token 99999 is outside the vocabulary (512)" "$tmp/past.txt"
+row audit "--save-samples into a missing folder" 2 "$tmp/nope/dir/on.txt: cannot create a temporary file" -- \
+    audit --tokens 1,2,3 --length 4 --samples 100 --save-samples "$tmp/nope/dir"
+
 # an unknown flag or a stray argument: one line, for every command
 row info "a second folder" 2 "unexpected argument" -- info "$m" "$m"
 row logits "a second folder" 2 "unexpected argument" -- logits "$m" --tokens 1 "$m"

@@ -1,6 +1,7 @@
 /* test_atomic_file.c — reference/base/atomic_file.c: a committed write replaces the file whole, and every way a
- * write can fail (the body's error, a stream error, a rename onto a folder, an abort, a missing folder) leaves the
- * old file byte for byte, with no temporary beside it and no descriptor open. */
+ * write can fail (the body's error, a stream error, a folder taking the name, an abort, a missing folder) leaves the
+ * old file byte for byte, with no temporary beside it and no descriptor open; and only a regular file or a new name
+ * is ever replaced. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -118,20 +119,66 @@ START_TEST(test_stream_error_keeps_old) {
 }
 END_TEST
 
-START_TEST(test_rename_failure_keeps_old) {
+/* A folder that takes the name while the file is being written: the commit refuses to put the file there (the
+ * rename would fail on a non-empty folder, and replace an empty one), removes the temporary, leaves the folder. */
+START_TEST(test_a_folder_taking_the_name_keeps_it) {
     setup_dir();
     char sub[4300], inner[4400];
     snprintf(sub, sizeof sub, "%s/folder", dir);
+    sp_error err;
+    atomic_file a;
+    ck_assert_int_eq(atomic_open(&a, sub, &err), 0);
+    fputs("new\n", a.f);
     ck_assert_int_eq(mkdir(sub, 0755), 0);
     snprintf(inner, sizeof inner, "%s/keep", sub);
     harness_write_file(inner, "k", 1);
-    sp_error err;
-    /* rename() of a file onto a non-empty folder fails */
-    ck_assert_int_eq(atomic_write(sub, write_new, "new\n", &err), -1);
-    ck_assert_msg(strstr(err.msg, "rename"), "message: %s", err.msg);
+    ck_assert_int_eq(atomic_commit(&a, &err), -1);
+    ck_assert_msg(strstr(err.msg, "is a folder"), "message: %s", err.msg);
     ck_assert_int_eq(count_entries(dir), 2);
     ck_assert_int_eq(count_entries(sub), 1);
     assert_old_intact();
+    harness_rmtree(dir);
+}
+END_TEST
+
+/* Only a regular file or a new name is replaced: a FIFO, a symbolic link (its target left stale) and a device node
+ * (as root, /dev/null itself) are refused before anything is written, and nothing is left beside them. */
+START_TEST(test_only_a_regular_file_is_replaced) {
+    setup_dir();
+    char fifo[4300], link[4300];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(link, sizeof link, "%s/link", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0644), 0);
+    ck_assert_int_eq(symlink(path, link), 0);
+    const char *names[] = {fifo, link, "/dev/null"},
+               *kinds[] = {"is a FIFO", "is a symbolic link", "is a character device"};
+    for (int i = 0; i < 3; i++) {
+        sp_error err;
+        atomic_file a;
+        ck_assert_int_eq(atomic_open(&a, names[i], &err), -1);
+        ck_assert_msg(strstr(err.msg, kinds[i]) && strstr(err.msg, names[i]), "message: %s", err.msg);
+    }
+    struct stat st;
+    ck_assert_int_eq(lstat(link, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(stat("/dev/null", &st), 0);
+    ck_assert(S_ISCHR(st.st_mode));
+    ck_assert_int_eq(count_entries(dir), 3); /* the file, the FIFO, the link: no temporary */
+    assert_old_intact();
+    harness_rmtree(dir);
+}
+END_TEST
+
+/* A name of 254 bytes, one short of the longest a folder takes: its temporary is cut to fit. */
+START_TEST(test_a_long_name_is_written) {
+    setup_dir();
+    char name[300], full[4400];
+    memset(name, 'n', 254);
+    name[254] = '\0';
+    snprintf(full, sizeof full, "%s/%s", dir, name);
+    sp_error err;
+    ck_assert_msg(atomic_write(full, write_new, "new\n", &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(count_entries(dir), 2);
     harness_rmtree(dir);
 }
 END_TEST
@@ -162,7 +209,9 @@ Suite *atomic_file_suite(void) {
     tcase_add_test(tc, test_commit_replaces_whole);
     tcase_add_test(tc, test_body_error_keeps_old);
     tcase_add_test(tc, test_stream_error_keeps_old);
-    tcase_add_test(tc, test_rename_failure_keeps_old);
+    tcase_add_test(tc, test_a_folder_taking_the_name_keeps_it);
+    tcase_add_test(tc, test_only_a_regular_file_is_replaced);
+    tcase_add_test(tc, test_a_long_name_is_written);
     tcase_add_test(tc, test_abort_and_missing_folder);
     suite_add_tcase(s, tc);
     return s;
