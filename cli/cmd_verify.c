@@ -332,6 +332,8 @@ typedef struct {
     char why[160];                       /* the verdict */
     const char *method_why, *control_why; /* its two parts: the method's test, its control's */
     double rule_bias;                    /* a row held to its rule's own law: TV(rule's law, target's); else NAN */
+    double engine_gap, gap_control;      /* the engine's default mode: TV(its law, the reference's), and the gap
+                                          * check's control (verify_case_engine_gap); else NAN */
 } row;
 
 static const char *pair_text(const verify_case *c, int on_engine) {
@@ -374,6 +376,8 @@ static void judge(row *r, const verify_args *a) {
         if (a->tv_max > 0 && r->c->pair == VC_EXACT && m->tv.upper > a->tv_max)
             r->ok = 0, r->method_why = "FAIL: TV bound too wide";
         if (r->o.p_holm < a->alpha) r->ok = 0, r->method_why = "FAIL: law differs";
+        if (r->engine_gap > VERIFY_ENGINE_TV_MAX) /* the engine follows its own law, which is not the reference's */
+            r->ok = 0, r->method_why = "FAIL: the engine's law is not the reference's";
         r->control_why = "rejected";
         if (r->o.control.test.p_value >= VERIFY_CONTROL_P) {
             if (r->c->generic) /* derived from the method, not written for it: reported, not failed */
@@ -381,6 +385,8 @@ static void judge(row *r, const verify_args *a) {
             else
                 r->ok = 0, r->control_why = "FAIL: the test lost its power (control not rejected)";
         }
+        if (r->gap_control >= 0 && r->gap_control <= VERIFY_ENGINE_TV_MAX)
+            r->ok = 0, r->control_why = "FAIL: the engine's gap check lost its power";
     }
     /* the one-line verdict: the method's, and the control's when it failed or says something */
     const int control_failed = !strncmp(r->control_why, "FAIL", 4), method_failed = !strncmp(r->method_why, "FAIL", 4);
@@ -419,6 +425,19 @@ static void print_table(const row *rows, int m, const verify_args *a, FILE *f) {
             "Controls (ctl n draws) must be rejected below p = %g.\n",
             passed, m, m, a->alpha, a->delta, a->tv_max > 0 ? ", required <= the --tv-max against exact laws" : "",
             VERIFY_CONTROL_P);
+    double gap = -1, gap_control = INFINITY;
+    for (int i = 0; i < m; i++) {
+        if (isfinite(rows[i].engine_gap) && rows[i].engine_gap > gap) gap = rows[i].engine_gap;
+        if (rows[i].gap_control >= 0 && rows[i].gap_control < gap_control) gap_control = rows[i].gap_control;
+    }
+    if (gap >= 0) {
+        fprintf(f,
+                "The engine's own laws (enumerated through it, in its default mode) are at most %.2g from the "
+                "reference's\non the same weights (TV; each row must be <= %g",
+                gap, VERIFY_ENGINE_TV_MAX);
+        if (isfinite(gap_control)) fprintf(f, ", and the reference at 1.02 T lies at least %.2g away", gap_control);
+        fprintf(f, ").\n");
+    }
     for (int i = 0; i < m; i++)
         if (isfinite(rows[i].rule_bias))
             fprintf(f, "%s: held to its rule's own law, which lies %.4f (TV, computed) from the target's: the rule's bias.\n",
@@ -458,6 +477,8 @@ static void print_json(const row *rows, int m, const verify_args *a, const beam_
         json_number(f, "control_p_value", c->test.p_value, 0);
         json_number(f, "seconds", r->seconds, 0);
         json_number(f, "rule_bias_tv", r->rule_bias, 0);
+        json_number(f, "engine_gap_tv", r->engine_gap, 0);
+        json_number(f, "engine_gap_control_tv", r->gap_control >= 0 ? r->gap_control : NAN, 0);
         fprintf(f, "\"method_verdict\": \"%s\", \"control_verdict\": \"%s\", ", r->method_why, r->control_why);
         fprintf(f, "\"pass\": %s, \"verdict\": \"%s\"}%s\n", r->ok ? "true" : "false", r->why, i + 1 < m ? "," : "");
     }
@@ -602,8 +623,11 @@ static int prepare_rows(const verify_args *a, const world_setup *ws, row *rows, 
             break;
         }
         done++;
-        r->rule_bias = NAN;
+        r->rule_bias = r->engine_gap = r->gap_control = NAN;
         if (verify_case_follows_rule_law(c) && verify_case_rule_bias(c, w, &r->exact, &r->rule_bias, &err)) {
+            fprintf(stderr, "specula verify: %s\n", err.msg);
+            *status = 1;
+        } else if (w->laws_on_engine && verify_case_engine_gap(c, w, &r->exact, &r->engine_gap, &r->gap_control, &err)) {
             fprintf(stderr, "specula verify: %s\n", err.msg);
             *status = 1;
         } else if (verify_case_plan(c, w, &r->exact, &target, &r->plan, &err)) {

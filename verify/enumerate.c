@@ -105,6 +105,23 @@ typedef struct {
     int tokens[ENUM_MAX_LENGTH];
 } walk;
 
+/* Records the distribution after the prefix tokens[0..depth) from its raw logits: the processed row (not the
+ * samplers' code: processed_law.h) and the raw log-probabilities; at the last depth, the cells below it. Returns
+ * the processed row. prob: P(prefix). */
+static const float *record(enum_table *t, const int *tokens, int depth, const float *logits, const sampler_params *sp,
+                           double prob) {
+    const int V = t->V;
+    const size_t id = (size_t)enumerate_prefix_id(tokens, depth, V);
+    float *row = t->cond + id * V;
+    processed_law(sp, logits, row, V);
+    raw_log_softmax(logits, t->raw_logprob + id * V, V);
+    if (depth == t->L - 1) {
+        double *cell = t->joint + enumerate_index(tokens, depth, V) * V;
+        for (int x = 0; x < V; x++) cell[x] = prob * row[x];
+    }
+    return row;
+}
+
 /* Feeds `token` (the last of the prefix tokens[0..depth), or the prompt's
  * last token at depth 0), records the distribution after the prefix, then
  * visits every extension. prob: P(prefix). */
@@ -113,15 +130,8 @@ static void visit(walk *w, int depth, int token, double prob) {
     const int V = t->V;
     model_forward(w->m, &w->s, token, w->logits, NULL);
     t->forwards++;
-    const size_t id = (size_t)enumerate_prefix_id(w->tokens, depth, V);
-    float *row = t->cond + id * V;
-    processed_law(w->sp, w->logits, row, V); /* not the samplers' code: processed_law.h */
-    raw_log_softmax(w->logits, t->raw_logprob + id * V, V);
-    if (depth == t->L - 1) {
-        double *cell = t->joint + enumerate_index(w->tokens, depth, V) * V;
-        for (int x = 0; x < V; x++) cell[x] = prob * row[x];
-        return;
-    }
+    const float *row = record(t, w->tokens, depth, w->logits, w->sp, prob);
+    if (depth == t->L - 1) return;
     state_save(&w->s, &w->after[depth]);
     for (int x = 0; x < V; x++) {
         state_restore(&w->s, &w->after[depth]);
@@ -130,10 +140,10 @@ static void visit(walk *w, int depth, int token, double prob) {
     }
 }
 
-int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, const sampler_params *sp, int L,
-                    sp_error *err) {
+/* The checks and allocations both walks share. */
+static int table_start(enum_table *t, int V, const int *prompt, int n_prompt, const sampler_params *sp, int L,
+                       sp_error *err) {
     memset(t, 0, sizeof *t);
-    const int V = m->cfg.vocab_size;
     if (L < 1 || L > ENUM_MAX_LENGTH)
         return sp_fail(err, "enumeration length L = %d is outside [1, %d]", L, ENUM_MAX_LENGTH);
     const int64_t cells = enumerate_cells(V, L);
@@ -147,7 +157,6 @@ int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, co
         if (prompt[i] < 0 || prompt[i] >= V)
             return sp_fail(err, "prompt token %d at position %d is outside the vocabulary [0, %d)", prompt[i], i, V);
     if (sampler_validate(sp, err)) return -1;
-
     t->V = V;
     t->L = L;
     t->cells = cells;
@@ -155,7 +164,13 @@ int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, co
     t->joint = sp_xcalloc((size_t)cells, sizeof(double), "enumerated probabilities");
     t->cond = sp_xcalloc((size_t)t->prefixes * V, sizeof(float), "enumerated conditionals");
     t->raw_logprob = sp_xcalloc((size_t)t->prefixes * V, sizeof(double), "enumerated raw log-probabilities");
+    return 0;
+}
 
+int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, const sampler_params *sp, int L,
+                    sp_error *err) {
+    const int V = m->cfg.vocab_size;
+    if (table_start(t, V, prompt, n_prompt, sp, L, err)) return -1;
     walk w;
     memset(&w, 0, sizeof w);
     w.m = m;
@@ -176,4 +191,52 @@ int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, co
     state_free(&w.s);
     free(w.logits);
     return 0;
+}
+
+/* The walk over a decode_target: a sequence per prefix, forked from its parent's, so every sibling starts from the
+ * same state. */
+typedef struct {
+    decode_target *tg;
+    const sampler_params *sp;
+    enum_table *t;
+    float *logits; /* [L, V]: one row per depth, so a recursion does not overwrite its caller's */
+    int tokens[ENUM_MAX_LENGTH];
+    sp_error *err;
+} target_walk;
+
+static int visit_target(target_walk *w, int parent_seq, int depth, int token, double prob) {
+    enum_table *t = w->t;
+    const int V = t->V;
+    const int seq = w->tg->seq_fork(w->tg, parent_seq, w->err);
+    if (seq < 0) return -1;
+    float *logits = w->logits + (size_t)depth * V;
+    int rc = w->tg->prefill(w->tg, seq, &token, 1, logits, NULL, w->err);
+    if (!rc) {
+        t->forwards++;
+        const float *row = record(t, w->tokens, depth, logits, w->sp, prob);
+        for (int x = 0; x < V && depth < t->L - 1 && !rc; x++) {
+            w->tokens[depth] = x;
+            rc = visit_target(w, seq, depth + 1, x, prob * row[x]);
+        }
+    }
+    w->tg->seq_close(w->tg, seq);
+    return rc;
+}
+
+int enumerate_build_target(enum_table *t, decode_target *tg, const int *prompt, int n_prompt, const sampler_params *sp,
+                           int L, sp_error *err) {
+    const int V = tg->cfg->vocab_size;
+    if (table_start(t, V, prompt, n_prompt, sp, L, err)) return -1;
+    target_walk w = {tg, sp, t, sp_xcalloc((size_t)L * V, sizeof(float), "enumeration logits"), {0}, err};
+    int rc = -1;
+    const int root = tg->seq_open(tg, err);
+    if (root >= 0) {
+        rc = tg->prefill(tg, root, prompt, n_prompt - 1, NULL, NULL, err);
+        t->forwards += n_prompt - 1;
+        if (!rc) rc = visit_target(&w, root, 0, prompt[n_prompt - 1], 1.0);
+        tg->seq_close(tg, root);
+    }
+    free(w.logits);
+    if (rc) enumerate_free(t);
+    return rc ? -1 : 0;
 }

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "model.h"
 #include "sampler.h"
+#include "target.h"
 
 #define ENUM_MAX_CELLS 100000
 #define ENUM_MAX_LENGTH 16
@@ -43,6 +44,12 @@ typedef struct {
 int enumerate_build(enum_table *t, model *m, const int *prompt, int n_prompt, const sampler_params *sp, int L,
                     sp_error *err);
 void enumerate_free(enum_table *t);
+
+/* The same table through any decode_target (target.h) — the engine's, in whatever mode it was opened — instead of
+ * the reference model: the law of the logits that target computes. It walks the prefixes with a sequence each,
+ * forked from its parent's (so the target must offer seq_fork), one prefill of one token per prefix. */
+int enumerate_build_target(enum_table *t, decode_target *tg, const int *prompt, int n_prompt, const sampler_params *sp,
+                           int L, sp_error *err);
 
 /* The law of a run that stops at `eos`, its window padded with eos: every
  * cond row after a prefix holding eos becomes a point mass on eos, and

@@ -47,7 +47,7 @@ int verify_batch_exact(const verify_case *c, const verify_world *w, enum_table *
         int n;
         verify_batch_prompt(j, &ids, &n);
         enum_table one;
-        if (enumerate_build(&one, w->target, ids, n, &c->spec.sampling, c->L, err)) {
+        if (verify_world_enumerate(w, 0, ids, n, &c->spec.sampling, c->L, &one, err)) {
             free(joint);
             return -1;
         }

@@ -106,6 +106,7 @@ static void release_parts(verify_world *w) {
     if (w->parts.target) w->target_if.release(&w->target_if);
     memset(&w->parts, 0, sizeof w->parts);
     w->engine = NULL;
+    w->laws_on_engine = 0;
 }
 
 void verify_world_free(verify_world *w) { release_parts(w); }
@@ -127,6 +128,7 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
                             "a bf16 checkpoint (the law is the checkpoint's)");
     release_parts(w);
     w->engine = target;
+    w->laws_on_engine = !target->opt.f32_weights; /* the exact mode reproduces the reference's floats */
     engine_target_build(&w->target_if, target);
     w->parts.target = &w->target_if;
     w->parts.heads = w->heads;
@@ -137,6 +139,14 @@ int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_e
     }
     if (engine_mtp_stepper_build(&w->mtp_stepper, target, err) == 0) w->parts.mtp = &w->mtp_stepper;
     return 0;
+}
+
+int verify_world_enumerate(const verify_world *w, int draft, const int *prompt, int n_prompt,
+                           const sampler_params *sp, int L, enum_table *t, sp_error *err) {
+    if (!w->laws_on_engine) return enumerate_build(t, draft ? w->draft : w->target, prompt, n_prompt, sp, L, err);
+    /* the interfaces are the world's own, used here one walk at a time */
+    decode_target *tg = (decode_target *)(draft ? &w->draft_if : &w->target_if);
+    return enumerate_build_target(t, tg, prompt, n_prompt, sp, L, err);
 }
 
 planted_engine_bug verify_case_engine_control(const verify_case *c) {
@@ -237,7 +247,7 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
     const int *prompt;
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
-    if (enumerate_build(t, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
+    if (verify_world_enumerate(w, 0, prompt, n_prompt, &c->spec.sampling, c->L, t, err)) return -1;
     if (c->spec.stop_at_eos) enumerate_stop_at_eos(t, w->eos);
     if (verify_case_follows_rule_law(c) && verify_case_law(c, w, 0, t->joint, err) != 1) {
         enumerate_free(t);
@@ -252,12 +262,45 @@ int verify_case_rule_bias(const verify_case *c, const verify_world *w, const enu
     int n_prompt;
     verify_case_prompt(c, w, &prompt, &n_prompt);
     enum_table target;
-    if (enumerate_build(&target, w->target, prompt, n_prompt, &c->spec.sampling, c->L, err)) return -1;
+    if (verify_world_enumerate(w, 0, prompt, n_prompt, &c->spec.sampling, c->L, &target, err)) return -1;
     if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
     double sum = 0;
     for (int64_t i = 0; i < target.cells && i < rule->cells; i++) sum += fabs(target.joint[i] - rule->joint[i]);
     enumerate_free(&target);
     *tv = 0.5 * sum;
+    return 0;
+}
+
+static double tv_distance(const double *a, const double *b, int64_t n) {
+    double sum = 0;
+    for (int64_t i = 0; i < n; i++) sum += fabs(a[i] - b[i]);
+    return 0.5 * sum;
+}
+
+int verify_case_engine_gap(const verify_case *c, const verify_world *w, const enum_table *law, double *tv,
+                           double *control_tv, sp_error *err) {
+    verify_world reference = *w; /* the same models, enumerated on the reference */
+    reference.laws_on_engine = 0;
+    enum_table ref, warmer;
+    if (verify_case_exact(c, &reference, &ref, err)) return -1;
+    if (ref.cells != law->cells) {
+        enumerate_free(&ref);
+        return sp_fail(err, "case \"%s\": the engine's law has %lld cells, the reference's %lld", c->name,
+                       (long long)law->cells, (long long)ref.cells);
+    }
+    *tv = tv_distance(law->joint, ref.joint, ref.cells);
+    *control_tv = -1;
+    if (c->spec.sampling.temperature > 0) {
+        verify_case hotter = *c;
+        hotter.spec.sampling.temperature *= 1.02f;
+        if (verify_case_exact(&hotter, &reference, &warmer, err)) {
+            enumerate_free(&ref);
+            return -1;
+        }
+        *control_tv = tv_distance(warmer.joint, ref.joint, ref.cells);
+        enumerate_free(&warmer);
+    }
+    enumerate_free(&ref);
     return 0;
 }
 
@@ -342,7 +385,7 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     enum_table target, draw;
     if (plain) {
         if (control) sp.temperature = c->control_temperature;
-        if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
+        if (verify_world_enumerate(w, 0, prompt, n_prompt, &sp, c->L, &target, err)) return -1;
         if (c->spec.stop_at_eos) enumerate_stop_at_eos(&target, w->eos);
         memcpy(law, target.joint, (size_t)target.cells * sizeof(double));
         enumerate_free(&target);
@@ -351,8 +394,8 @@ int verify_case_law(const verify_case *c, const verify_world *w, int control, do
     const int retemper = drafter && control && c->control_temperature > 0;
     sampler_params draw_sp = c->spec.sampling;
     if (retemper) draw_sp.temperature = c->control_temperature;
-    if (enumerate_build(&target, w->target, prompt, n_prompt, &sp, c->L, err)) return -1;
-    if (drafter && enumerate_build(&draw, w->draft, prompt, n_prompt, &draw_sp, c->L, err)) {
+    if (verify_world_enumerate(w, 0, prompt, n_prompt, &sp, c->L, &target, err)) return -1;
+    if (drafter && verify_world_enumerate(w, 1, prompt, n_prompt, &draw_sp, c->L, &draw, err)) {
         enumerate_free(&target);
         return -1;
     }

@@ -57,6 +57,8 @@ typedef struct {
     stepper draft_stepper, mtp_stepper;
     method_parts parts;
     engine *engine; /* not NULL: the interfaces run on this engine (its draft on draft_if) */
+    int laws_on_engine; /* 1: the laws are enumerated through the interfaces (the engine in its default mode,
+                         * whose floats are its own), not on the models (verify_world_enumerate) */
     int eos;        /* the target's first EOS id, −1 when it has none */
 } verify_world;
 
@@ -81,11 +83,17 @@ void verify_world_init(verify_world *w, model *target, model *draft, const medus
 void verify_world_free(verify_world *w);
 /* Runs the world's methods on the CPU engine instead: `target` and `draft` opened on the same checkpoints as the
  * world's models, with float32 weights (the exact cross-test mode), or in the default mode with bf16 weights on
- * checkpoints stored in bf16 — either way the very weights the models hold (the law is the checkpoint's). The
- * models stay: the laws are enumerated on them, and the heads are checked against them. In the default mode the
- * engine's sums run in another order and width than the reference's: its probabilities differ from the law's by
- * rounding (docs/verification.md measures it), far below what a row's draws can see. */
+ * checkpoints stored in bf16 — either way the very weights the models hold. In the exact mode the engine
+ * reproduces the reference's floats and the laws are enumerated on the models; in the default mode its sums run
+ * in another order and width, so the laws are enumerated through the engine itself (laws_on_engine): each row
+ * then tests speculation on the engine against the engine's own law, exactly, and verify_case_engine_gap holds
+ * that law to the reference's. The models stay: the heads are checked against them. */
 int verify_world_use_engine(verify_world *w, engine *target, engine *draft, sp_error *err);
+
+/* The enumerated law (enumerate.h) of the world's target (draft = 0) or draft (draft = 1): on the models, or
+ * through the engine's interfaces when w->laws_on_engine. */
+int verify_world_enumerate(const verify_world *w, int draft, const int *prompt, int n_prompt,
+                           const sampler_params *sp, int L, enum_table *t, sp_error *err);
 
 #define VERIFY_CASE_MAX_PROMPT 8
 
@@ -186,6 +194,15 @@ int verify_case_exact(const verify_case *c, const verify_world *w, enum_table *t
 /* 1: case c is held to its rule's own law, not the target's: the typical rule on a draft model's chain
  * (spec_law.h) where the case does not expect a bias. */
 int verify_case_follows_rule_law(const verify_case *c);
+/* The gap between the laws of two backends on the same weights: *tv ← TV(law, the reference's law of case c),
+ * law being verify_case_exact's table on w's engine (laws_on_engine). *control_tv ← the same distance from the
+ * reference's law at 1.02 times the case's temperature: a change the gap check must see (VERIFY_ENGINE_TV_MAX
+ * below it), which shows the check has the power to see a wrong engine; −1 where the case samples at temperature 0
+ * (a point mass: any gap is 1). */
+#define VERIFY_ENGINE_TV_MAX 1e-3
+int verify_case_engine_gap(const verify_case *c, const verify_world *w, const enum_table *law, double *tv,
+                           double *control_tv, sp_error *err);
+
 /* *tv ← the total-variation distance between `rule` (verify_case_exact's table for a case held to its rule's law)
  * and the target's law: the rule's bias on this instance, computed, not estimated. */
 int verify_case_rule_bias(const verify_case *c, const verify_world *w, const enum_table *rule, double *tv,

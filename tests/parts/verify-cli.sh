@@ -84,6 +84,8 @@ check "--backend cpu --dtype f32: a passing case exits 0" test $? -eq 0
     >"$tmp/et"
 check "--backend cpu: the typical row passes against the rule's law" test $? -eq 0
 check "--backend cpu: the typical row says what it is held to" grep -q "^typical spec k=2 T=1.2 L=4 .*engine vs rule's law" "$tmp/et"
+check "--backend cpu: the engine's own laws held to the reference's" \
+    grep -qE "^The engine's own laws \(enumerated through it, in its default mode\) are at most [0-9.e+-]+ from" "$tmp/et"
 expect_error "--dtype without --backend cpu" "give it with --backend cpu" --dtype f32 --method spec
 expect_error "--dtype bf8" "expects bf16 or f32" --backend cpu --dtype bf8
 "$spec" verify --backend cpu --list >"$tmp/el"

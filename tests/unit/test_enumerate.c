@@ -10,6 +10,7 @@
 #include "enumerate.h"
 #include "fixtures.h"
 #include "harness.h"
+#include "reference_target.h"
 #include "verify_cases.h"
 
 static const int prompt[2] = {1, 2};
@@ -74,6 +75,39 @@ START_TEST(test_law_sums_to_one_and_matches_fresh_forwards) {
         }
         enumerate_free(&t);
     }
+    fixture_model_close(&f);
+}
+END_TEST
+
+/* The walk through a decode_target (a sequence forked per prefix, one prefill each) gives the model walk's table bit
+ * for bit on the reference's target: the same rows, the same products, the same count of forwards; and a prompt
+ * outside the vocabulary is refused before anything runs. */
+START_TEST(test_walk_on_a_decode_target) {
+    fixture_model f;
+    fixture_model_open(&f, "micro", 22, verify_world_target_config);
+    decode_target tg;
+    reference_target_build(&tg, &f.m);
+    sampler_params sp = sampler_defaults();
+    sp.temperature = 0.8f;
+    sp.top_k = 5;
+    sp_error err;
+    for (int L = 1; L <= 3; L++) {
+        enum_table a, b;
+        ck_assert_msg(enumerate_build(&a, &f.m, prompt, 2, &sp, L, &err) == 0, "%s", err.msg);
+        ck_assert_msg(enumerate_build_target(&b, &tg, prompt, 2, &sp, L, &err) == 0, "%s", err.msg);
+        ck_assert_int_eq(a.cells, b.cells);
+        ck_assert_int_eq(a.forwards, b.forwards);
+        ck_assert(memcmp(a.cond, b.cond, (size_t)a.prefixes * a.V * sizeof(float)) == 0);
+        ck_assert(memcmp(a.raw_logprob, b.raw_logprob, (size_t)a.prefixes * a.V * sizeof(double)) == 0);
+        ck_assert(memcmp(a.joint, b.joint, (size_t)a.cells * sizeof(double)) == 0);
+        enumerate_free(&a);
+        enumerate_free(&b);
+    }
+    const int bad[2] = {1, 99};
+    enum_table t;
+    ck_assert_int_eq(enumerate_build_target(&t, &tg, bad, 2, &sp, 2, &err), -1);
+    ck_assert_msg(strstr(err.msg, "outside the vocabulary"), "%s", err.msg);
+    tg.release(&tg);
     fixture_model_close(&f);
 }
 END_TEST
@@ -206,6 +240,7 @@ Suite *enumerate_suite(void) {
     Suite *s = suite_create("enumerate");
     TCase *tc = harness_tcase("enumerate", 60);
     tcase_add_test(tc, test_law_sums_to_one_and_matches_fresh_forwards);
+    tcase_add_test(tc, test_walk_on_a_decode_target);
     tcase_add_test(tc, test_cuts_and_greedy);
     tcase_add_test(tc, test_stop_at_eos);
     tcase_add_test(tc, test_prefix_ids);
