@@ -97,19 +97,14 @@ static int write_script(const char *dir, const plot_theory *t, const int *fit_k,
             "set arrow from 1,1 to %d,1 nohead dt 3 lc rgb '#888888'\n",
             t->big_name ? t->big_name : "", d->bandwidth / 1e12, d->peak_flops / 1e12, d->memory / 1e9, t->batch_alpha,
             w->context, BATCH_MAX, BATCH_MAX);
+    /* the memory limits as dash-dot verticals named in the key (rotated labels beside them crowded the curves) */
     if (fit_plain >= 1 && fit_plain <= BATCH_MAX)
-        fprintf(f,
-                "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc rgb '#555555'\n"
-                "set label 'plain: %.0f GB full at b = %d' at %d, graph 0.98 right rotate by 90 "
-                "offset char -1.2,0 font ',9' tc rgb '#555555'\n",
-                fit_plain, fit_plain, d->memory / 1e9, fit_plain, fit_plain);
+        fprintf(f, "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 4 lc rgb '#555555'\n", fit_plain,
+                fit_plain);
     for (int j = 0; j < N_BATCH_KS; j++) /* one line per depth, in its curves' colour */
         if (fit_k[j] >= 1 && fit_k[j] <= BATCH_MAX && fit_k[j] < fit_plain)
-            fprintf(f,
-                    "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 2 lc %d\n"
-                    "set label 'k = %d, %d slots: full at b = %d' at %d, graph 0.98 right rotate by 90 "
-                    "offset char -1.2,0 font ',9' tc lt %d\n",
-                    fit_k[j], fit_k[j], j + 1, batch_ks[j], batch_ks[j] + 1, fit_k[j], fit_k[j], j + 1);
+            fprintf(f, "set arrow from %d, graph 0 to %d, graph 1 nohead lw 1.5 dt 4 lc %d\n", fit_k[j], fit_k[j],
+                    j + 1);
     fprintf(f, "# every curve stops where memory is full for it (beyond, the model assumes memory the device lacks)\n"
                "plot \\\n");
     for (int j = 0; j < N_BATCH_KS; j++)
@@ -121,8 +116,14 @@ static int write_script(const char *dir, const plot_theory *t, const int *fit_k,
         fprintf(
             f,
             "    'speedup_batch.dat' using 1:($1 <= %d ? $%d : 1/0) with lines lw 2 dt 2 lc %d title 'k = %d, final "
-            "state written once'%s\n",
-            fit_k[j], 4 + N_BATCH_KS + j, j + 1, batch_ks[j], j + 1 < N_BATCH_KS ? ", \\" : "");
+            "state written once', \\\n",
+            fit_k[j], 4 + N_BATCH_KS + j, j + 1, batch_ks[j]);
+    for (int j = 0; j < N_BATCH_KS; j++)
+        if (fit_k[j] >= 1 && fit_k[j] <= BATCH_MAX && fit_k[j] < fit_plain)
+            fprintf(f, "    NaN with lines lw 1.5 dt 4 lc %d title 'k = %d, %d slots: %.0f GB full at b = %d', \\\n",
+                    j + 1, batch_ks[j], batch_ks[j] + 1, d->memory / 1e9, fit_k[j]);
+    fprintf(f, "    NaN with lines lw 1.5 dt 4 lc rgb '#555555' title 'plain decoding: %.0f GB full at b = %d'\n",
+            d->memory / 1e9, fit_plain);
     if (measured) {
         gp_measured_panel(f, measured);
         fprintf(f, "unset multiplot\n");

@@ -69,7 +69,7 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
     plot_gp_head(f, "bytes_per_token",
                  "(d) weight bytes read per committed token against k, batch 1: the embedded pair\n"
                  "# (MB) and the large model with its MTP layer (GB), for a few acceptance rates α.",
-                 "bytes_per_token.dat, measured.dat", have_pair && have_big ? 1400 : 1000, 640);
+                 "bytes_per_token.dat, measured.dat", have_pair && have_big ? 1400 : 1000, 820);
     if (have_pair && have_big)
         fprintf(f, "set multiplot layout 1,2 title \"Weight bytes read per committed token, batch 1: "
                    "(target + k·proposer) / E(α,k)\" font ',13'\n");
@@ -82,38 +82,59 @@ int plot_write_bytes(const char *dir, const plot_theory *t, const plot_measureme
     int n_series = 0;
     if (have_pair) {
         fprintf(f,
-                "set title \"%s%s\"\n"
+                "set title \"%s%s\\n{/*0.85 curves: the formula; filled markers: runs measured at k = 4 (Medusa: a "
+                "tree of depth 4)}\"\n"
                 "set ylabel \"weight bytes per committed token (MB/token, 10^6 bytes)\"\n"
                 "set yrange [0:*]\n"
+                "set key inside top left vertical box opaque font ',9' maxrows 8\n"
                 "set offsets 0, 0, graph %s, 0\n"
                 "plot \\\n",
-                t->pair_name, have_big ? "" : ": (target + k·proposer) / E(α,k)", m && m->n_points ? "0.9" : "0.45");
+                t->pair_name, have_big ? "" : ": (target + k·proposer) / E(α,k)", m && m->n_points ? "1.0" : "0.45");
         if (t->pair_draft_bytes > 0) gp_bytes_series(f, c_draft, "draft", draft_shades, 1, 1e6, &n_series);
         if (t->pair_mtp_bytes > 0) gp_bytes_series(f, c_mtp, "MTP", mtp_shades, 2, 1e6, &n_series);
-        int seen[PLOT_METHOD_COUNT] = {0};
+        /* every measured row on its own, in a shade of its method's colour by temperature (one marker per
+         * method hid the temperatures behind each other); the chain formula at its α̂ as the open marker */
+        int any_formula = 0;
         for (int i = 0; m && i < m->n_points; i++) {
             const plot_point *p = &m->points[i];
-            if (seen[p->method]++) continue;
-            /* methods measured at the same k sit side by side, not on top of each other */
-            double dx = 0.12 * ((int)p->method - 1);
+            int rank = 0, n_method = 0, method_rank = 0;
+            for (int j = 0; j < m->n_points; j++) {
+                if (m->points[j].method != p->method) continue;
+                rank += j < i;
+                n_method++;
+            }
+            for (int j = 0; j < (int)p->method; j++) {
+                int present = 0;
+                for (int l = 0; l < m->n_points; l++) present |= (int)m->points[l].method == j;
+                method_rank += present;
+            }
+            /* methods side by side around k, temperatures side by side within a method */
+            double dx = 0.3 * (method_rank - 1) + 0.08 * (rank - 0.5 * (n_method - 1));
+            char label[64];
+            snprintf(label, sizeof label, "%s T=%g", p->label, p->temperature);
             fprintf(f,
-                    ", \\\n    'measured.dat' using ($4%+.2f):(strcol(2) eq '%s' ? $13/1e6 : 1/0) with points pt %d "
-                    "ps 1.5 lc rgb '%s' title 'measured %s, %s = %d'",
-                    dx, p->acc.method, plot_method_point[p->method], plot_method_colour[p->method], p->label,
-                    p->method == PLOT_MEDUSA ? "tree depth" : "k", p->k);
-            if (p->method != PLOT_MEDUSA) /* the chain formula at the run's own α̂ */
+                    ", \\\n    'measured.dat' every ::%d::%d using ($4%+.2f):($13/1e6) with points pt %d ps 1.5 "
+                    "lc rgb '%s' title 'measured %s'",
+                    i, i, dx, plot_method_point[p->method], plot_shade(p->method, rank), label);
+            if (p->method != PLOT_MEDUSA) { /* the chain formula at the run's own α̂ */
                 fprintf(f,
-                        ", \\\n    'measured.dat' using ($4%+.2f):(strcol(2) eq '%s' ? $18/1e6 : 1/0) with points "
-                        "pt %d ps 1.8 lw 1.5 lc rgb '%s' title '  formula at its α̂'",
-                        dx, p->acc.method, plot_method_point[p->method] - 1, plot_method_colour[p->method]);
+                        ", \\\n    'measured.dat' every ::%d::%d using ($4%+.2f):($18/1e6) with points pt %d ps 1.8 "
+                        "lw 1.5 lc rgb '%s' notitle",
+                        i, i, dx, plot_method_point[p->method] - 1, plot_shade(p->method, rank));
+                any_formula = 1;
+            }
         }
+        if (any_formula)
+            fprintf(f, ", \\\n    NaN with points pt 6 ps 1.8 lw 1.5 lc rgb '#444444' "
+                       "title 'open: the formula at its α̂'");
         fputc('\n', f);
     }
     if (have_big) {
         n_series = 0;
         fprintf(f,
-                "set title \"%s%s\"\n"
+                "set title \"%s%s\\n{/*0.85 a MODEL, not a measurement: bytes from the config, E(α,k) at assumed α}\"\n"
                 "set ylabel \"weight bytes per committed token (GB/token, 10^9 bytes)\"\n"
+                "set key inside top right vertical box opaque font ',10'\n"
                 "set yrange [0:*]\n"
                 "set offsets 0, 0, graph 0.25, 0\n"
                 "plot \\\n",

@@ -202,13 +202,18 @@ int plot_write_speedup_k(const char *dir, const plot_theory *t, const plot_measu
             "set arrow from 0,1 to %d,1 nohead dt 3 lc rgb '#888888'\n"
             "plot \\\n",
             SPEEDUP_K_MAX, SPEEDUP_K_MAX);
-    for (int i = 0; i < n; i++)
-        fprintf(f, "    'speedup_k.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.6 lc rgb '%s' title '%s', \\\n",
-                i + 2, case_colour[i % 8], cases[i].label);
-    fprintf(
-        f,
-        "    'speedup_k_opt.dat' using 4:5 with points pt 9 ps 2.2 lc rgb 'black' title 'best k of each curve', \\\n"
-        "    'speedup_k_opt.dat' using 4:5:(sprintf('k* = %%d', $4)) with labels left offset char 0.2,1.2 font ',10' "
-        "notitle\n");
+    /* each curve's best k in its own key entry and a marker of its own colour: labels floating beside the
+     * markers landed on the neighbouring curves */
+    for (int i = 0; i < n; i++) {
+        double best;
+        int kb = spec_best_k(cases[i].alpha, cases[i].c, SPEEDUP_K_MAX, &best);
+        fprintf(f,
+                "    'speedup_k.dat' using 1:%d with linespoints lw 2 pt 7 ps 0.6 lc rgb '%s' "
+                "title '%s: best k = %d, %.2f×', \\\n",
+                i + 2, case_colour[i % 8], cases[i].label, kb, best);
+        fprintf(f, "    'speedup_k_opt.dat' every ::%d::%d using 4:5 with points pt 9 ps 2.2 lc rgb '%s' notitle, \\\n",
+                i, i, case_colour[i % 8]);
+    }
+    fprintf(f, "    NaN with points pt 9 ps 2.2 lc rgb '#444444' title 'the best k of each curve (its colour)'\n");
     return plot_close(&af, err);
 }

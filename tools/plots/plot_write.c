@@ -175,38 +175,50 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
     if (plot_close(&af, err)) return -1;
 
     if (!(f = plot_open(&af, dir, "acceptance.gp", err))) return -1;
+    /* one panel per method, its temperatures in shades of its colour: nine series in one frame hid each other */
+    int methods[PLOT_METHOD_COUNT], n_methods = 0;
+    for (int i = 0; i < m->n_points; i++) {
+        int seen = 0;
+        for (int j = 0; j < n_methods; j++) seen |= methods[j] == (int)m->points[i].method;
+        if (!seen) methods[n_methods++] = (int)m->points[i].method;
+    }
     plot_gp_head(f, "acceptance", "(b) measured acceptance per draft position, per method and temperature.",
-                 "acceptance.dat", 1000, 640);
+                 "acceptance.dat", 420 * n_methods + 80, 520);
     fprintf(f,
-            "set title \"Acceptance per draft position, measured\\n{/*0.85 bars: 95 %% intervals; dotted: the i.i.d. "
-            "model, flat at each run's α̂}\"\n"
+            "set multiplot layout 1,%d title \"Acceptance per draft position, measured\\n{/*0.85 bars: 95 %% "
+            "intervals; dotted: the i.i.d. model, flat at each run's α̂}\"\n"
             "set xlabel \"draft position d (1 = the first proposed token)\"\n"
-            "set ylabel \"P(position d accepted | positions 1…d−1 accepted)\"\n"
             "set xrange [0.7:%g]\n"
             "set xtics 1\n"
             "set yrange [0:1.05]\n"
-            "set key outside right top box\n"
-            "plot \\\n",
-            k_max + 0.3);
+            "set key bottom left nobox font ',10' samplen 2.5\n",
+            n_methods, k_max + 0.3);
     static const int dash[] = {1, 2, 4, 5, 3};
-    for (int i = 0; i < m->n_points; i++) {
-        const plot_point *p = &m->points[i];
-        char label[64];
-        point_label(p, label, sizeof label);
-        int ti = 0; /* the temperature's rank within its method gives the dash pattern */
-        for (int j = 0; j < i; j++) ti += m->points[j].method == p->method;
-        const double a = accounting_alpha(&p->acc);
-        fprintf(f,
-                "    'acceptance.dat' index %d using ($1%+.3f):5:7:8 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
-                "lc rgb '%s' title '%s (α̂ = %.2f)', \\\n",
-                i, 0.05 * (i - 0.5 * (m->n_points - 1)), dash[ti % 5], plot_method_point[p->method],
-                plot_shade(p->method, ti), label, a);
-        if (!isnan(a)) /* the i.i.d. model's prediction for this run: α̂ at every position it drafted */
-            fprintf(f, "    'acceptance.dat' index %d using 1:(%.6f) with lines lw 1.5 dt 3 lc rgb '%s' notitle, \\\n",
-                    i, a, plot_shade(p->method, ti));
+    for (int g = 0; g < n_methods; g++) {
+        int n_here = 0, rank = 0;
+        for (int i = 0; i < m->n_points; i++) n_here += (int)m->points[i].method == methods[g];
+        fprintf(f, "set ylabel \"%s\"\n", g == 0 ? "P(position d accepted | positions 1…d−1 accepted)" : "");
+        fprintf(f, "plot \\\n");
+        for (int i = 0; i < m->n_points; i++) {
+            const plot_point *p = &m->points[i];
+            if ((int)p->method != methods[g]) continue;
+            char label[64];
+            point_label(p, label, sizeof label);
+            const double a = accounting_alpha(&p->acc);
+            fprintf(f,
+                    "    'acceptance.dat' index %d using ($1%+.3f):5:7:8 with yerrorlines lw 2 dt %d pt %d ps 1.2 "
+                    "lc rgb '%s' title '%s (α̂ = %.2f)', \\\n",
+                    i, 0.06 * (rank - 0.5 * (n_here - 1)), dash[rank % 5], plot_method_point[p->method],
+                    plot_shade(p->method, rank), label, a);
+            if (!isnan(a)) /* the i.i.d. model's prediction for this run: α̂ at every position it drafted */
+                fprintf(f,
+                        "    'acceptance.dat' index %d using 1:(%.6f) with lines lw 1.5 dt 3 lc rgb '%s' notitle, \\\n",
+                        i, a, plot_shade(p->method, rank));
+            rank++;
+        }
+        fprintf(f, "    NaN notitle\n");
     }
-    fprintf(f,
-            "    NaN with lines lw 1.5 dt 3 lc rgb '#555555' title 'i.i.d. model: flat at α̂ (dotted, one per run)'\n");
+    fprintf(f, "unset multiplot\n");
     return plot_close(&af, err);
 }
 
