@@ -186,20 +186,26 @@ def bench_hf(a, ck):
 
 
 def greedy_agreement(a, ck, rows):
-    """The reference's first 16 greedy tokens beside transformers' f32 ones
-    (same prompt ids): a check that both ran the same model, not a test."""
+    """specula's first 16 greedy tokens on each of its CPU backends (the plain-C reference and the engine in its
+    default mode, each named: `generate` alone would run the engine) beside transformers' f32 ones (same prompt ids):
+    a check that both ran the same model, not a test. One line per backend."""
     hf = [r for r in rows if r["implementation"] == "transformers" and r["weights"] == "f32" and r["raw"]]
     if not hf:
-        return "greedy tokens: no transformers f32 run to compare with"
-    cmd = [a.specula, "generate", "--model", ck["dir"], "--tokens", ",".join(str(i + 1) for i in range(a.prompt)),
-           "--ids", "--json", "--max-tokens", "16", "--no-eos", "--method", "greedy"]
-    rc, out, _, _ = run(cmd, a.logs, "%s-reference-tokens" % ck["name"])
-    j = last_json(out) if rc == 0 else None
-    if not j:
-        return "greedy tokens: the reference's could not be read"
+        return ["greedy tokens: no transformers f32 run to compare with"]
     theirs = hf[0]["raw"]["first_tokens"]
-    same = sum(1 for x, y in zip(j["tokens"], theirs) if x == y)
-    return "greedy tokens: the reference and transformers f32 agree on %d of the first %d" % (same, len(theirs))
+    lines = []
+    for backend in ("reference", "cpu"):
+        cmd = [a.specula, "generate", "--model", ck["dir"], "--tokens", ",".join(str(i + 1) for i in range(a.prompt)),
+               "--ids", "--json", "--max-tokens", "16", "--no-eos", "--method", "greedy", "--backend", backend]
+        rc, out, _, _ = run(cmd, a.logs, "%s-%s-tokens" % (ck["name"], backend))
+        j = last_json(out) if rc == 0 else None
+        if not j:
+            lines.append("greedy tokens: specula --backend %s's could not be read" % backend)
+            continue
+        same = sum(1 for x, y in zip(j["tokens"], theirs) if x == y)
+        lines.append("greedy tokens: specula --backend %s and transformers f32 agree on %d of the first %d"
+                     % (backend, same, len(theirs)))
+    return lines
 
 
 # ---- the table --------------------------------------------------------------------
@@ -363,7 +369,7 @@ def main():
             continue
         params_of[ck["name"]] = params
         rows = bench_reference(a, ck) + bench_engine(a, ck) + bench_llama(a, ck) + bench_hf(a, ck)
-        notes[ck["name"]] = head + [greedy_agreement(a, ck, rows)]
+        notes[ck["name"]] = head + greedy_agreement(a, ck, rows)
         all_rows += rows
     # The ceiling: the higher of the medians measured before and after the
     # rows (on a shared machine one of them can fall in a busy moment).
