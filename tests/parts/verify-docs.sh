@@ -30,18 +30,18 @@ inner() {
         $0 == "<!-- verify-docs:" name " begin -->" { on = 1 }' "$doc"
 }
 
-# plan NAME ARGS...: the block is what --plan prints
-plan() {
+# printed NAME ARGS...: the block is what `specula verify ARGS` prints now
+printed() {
     local name=$1
     shift
-    "$spec" verify --plan "$@" >"$tmp/now" 2>"$tmp/err" || { bad "specula verify --plan${*:+ $*}: $(cat "$tmp/err")"; return; }
+    "$spec" verify "$@" >"$tmp/now" 2>"$tmp/err" || { bad "specula verify $*: $(cat "$tmp/err")"; return; }
     inner "$name" >"$tmp/doc"
     if [ ! -s "$tmp/doc" ]; then
         bad "$doc has no '$name' block"
     elif diff -u "$tmp/doc" "$tmp/now" >"$tmp/diff"; then
         ok
     else
-        bad "the '$name' table differs from \`specula verify --plan${*:+ $*}\`:"
+        bad "the '$name' table differs from \`specula verify $*\`:"
         head -20 "$tmp/diff"
     fi
 }
@@ -72,19 +72,9 @@ run() {
     fi
 }
 
-plan plan
-plan plan-all --all
-# the coverage table is what `specula verify --coverage --all` prints now
-"$spec" verify --coverage --all >"$tmp/coverage" 2>"$tmp/err" || bad "specula verify --coverage --all: $(cat "$tmp/err")"
-inner coverage >"$tmp/doc"
-if [ ! -s "$tmp/doc" ]; then
-    bad "$doc has no 'coverage' block"
-elif diff -u "$tmp/doc" "$tmp/coverage" >"$tmp/diff"; then
-    ok
-else
-    bad "the coverage table differs from \`specula verify --coverage --all\`:"
-    head -20 "$tmp/diff"
-fi
+printed plan --plan
+printed plan-all --plan --all
+printed coverage --coverage --all
 run run 180
 run run-engine "" --backend cpu --seed 2
 if grep -q '^<!-- verify-docs:run-all begin -->$' "$doc"; then run run-all "" --all; fi
