@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "args.h"
+#include "checkpoint.h"
 #include "commands.h"
 #include "config.h"
 #include "footprint.h"
@@ -41,19 +42,21 @@ static int has_safetensors(const char *dir) {
 
 /* The dtype of the checkpoint's weights (that of its first tensor) in *dt,
  * or BF16 with *assumed set when the directory has no safetensors. A
- * checkpoint that is there but does not open (truncated, a shard missing)
- * is an error, not an absent one: −1 with err naming the file. */
+ * checkpoint that is there goes through the loader's own checks (every
+ * tensor the config implies, with its shape, and nothing else), so info
+ * refuses what generate would: −1 with err naming the file or tensor. The
+ * weights' values are not read. */
 static int weight_dtype(const char *dir, dtype_t *dt, int *assumed, int *has_mtp, sp_error *err) {
-    st_set st;
     *dt = DTYPE_BF16;
     *assumed = 1;
     *has_mtp = 0;
     if (!has_safetensors(dir)) return 0;
-    if (st_open(&st, dir, err)) return -1;
-    if (st.n_tensors) *dt = st.tensors[0].dtype;
-    *assumed = st.n_tensors == 0;
-    *has_mtp = st_find(&st, "mtp.fc.weight") != NULL;
-    st_close(&st);
+    checkpoint ck;
+    if (checkpoint_open(&ck, dir, err)) return -1;
+    *dt = ck.st.tensors[0].dtype; /* the checks passed: the layout's tensors are there */
+    *assumed = 0;
+    *has_mtp = ck.with_mtp;
+    checkpoint_close(&ck);
     return 0;
 }
 

@@ -44,6 +44,7 @@ int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
             return -1;
         }
         f->f32 = !strcmp(v, "f32");
+        f->dtype_given = 1;
         return 1;
     }
     for (int b = 0; b <= BACKEND_CUDA; b++)

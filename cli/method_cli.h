@@ -30,6 +30,7 @@ typedef struct {
     backend_kind backend;    /* the command's default until --backend is given */
     int threads;             /* cpu: ≥ 1 (default 1) */
     int f32;                 /* cpu: matrices in float32 (--dtype f32) */
+    int dtype_given;         /* --dtype was given: a rounding asked for, not announced */
     const char *engine_flag; /* --threads or --dtype when given, for the reference's refusal */
     int cuda_eager;          /* cuda: launch op by op, no CUDA graphs (--cuda-graphs off) */
     const char *cuda_flag;   /* --cuda-graphs when given, for the other backends' refusal */

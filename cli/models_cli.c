@@ -2,11 +2,13 @@
  * chosen backend and put behind the decoding layer's interfaces: the
  * reference (reference_target.h) or the engine (engine_target.h, on the CPU or CUDA backend), a
  * draft model beside the target, Medusa heads (see method_cli.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "args.h"
+#include "dtype.h"
 #include "engine_mtp.h"
 #include "engine_target.h"
 #include "method_cli.h"
@@ -81,6 +83,13 @@ int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err) {
     if (backend_is_engine(f->backend) ? engine_open(&lm->etarget, dir, &o, err) : model_load(&lm->target, dir, err))
         return 1;
     lm->have_target = 1;
+    /* a precision the checkpoint does not have is never taken in silence (the embedding is the first tensor) */
+    const engine_weights *w = &lm->etarget.w;
+    const dtype_t stored = backend_is_engine(f->backend) && w->ck.tensors ? w->ck.tensors[0]->dtype : w->matrix_dtype;
+    if (!f->dtype_given && stored != w->matrix_dtype)
+        fprintf(stderr, "specula: note: %s stores %s weights; the %s engine computes with them rounded to %s%s\n", dir,
+                dtype_name(stored), f->backend == BACKEND_CUDA ? "cuda" : "cpu", dtype_name(w->matrix_dtype),
+                f->backend == BACKEND_CPU && stored == DTYPE_F32 ? " (--dtype f32 keeps them)" : "");
     return 0;
 }
 

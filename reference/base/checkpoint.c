@@ -8,17 +8,35 @@
 
 #include "dtype.h"
 
+/* A config that says the lm_head is tied, beside a file with an lm_head.weight: a copy of the embedding is
+ * harmless (some exports save the tied matrix twice), anything else is an untied model whose lm_head would be
+ * dropped in silence. */
+static int check_tied_lm_head(const checkpoint *ck, const st_tensor *lm_head, sp_error *err) {
+    char embed[256];
+    snprintf(embed, sizeof embed, "%sembed_tokens.weight", ck->cfg.tensor_prefix);
+    const st_tensor *e = st_find(&ck->st, embed);
+    if (e && e->dtype == lm_head->dtype && e->nbytes == lm_head->nbytes && !memcmp(e->data, lm_head->data, e->nbytes))
+        return 0;
+    return sp_fail(err,
+                   "%s: config.json says \"tie_word_embeddings\": true, but the file has an lm_head.weight that is "
+                   "not the embedding: which is meant?",
+                   ck->st.paths[lm_head->file]);
+}
+
 /* A tensor the config does not account for means config and weights
  * disagree (e.g. an 8-layer checkpoint under a 4-layer config): refuse it
  * rather than run a different model than the file holds. The vision tower,
- * an MTP module that is not loaded and a tied lm_head are the exceptions. */
+ * an MTP module that is not loaded and a tied lm_head (a copy of the
+ * embedding) are the exceptions. */
 static int check_unexpected(const checkpoint *ck, sp_error *err) {
     const st_set *st = &ck->st;
     for (int i = 0; i < st->n_tensors; i++) {
         const char *name = st->tensors[i].name;
-        if (!strncmp(name, "model.visual.", 13) || (!ck->with_mtp && !strncmp(name, "mtp.", 4)) ||
-            !strcmp(name, "lm_head.weight"))
+        if (!strcmp(name, "lm_head.weight") && ck->cfg.tie_word_embeddings) {
+            if (check_tied_lm_head(ck, &st->tensors[i], err)) return -1;
             continue;
+        }
+        if (!strncmp(name, "model.visual.", 13) || (!ck->with_mtp && !strncmp(name, "mtp.", 4))) continue;
         int known = 0;
         for (int j = 0; j < ck->n_specs && !known; j++) known = !strcmp(name, ck->specs[j].name);
         if (!known)

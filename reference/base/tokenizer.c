@@ -171,6 +171,11 @@ static int read_added(tokenizer *t, json_t *list, const char *origin, sp_error *
         }
         for (int j = 0; j + 1 < t->n_added; j++)
             if (t->added[j].id == e->id) return sp_fail(err, "%s: added_tokens[%zu] reuses id %d", origin, i, e->id);
+        /* the vocabulary's piece of the same id must be this token (some files list a piece again as added) */
+        const int in_vocab = e->id < t->bpe.n_ids && t->bpe.text[e->id];
+        if (in_vocab && (t->bpe.n_text[e->id] != e->len || memcmp(t->bpe.text[e->id], e->content, e->len)))
+            return sp_fail(err, "%s: added_tokens[%zu] \"%s\" takes id %d, which the vocabulary gives to \"%.*s\"",
+                           origin, i, e->content, e->id, (int)t->bpe.n_text[e->id], t->bpe.text[e->id]);
     }
     return 0;
 }
@@ -220,7 +225,7 @@ static void build_id_tables(tokenizer *t) {
 int tokenizer_parse(tokenizer *t, const char *json_text, size_t len, const char *origin, sp_error *err) {
     memset(t, 0, sizeof *t);
     json_error_t jerr;
-    json_t *root = json_loadb(json_text, len, 0, &jerr);
+    json_t *root = json_loadb(json_text, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
         return sp_fail(err, "%s: not valid JSON (line %d, column %d): %s", origin, jerr.line, jerr.column, jerr.text);
     int rc = -1;

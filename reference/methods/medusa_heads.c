@@ -164,6 +164,16 @@ int medusa_load_set(medusa_heads *h, const st_set *st, const char *path, const m
     }
     snprintf(name, sizeof name, "medusa_head.0.%d.weight", n_layers);
     const int own = st_find(st, name) != NULL;
+    const char *shared = st_metadata(st, "medusa_shared_lm_head"); /* optional; when given, it must be the file's */
+    if (shared && strcmp(shared, "true") && strcmp(shared, "false")) {
+        sp_fail(err, "%s: metadata medusa_shared_lm_head = \"%s\": expected \"true\" or \"false\"", path, shared);
+        goto done;
+    }
+    if (shared && (strcmp(shared, "true") == 0) == own) {
+        sp_fail(err, "%s: metadata medusa_shared_lm_head = \"%s\", but the file %s %s", path, shared,
+                own ? "has its own projection," : "has no projection of its own, no", name);
+        goto done;
+    }
     if (medusa_build(h, n_heads, n_layers, D, V, own, err)) goto done;
     if (!own && base->lm_head) medusa_share_lm_head(h, base->lm_head);
     for (int i = 0; i < n_heads; i++) {

@@ -99,7 +99,7 @@ int medusa_tree_build(medusa_tree *t, int n, const int *depths, const int *ranks
 int medusa_tree_parse(medusa_tree *t, const char *json_text, const char *origin, sp_error *err) {
     memset(t, 0, sizeof *t);
     json_error_t jerr;
-    json_t *root = json_loads(json_text, 0, &jerr);
+    json_t *root = json_loads(json_text, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) return sp_fail(err, "%s: not valid JSON (line %d: %s)", origin, jerr.line, jerr.text);
     int rc = -1;
     rank_path *paths = NULL;

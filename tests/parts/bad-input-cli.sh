@@ -142,6 +142,13 @@ for c in info generate logits bench; do
     row "$c" "model.safetensors cut in half" 2 "truncated" -- "${args[@]}" "$cut" "${pre[@]}"
 done
 i() { row info "$1" "$2" "$3" -- info "$tmp/$5"; }
+# info runs the loader's checks, as generate does (it approved these, "assumed: no safetensors here")
+handmade "$tmp/empty-header" '{}' 0
+headdim=$tmp/headdim && cp -r "$m" "$headdim" && sed -i 's/"head_dim": 16/"head_dim": 15/' "$headdim/config.json"
+i "a safetensors header {}" 2 "embed_tokens.weight: missing from the checkpoint" -- empty-header
+i "head_dim 15 against the file's shapes" 2 "q_proj.weight: expected [120, 32]" -- headdim
+tied=$tmp/tied-lm-head && cp -r "$m" "$tied" && sed -i 's/"tie_word_embeddings": false/"tie_word_embeddings": true/' "$tied/config.json"
+i "tie_word_embeddings true beside its own lm_head.weight" 2 "\"tie_word_embeddings\": true, but the file has an lm_head.weight that is not the embedding" -- tied-lm-head
 i "config.json not valid JSON" 2 "$badcfg/config.json" -- badcfg
 i "config.json without hidden_size" 2 "hidden_size" -- nofield
 i "header length past the end of the file" 2 "header length 4096 runs past the end of the file" -- hdr-past
@@ -189,6 +196,8 @@ gm "--k 1000" 2 "--k" -- --method mtp --k 1000
 gm "--top-p 0" 2 "--top-p" -- --top-p 0
 gm "--top-p 1.5" 2 "--top-p" -- --top-p 1.5
 gm "--top-p nan" 2 "--top-p" -- --top-p nan
+gm "--top-p as a hexadecimal float" 2 "--top-p expects a number in [1e-06, 1], got '0x1p-1'" -- --top-p 0x1p-1
+gm "--max-tokens +2" 2 "--max-tokens expects an integer in [1, 1048576], got '+2'" -- --max-tokens +2
 gm "--temperature -1" 2 "--temperature" -- --temperature -1
 gm "--top-k -1" 2 "--top-k" -- --top-k -1
 gm "--min-p 2" 2 "--min-p" -- --min-p 2
@@ -317,6 +326,17 @@ mt "--lr 0" 2 "--lr" -- --random-prompts --lr 0 --out "$tmp/h.st"
 mt "--steps -1" 2 "--steps" -- --random-prompts --steps -1 --out "$tmp/h.st"
 mt "--prompt-len past the context" 2 "--prompt-len 5000" -- --random-prompts --prompt-len 5000 --out "$tmp/h.st"
 mt "--prompt-len + --gen-len past the context" 2 "--gen-len 1000" -- --random-prompts --prompt-len 100 --gen-len 1000 --out "$tmp/h.st"
+# Medusa metadata that says neither yes nor no (the same length as "false": no offset moves)
+sed 's/"medusa_shared_lm_head":"false"/"medusa_shared_lm_head":"maybe"/' "$heads" >"$tmp/heads-maybe.safetensors"
+row generate "Medusa heads with medusa_shared_lm_head \"maybe\"" 2 "medusa_shared_lm_head = \"maybe\": expected \"true\" or \"false\"" -- \
+    generate --model "$m" --method medusa --medusa "$tmp/heads-maybe.safetensors" --tokens 1,2 --max-tokens 2
+
+# ---- precision: an f32 checkpoint rounded to bf16 by the cpu engine's default is said, not done in silence ----
+"$build/genmodel" --preset micro --quiet --dtype f32 "$tmp/f32"
+row generate "an f32 checkpoint on the cpu engine, no --dtype (a note; the run goes on)" 0 \
+    "stores F32 weights; the cpu engine computes with them rounded to BF16 (--dtype f32 keeps them)" -- \
+    generate --model "$tmp/f32" --tokens 1,2 --max-tokens 2 --backend cpu
+
 # ---- outputs: only a regular file or a new name, never one of the run's inputs, checked before the work ----
 mkfifo "$tmp/out-fifo" && ln -s "$tmp/arm.txt" "$tmp/out-link" && mkdir -p "$tmp/out-dir"
 row logits "--out a symbolic link" 2 "$tmp/out-link: is a symbolic link; an output may only be a regular file or a new name" -- \

@@ -54,11 +54,40 @@ START_TEST(test_int_float_tokens) {
 }
 END_TEST
 
+/* Only decimal numbers as a person writes them: strtol and strtod also take a '+', leading space and (strtod)
+ * hexadecimal floats, infinities and NaN. */
+START_TEST(test_only_plain_decimals) {
+    const char *not_numbers[] = {"+5", " 5", "0x1p-1", "0x10", "inf", "nan", "1e", ".", "-", "5 ", "1e+", "--1"};
+    for (size_t i = 0; i < sizeof not_numbers / sizeof *not_numbers; i++) {
+        sp_error err;
+        float f = 7;
+        int n = 7;
+        ck_assert_msg(parse_float("--x", not_numbers[i], -100, 100, &f, &err) == -1 && f == 7, "float '%s'",
+                      not_numbers[i]);
+        ck_assert_msg(parse_int("--x", not_numbers[i], -100, 100, &n, &err) == -1 && n == 7, "int '%s'",
+                      not_numbers[i]);
+    }
+    const char *floats[] = {"0.5", ".5", "5.", "-5", "5e-1", "5E+1", "-0.25e1"};
+    const double values[] = {0.5, 0.5, 5, -5, 0.5, 50, -2.5};
+    for (size_t i = 0; i < sizeof floats / sizeof *floats; i++) {
+        sp_error err;
+        float f;
+        ck_assert_msg(parse_float("--x", floats[i], -100, 100, &f, &err) == 0 && f == (float)values[i], "'%s'",
+                      floats[i]);
+    }
+    int *ids, n;
+    sp_error err;
+    ck_assert_int_eq(parse_tokens("--tokens", "1,+2", 10, &ids, &n, &err), -1);
+    ck_assert_msg(strstr(err.msg, "'+2'") != NULL, "%s", err.msg);
+}
+END_TEST
+
 Suite *parse_suite(void) {
     Suite *s = suite_create("parse");
     TCase *tc = harness_tcase("values", 10);
     tcase_add_test(tc, test_u64);
     tcase_add_test(tc, test_int_float_tokens);
+    tcase_add_test(tc, test_only_plain_decimals);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -357,6 +357,12 @@ START_TEST(test_load_errors) {
     expect_load_error("model", "{\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}", "byte 0x");
     expect_load_error("added_tokens", "[{\"id\": -3, \"content\": \"x\"}]", "added_tokens[0].id");
     expect_load_error("added_tokens", "[{\"id\": 600, \"content\": \"\"}]", "content");
+    /* a special token on a vocabulary piece's id: which does the id mean? */
+    expect_load_error("added_tokens", "[{\"id\": 5, \"content\": \"<|x|>\", \"special\": true}]",
+                      "added_tokens[0] \"<|x|>\" takes id 5, which the vocabulary gives to");
+    const char *dup = "{\"model\": {}, \"model\": {}}"; /* a key given twice: which one is meant? */
+    ck_assert_int_eq(tokenizer_parse(&t, dup, strlen(dup), "dup.json", &err), -1);
+    ck_assert_msg(strstr(err.msg, "duplicate object key"), "%s", err.msg);
 }
 END_TEST
 
