@@ -12,7 +12,10 @@
 set -u
 build=${1:-build}
 counts=${2:-/dev/null}
-specula=$build/specula
+# The binaries under test: BAD_INPUT_SPECULA replaces both (tests/parts/bad-input-asan.sh: the sanitized build,
+# which has the CUDA backend on the emulator too).
+specula_main=${BAD_INPUT_SPECULA:-$build/specula} specula_emu=${BAD_INPUT_SPECULA:-$build/specula-emu}
+specula=$specula_main
 pass=0 fail=0 skip=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-bad-input-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -276,13 +279,13 @@ row logits "a model that overflows" 1 "position 0: 32 of the 32 logits are NaN" 
 # the CUDA backend on the kernels' emulator (head_dim 32: micro-tied): the logits stay on the device, the
 # acceptance draws there, and the round loop refuses the token −1 it returns
 "$build/genmodel" --preset micro-tied --quiet "$tmp/tied" && overflow "$tmp/tied" "$tmp/tied-overflows"
-specula=$build/specula-emu
+specula=$specula_emu
 for method in greedy sample; do
     row generate "--method $method --backend cuda (emulated), a model that overflows" 1 \
         "position 2: the target drew token -1, outside the vocabulary [0, 32): its distribution there was empty" -- \
         generate --model "$tmp/tied-overflows" --tokens 1,2,3 --max-tokens 4 --method $method --backend cuda
 done
-specula=$build/specula
+specula=$specula_main
 
 # ---- standard output on a full disk (/dev/full): exit 1, not 0 with the output lost ------------
 row_stdout=/dev/full

@@ -51,6 +51,14 @@ $(BUILD)/tests/within: $(call obj,tests/within.c tests/cpu_watch.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^
 
+# The command line built with the sanitizers, with the CUDA backend on the emulator (as specula-emu):
+# tests/parts/bad-input-asan.sh runs the bad-input table through it, so that no refusal hides a bad read.
+EMU_ENGINE_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(EMU_RT_SRC))
+SPECULA_SAN_OBJ = $(call sanobj,$(CLI_SRC) $(REF_SRC) $(VERIFY_SRC) $(KERNEL_C_SRC) $(ENGINE_SRC) \
+                                $(filter-out tools/genmodel/main.c,$(TOOL_LIB_SRC)))
+$(BUILD)/specula-asan: $(SPECULA_SAN_OBJ) $(EMU_ENGINE_SAN_OBJ)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(LDLIBS) -lstdc++
+
 TEST_OBJ = $(call obj,tests/runner.c $(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC) $(GPU_TEST_SRC)) $(MUTANT_OBJ)
 $(BUILD)/tests/runner: $(TEST_OBJ) $(EMU_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
