@@ -221,6 +221,7 @@ int bench_synthetic(int argc, char **argv) {
     o.cuda = 1;
     o.cuda_eager = a.models.cuda_eager;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
+    const double t_open = bench_now_s();
     if (engine_open_synthetic(&e, a.dir, &o, a.seed, &err)) {
         fprintf(stderr, "specula bench --synthetic: %s\n", err.msg); /* the config, or no device to run it on */
         return EXIT_BAD_INPUT;
@@ -238,6 +239,8 @@ int bench_synthetic(int argc, char **argv) {
     printf("synthetic %s on %s (cuda engine): %d layers, D %d, vocab %d, %.4g GB of weights read per pass; "
            "%d runs per figure, median\n",
            a.dir, e.be.device, c->num_layers, c->hidden_size, c->vocab_size, e.weight_bytes_per_pass / 1e9, a.runs);
+    /* the device's start, every allocation and the random fill: the time a session pays before the first pass */
+    printf("engine opened with random weights in %.2f s\n", bench_now_s() - t_open);
     const double copy_bw = copy_bandwidth(&e, a.copy_mib, a.runs);
     printf("device copy bandwidth (read + write, %d MiB): %.4g GB/s\n\n", a.copy_mib, copy_bw / 1e9);
     printf("%-28s %10s %10s %10s %12s\n", "pass", "ms", "vs decode", "GB/s", "of copy BW");

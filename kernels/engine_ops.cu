@@ -89,31 +89,44 @@ cudaError_t kn_copy_rows(float *dst, long dst_pitch, const float *src, long src_
     return KN_LAUNCH(copy_rows, rows, 256, 0, s, dst, dst_pitch, src, src_pitch, width);
 }
 
-/* splitmix64's finaliser: 24 good bits of (seed, i) → [0, 1). */
-__device__ __forceinline__ float unit_hash(uint64_t seed, size_t i) {
-    uint64_t x = seed ^ (0x9e3779b97f4a7c15ull * (uint64_t)(i + 1));
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-    x ^= x >> 31;
-    return (float)(x >> 40) * (1.0f / 16777216.0f);
+/* 24 bits of (key, i) → [0, 1), in 32-bit integer arithmetic only: a 27B's synthetic weights are 2.7e10 values,
+ * and 64-bit multiplies, several 32-bit ones each on a GPU, would make the fill cost seconds instead of
+ * milliseconds. A multiply-xorshift mix of a Weyl sequence (i · the golden ratio), keyed per tensor; the high word of
+ * i is folded into the key, so no two elements of a tensor below 2⁶⁴ share an input. Fine for random weights, not
+ * for statistics. */
+__device__ __forceinline__ float unit_hash(uint32_t key, size_t i) {
+    uint32_t x = (uint32_t)i * 0x9e3779b9u + (key ^ ((uint32_t)(i >> 32) * 0x85ebca6bu));
+    x = (x ^ (x >> 16)) * 0x7feb352du;
+    x = (x ^ (x >> 15)) * 0x846ca68bu;
+    x ^= x >> 16;
+    return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
 
-__global__ void fill_f32(float *d, size_t n, float lo, float hi, uint64_t seed) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = lo + (hi - lo) * unit_hash(seed, i);
+/* The per-tensor key from the caller's 64-bit seed, folded once on the host. */
+static uint32_t fill_key(uint64_t seed) {
+    seed = (seed ^ (seed >> 33)) * 0xff51afd7ed558ccdull;
+    seed ^= seed >> 33;
+    return (uint32_t)seed ^ (uint32_t)(seed >> 32);
 }
 
-__global__ void fill_bf16(uint16_t *d, size_t n, float lo, float hi, uint64_t seed) {
+__global__ void fill_f32(float *d, size_t n, float lo, float hi, uint32_t key) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        d[i] = kn_to_bf16(lo + (hi - lo) * unit_hash(seed, i));
+        d[i] = lo + (hi - lo) * unit_hash(key, i);
+}
+
+__global__ void fill_bf16(uint16_t *d, size_t n, float lo, float hi, uint32_t key) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        d[i] = kn_to_bf16(lo + (hi - lo) * unit_hash(key, i));
 }
 
 cudaError_t kn_fill_f32(float *d, size_t n, float lo, float hi, uint64_t seed, cudaStream_t s) {
     if (n < 1) return cudaErrorInvalidValue;
-    return KN_LAUNCH(fill_f32, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi, seed);
+    return KN_LAUNCH(fill_f32, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi,
+                     fill_key(seed));
 }
 
 cudaError_t kn_fill_bf16(uint16_t *d, size_t n, float lo, float hi, uint64_t seed, cudaStream_t s) {
     if (n < 1) return cudaErrorInvalidValue;
-    return KN_LAUNCH(fill_bf16, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi, seed);
+    return KN_LAUNCH(fill_bf16, grid_for((long)(n < (1u << 30) ? n : (1u << 30)), 256), 256, 0, s, d, n, lo, hi,
+                     fill_key(seed));
 }

@@ -32,7 +32,7 @@ typedef cudaError_t (*kn_matvec_group_fn)(kn_matvec_out Y, const uint16_t *W, co
  * alignment: the 16-byte path (n_in % 8 == 0, W and X 16-byte aligned) and
  * the element path add in different orders. gpucheck checks every class. */
 enum {
-    KN_MV_ALONE = 0,       /* no bitwise partner (v1, v2, cuBLAS) */
+    KN_MV_ALONE = 0,       /* no bitwise partner (v1, v2, gpucheck's cuBLAS baseline) */
     KN_MV_WARP_LANES = 1,  /* warp per row, lanes over 16-byte steps: v3, v4, b1, b3 */
     KN_MV_BLOCK_LANES = 2, /* block per row, threads over 16-byte steps: v5, b5 */
     KN_MV_MMA_XBF16 = 3    /* X rounded to bf16, mma.m16n8k16, fixed warp order: b2 at any m */
@@ -50,8 +50,9 @@ typedef struct {
     kn_matvec_group_fn group; /* the same kernel writing a group's parts (NULL: cuBLAS, which cannot) */
 } kn_matvec_version;
 
-/* Decode (m = 1) versions, then batch versions; the last batch entry is the
- * cuBLAS baseline when cuBLAS is compiled in. */
+/* Decode (m = 1) versions, then batch versions. (The cuBLAS baseline is
+ * gpucheck's alone, kernels/check/matvec_cublas.cu: the engine never links
+ * cuBLAS.) */
 KN_API const kn_matvec_version *kn_matvec_versions(int *count);
 
 /* The engine's product: runs kn_matvec_dispatch(m, n_out, n_in). m ≤ 16. */

@@ -6,10 +6,6 @@
 #include "kn_common.cuh"
 #include "kn_matvec.h"
 
-#ifdef KN_HAVE_CUBLAS
-#include <cublas_v2.h>
-#endif
-
 /* Every kernel writes output (position p, row) through kn_mv_store: into the part of a group the row falls in
  * (kn_matvec_out), at the same place Y[p · n_out + row] would be for one part. Where a value goes is all it
  * changes: the sums are the same whatever the parts. */
@@ -549,38 +545,6 @@ cudaError_t kn_f32_to_bf16(uint16_t *out, const float *in, long n, cudaStream_t 
     return KN_LAUNCH(f32_to_bf16_kernel, (unsigned)blocks, 256, 0, s, out, in, n);
 }
 
-#ifdef KN_HAVE_CUBLAS
-/* cuBLAS baseline: X is rounded to bf16 by a small kernel (cublasGemmEx
- * needs A and B of one type), then one GEMM with bf16 inputs, fp32 output
- * and CUBLAS_COMPUTE_32F. The conversion is part of the timed call. */
-static cublasHandle_t cublas_handle;
-static uint16_t *cublas_xb;
-static size_t cublas_xb_elems;
-
-static cudaError_t launch_cublas(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,
-                                 cudaStream_t s) {
-    if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
-    if (!cublas_handle && cublasCreate(&cublas_handle) != CUBLAS_STATUS_SUCCESS) return cudaErrorNotSupported;
-    size_t need = (size_t)m * n_in;
-    if (need > cublas_xb_elems) {
-        cudaFree(cublas_xb);
-        cublas_xb = NULL;
-        cudaError_t e = cudaMalloc((void **)&cublas_xb, need * sizeof(uint16_t));
-        if (e != cudaSuccess) return e;
-        cublas_xb_elems = need;
-    }
-    cudaError_t e = kn_f32_to_bf16(cublas_xb, X, (long)need, s);
-    if (e != cudaSuccess) return e;
-    if (cublasSetStream(cublas_handle, s) != CUBLAS_STATUS_SUCCESS) return cudaErrorNotSupported;
-    const float alpha = 1.0f, beta = 0.0f;
-    /* column-major view: Yᵀ[n_out, m] = op(W)[n_out, n_in] · Xᵀ[n_in, m] */
-    cublasStatus_t st =
-        cublasGemmEx(cublas_handle, CUBLAS_OP_T, CUBLAS_OP_N, n_out, m, n_in, &alpha, W, CUDA_R_16BF, n_in, cublas_xb,
-                     CUDA_R_16BF, n_in, &beta, Y, CUDA_R_32F, n_out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    return st == CUBLAS_STATUS_SUCCESS ? cudaGetLastError() : cudaErrorUnknown;
-}
-#endif
-
 /* The versions' kn_matvec_fn: a plain product is a group of one part. */
 #define KN_MV_WHOLE(name)                                                                                              \
     static cudaError_t name##_whole(float *Y, const uint16_t *W, const float *X, int m, int n_out, int n_in,           \
@@ -614,10 +578,6 @@ static const kn_matvec_version versions[] = {
      launch_b3_whole, KN_MATVEC_MAX_M, 0, KN_MV_WARP_LANES, launch_b3},
     {"b5", "batch: v5's block per row with m accumulators (few-row matrices)", launch_b5_whole, KN_MATVEC_MAX_M, 0,
      KN_MV_BLOCK_LANES, launch_b5},
-#ifdef KN_HAVE_CUBLAS
-    {"cublas-xbf16", "baseline: X to bf16, then cublasGemmEx bf16 in, fp32 out, COMPUTE_32F", launch_cublas,
-     KN_MATVEC_MAX_M, 1, KN_MV_ALONE, NULL},
-#endif
 };
 
 #define N_VERSIONS (int)(sizeof versions / sizeof versions[0])
@@ -684,6 +644,6 @@ cudaError_t kn_matvec_group(const kn_matvec_out *out, const uint16_t *W, const f
     const int n_out = out->end[out->n_parts - 1];
     if (!batch_args_ok(m, n_out, n_in)) return cudaErrorInvalidValue;
     const kn_matvec_version *v = kn_matvec_dispatch(m, n_out, n_in);
-    if (!v->group) return cudaErrorNotSupported; /* the table holds no cuBLAS entry (kn_matvec_select) */
+    if (!v->group) return cudaErrorNotSupported; /* every version has its group form today */
     return v->group(*out, W, X, m, n_out, n_in, s);
 }

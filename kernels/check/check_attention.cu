@@ -235,7 +235,7 @@ void gc_family_rope_kv(gc_ctx *c) {
         {"odd 24q+4kv x256 R=64 m=5", 20, 5, HD, 0},
     };
     for (int i = 0; i < 2; i++) rope_case(c, &odd[i]);
-    if (c->emu) return;
+    if (c->small) return;
     static const att_case real[] = {
         {GC_SHAPE_QK_NORM_ROPE, 4096, 1, HD, 0},
         {GC_SHAPE_QK_NORM_ROPE, 4096, 4, HD, 0},
@@ -255,7 +255,7 @@ void gc_family_attention(gc_ctx *c) {
         {"odd ctx200 tree3 6/1x128", 200, 3, 6, 1, 128, 16, 2},
     };
     for (int i = 0; i < 7; i++) attention_case(c, &odd[i]);
-    if (c->emu) return;
+    if (c->small) return;
     static const att_case real[] = {
         {"ctx 4096", GC_CTX_SHORT, 1, HD, 0},         {"ctx 4096", GC_CTX_SHORT, 4, HD, 1},
         {"ctx 32768", GC_CTX_LONG, 1, HD, 0},         {"ctx 32768", GC_CTX_LONG, 4, HD, 1},

@@ -240,7 +240,7 @@ void gc_family_deltanet(gc_ctx *c) {
     delta_case(c, "odd 3/3 heads 64x40 chain", 3, 3, 3, 64, 40, 0);
     delta_case(c, "odd 1/2 heads 50x33 tree", 4, 1, 2, 50, 33, 1);
     delta_case(c, "odd 1/1 heads 160x32 chain", 2, 1, 1, 160, 32, 0); /* Dk > 128: v2 falls back */
-    if (c->emu) return;
+    if (c->small) return;
     static const int ms[] = {1, 4};
     for (int i = 0; i < 2; i++) {
         conv_case(c, GC_SHAPE_CONV, ms[i], GC27_C, GC27_K, 0);

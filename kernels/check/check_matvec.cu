@@ -186,6 +186,9 @@ static void matvec_shape(gc_ctx *c, const gc_matvec_shape *sh, const int *ms, in
             times[v * n_ms + mi] = NAN;
             if (vs[v].max_m >= ms[mi]) times[v * n_ms + mi] = run(vs[v].name, vs[v].fn, vs[v].x_bf16, ms[mi]);
         }
+    if (const kn_matvec_version *base = gc_matvec_baseline()) /* a row to compare with, never dispatched */
+        for (int mi = 0; mi < n_ms; mi++)
+            if (base->max_m >= ms[mi]) run(base->name, base->fn, base->x_bf16, ms[mi]);
     /* every class on the GPU; on the emulator, where a block per row costs
      * 256 fibers a row, the dispatched class always and the others on the
      * shapes of few rows */
@@ -242,8 +245,8 @@ void gc_family_matvec(gc_ctx *c) {
         const gc_matvec_shape *sh = &shapes[i];
         if (!sh->real)
             matvec_shape(c, sh, ms_odd, 4);
-        else if (c->emu)
-            continue; /* the emulator runs the edge-case shapes only */
+        else if (c->small)
+            continue; /* the edge-case shapes only */
         else if (!strncmp(sh->name, "mlp_gate/up", 11) || !strncmp(sh->name, "q_proj", 6))
             matvec_shape(c, sh, ms_wide, 5);
         else

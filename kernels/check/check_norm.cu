@@ -136,7 +136,7 @@ void gc_family_norm(gc_ctx *c) {
     rmsnorm_case(c, "odd 3x1001", 3, 3, 1001);
     gatednorm_case(c, "odd 7x100", 7, 7, 100);
     swiglu_case(c, "odd 1003", 1, 1003);
-    if (c->emu) {
+    if (c->small) {
         gatednorm_case(c, GC_SHAPE_GATED_NORM, 1, GC27_HV, GC27_DV);
         return;
     }

@@ -323,7 +323,7 @@ void gc_family_sample(gc_ctx *c) {
     accept_case(c, "odd k=5 V=257 greedy", 5, 257, params(0.0f, 0, 1.0f, 0.0f), 8);
     accept_tree_case(c, "odd tree of 7 V=300", 300, CHILDREN_IID, params(1.0f, 0, 1.0f, 0.0f), 48);
     accept_tree_case(c, "odd tree of 7 V=300 T=1.5", 300, CHILDREN_NO_REPLACEMENT, params(1.5f, 0, 1.0f, 0.0f), 48);
-    if (c->emu) return;
+    if (c->small) return;
     for (int m = 1; m <= 4; m += 3) probs_case(c, GC_SHAPE_PROBS, m, GC27_V, params(0.7f, 20, 0.95f, 0.0f), 0, 0);
     probs_case(c, "V=248320 T=1 p=0.9", 1, GC27_V, params(1.0f, 0, 0.9f, 0.0f), 0, 0);
     probs_case(c, "V=248320 T=1 min_p=0.05", 1, GC27_V, params(1.0f, 0, 1.0f, 0.05f), 0, 0);

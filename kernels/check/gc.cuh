@@ -10,9 +10,11 @@
 
 #include "gc_host.h"
 #include "kn_common.cuh"
+#include "kn_matvec.h"
 
 typedef struct {
     int emu;           /* running on the CPU emulator: small shapes, no timing */
+    int small;         /* the edge-case shapes only (the emulator; --small, for compute-sanitizer's slow runs) */
     int validate_only; /* no timing */
     uint64_t seed;     /* fresh per run unless given; printed for replay */
     size_t l2_bytes;
@@ -113,6 +115,10 @@ template <class F> double gc_time_us(const gc_ctx *c, F launch) {
     return gc_median(samples, GC_SAMPLES);
 #endif
 }
+
+/* gpucheck's baseline for the matvec family, beside kn_matvec_versions: cuBLAS's GEMM (NULL when cuBLAS is not
+ * compiled in, as on the emulator). Linked into gpucheck alone, so the engine never needs libcublas. */
+const kn_matvec_version *gc_matvec_baseline(void);
 
 /* Families: each validates and times one op family's versions. */
 void gc_family_copy(gc_ctx *c); /* copy and read-only bandwidth: the ceilings */

@@ -13,13 +13,15 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: gpucheck [--only FAMILY[,FAMILY...]] [--validate-only] [--seed N] [--results FILE]\n"
+            "usage: gpucheck [--only FAMILY[,FAMILY...]] [--validate-only] [--small] [--seed N] [--results FILE]\n"
             "       gpucheck --report FILE | --probe | --list\n"
             "Validates every CUDA kernel version against its CPU twin (fresh random inputs, outputs\n"
             "poisoned with NaN), times it with CUDA events (median of %d samples, rotating buffers),\n"
             "and prints one table and the Qwen3.8-27B estimate. --results appends each row to FILE\n"
             "(tab-separated) as it is measured, flushed, so a crash keeps the rows before it and\n"
-            "separate runs can be reported together with --report.\n"
+            "separate runs can be reported together with --report. --small runs the edge-case\n"
+            "shapes alone (what the emulator runs: for compute-sanitizer, which is slow).\n"
+            "--probe prints the device's properties, or why there is no device.\n"
             "Exit status: 0 all validated, 1 a validation failed, 2 usage, 3 a CUDA error,\n"
             "4 no CUDA device (--probe too); killed by a signal: a crash.\n",
             GC_SAMPLES);
@@ -36,6 +38,23 @@ static int probe(int verbose) {
     }
     if (verbose) printf("cuda devices: %d\n", n);
     return n;
+}
+
+/* What the kernels are sized by, read off device 0 (a session's record of the machine it ran on). */
+static void print_properties(void) {
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return;
+    int runtime = 0, driver = 0;
+    cudaRuntimeGetVersion(&runtime);
+    cudaDriverGetVersion(&driver);
+    printf("device 0: %s, compute capability %d.%d, %d SMs, %.1f GB, L2 %.1f MB (%.1f MB can persist)\n", p.name,
+           p.major, p.minor, p.multiProcessorCount, p.totalGlobalMem / 1e9, p.l2CacheSize / 1e6,
+           p.persistingL2CacheMaxSize / 1e6);
+    printf("per SM: %d threads, %d registers, %zu KB shared; per block: %d threads, %d registers, %zu KB shared "
+           "(%zu KB opted in)\n",
+           p.maxThreadsPerMultiProcessor, p.regsPerMultiprocessor, p.sharedMemPerMultiprocessor / 1024,
+           p.maxThreadsPerBlock, p.regsPerBlock, p.sharedMemPerBlock / 1024, p.sharedMemPerBlockOptin / 1024);
+    printf("memory bus %d bits; runtime %d, driver %d\n", p.memoryBusWidth, runtime, driver);
 }
 
 static int in_list(const char *list, const char *name) {
@@ -71,14 +90,16 @@ static int report(const char *path) {
 
 int main(int argc, char **argv) {
     const char *only = NULL, *results = NULL;
-    int validate_only = 0, have_seed = 0;
+    int validate_only = 0, small = 0, have_seed = 0;
     uint64_t seed = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--probe")) {
-            return probe(1) > 0 ? 0 : GC_EXIT_NO_DEVICE;
+            if (probe(1) == 0) return GC_EXIT_NO_DEVICE;
+            print_properties();
+            return 0;
         } else if (!strcmp(argv[i], "--list")) {
             int n = 0;
             const gc_family *f = gc_families(&n);
@@ -95,6 +116,8 @@ int main(int argc, char **argv) {
             have_seed = 1;
         } else if (!strcmp(argv[i], "--validate-only")) {
             validate_only = 1;
+        } else if (!strcmp(argv[i], "--small")) {
+            small = 1;
         } else {
             fprintf(stderr, "gpucheck: unknown argument '%s'\n", argv[i]);
             usage(stderr);
@@ -131,6 +154,7 @@ int main(int argc, char **argv) {
     gc_ctx c;
     memset(&c, 0, sizeof c);
     c.validate_only = validate_only;
+    c.small = small;
     c.seed = seed;
     c.l2_bytes = prop.l2CacheSize > 0 ? (size_t)prop.l2CacheSize : (size_t)50 << 20;
     c.res = &res;

@@ -20,7 +20,10 @@ CUBLAS_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64
 CUBLAS_DEF := $(if $(CUBLAS_LIBDIR),-DKN_HAVE_CUBLAS)
 CUBLAS_LIBS := $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Xlinker -rpath=$(CUBLAS_LIBDIR))
 NVCC_WERROR := $(if $(WERROR),-Xcompiler -Werror -Werror all-warnings)
-NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) $(CUDA_INC) $(CUBLAS_DEF) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) $(CUDA_INC) -Xcompiler -Wall,-Wextra $(NVCC_WERROR)
+# cuBLAS is gpucheck's baseline alone (kernels/check/matvec_cublas.cu): the engine's binary must load where the
+# device's CUDA install has the runtime and nothing more.
+$(BUILD)/cuda/kernels/check/matvec_cublas.o: NVCC_FLAGS += $(CUBLAS_DEF)
 GPUCHECK_C_SRC := $(addprefix reference/,ops/ops.c base/dtype.c base/philox.c decoding/sampler.c decoding/accept.c \
                     decoding/tree.c base/error.c base/atomic_file.c base/regular_file.c) $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
@@ -38,11 +41,10 @@ $(BUILD)/cuda/gpucheck: $(GPUCHECK_OBJ)
 	$(NVCC) $(CUDA_ARCH) -o $@ $^ $(CUBLAS_LIBS) -lm
 
 # The commands with the CUDA backend on a GPU (`--backend cuda`): the C objects as every build has them, the
-# backend and the kernels from nvcc, linked by the C compiler against the CUDA runtime.
+# backend and the kernels from nvcc, linked by the C compiler against the CUDA runtime (libcudart, no cuBLAS).
 CUDA_LIBDIR := $(patsubst %/,%,$(dir $(firstword $(wildcard $(CUDA_HOME)/lib64/libcudart.so $(CUDA_HOME)/targets/*/lib/libcudart.so))))
 comma := ,
-CUDA_RT_LIBS := -L$(CUDA_LIBDIR) -lcudart -Wl$(comma)-rpath$(comma)$(CUDA_LIBDIR) \
-                $(if $(CUBLAS_LIBDIR),-L$(CUBLAS_LIBDIR) -lcublas -Wl$(comma)-rpath$(comma)$(CUBLAS_LIBDIR))
+CUDA_RT_LIBS := -L$(CUDA_LIBDIR) -lcudart -Wl$(comma)-rpath$(comma)$(CUDA_LIBDIR)
 SPECULA_CUDA_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(ENGINE_CU_SRC) $(CU_SRC))
 $(BUILD)/specula-cuda: $(call obj,$(CLI_SRC)) $(SPECULA_CUDA_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_RT_LIBS) -lstdc++
