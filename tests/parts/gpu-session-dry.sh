@@ -23,16 +23,23 @@ OUT=$tmp/out GPU_SESSION_ENGINE=$build/specula-emu GPU_SESSION_SYNTHETIC=$tmp/mt
     GPU_SESSION_PEER=0 GPU_SESSION_WITHIN=$build/tests/within \
     tools/gpu-session.sh >"$tmp/log" 2>&1
 rc=$?
-pass=0 fail=0
-if [ $rc -eq 0 ] && grep -q "cuda vs reference: 10240 logits" "$tmp/log" && grep -q "verify tree, 64 nodes" "$tmp/log" &&
-    grep -q "the same, no CUDA graph" "$tmp/log" &&
-    grep -q "sampled tokens, cuda beside cpu: . of 3 runs" "$tmp/log" && grep -q "   2 mtp " "$tmp/log"; then
-    pass=1
-else
-    fail=1
-    echo "FAIL gpu-session-dry: exit $rc"
-    grep "== \|FAIL\|error\|rror:" "$tmp/log" | tail -20
-fi
+fail=0
+# expect WHAT COMMAND...: one thing the run must show, named when it does not
+expect() {
+    "${@:2}" >/dev/null 2>&1 || { echo "FAIL gpu-session-dry: $1"; fail=1; }
+}
+expect "exit 0 (it was $rc)" [ $rc -eq 0 ]
+# the plan's estimates fit the 8 minutes, and what comes back from $OUT fits its 8 files
+planned=$(sed -n 's/^plan: estimates add up to \([0-9]*\) s.*/\1/p' "$tmp/log")
+expect "a plan whose estimates fit 480 s (${planned:-none printed})" [ "${planned:-999}" -le 480 ]
+expect "at most 8 files under \$OUT" [ "$(find "$tmp/out" -type f | wc -l)" -le 8 ]
+for f in device.txt engine.txt speed.txt; do expect "\$OUT/$f written" [ -s "$tmp/out/$f" ]; done
+for line in "cuda vs reference: 10240 logits" "verify tree, 64 nodes" "the same, no CUDA graph" \
+    "sampled tokens, cuda beside cpu: . of 3 runs" "   2 mtp "; do
+    expect "the line '$line'" grep -q "$line" "$tmp/log"
+done
+[ $fail -eq 0 ] || grep "== \|FAIL\|error\|rror:" "$tmp/log" | tail -20
+pass=$((1 - fail))
 echo "gpu-session-dry: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"
 [ $fail -eq 0 ]
