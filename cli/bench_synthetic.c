@@ -40,6 +40,7 @@ static void usage(FILE *f) {
                "MTP-3's predicted speed at the course's acceptance (0.90 / 0.72 / 0.48).\n"
                "  --backend cuda       the CUDA engine (the only one that makes synthetic weights)\n"
                "  --cuda-graphs on|off the passes captured into CUDA graphs (on, default) or launched op by op\n"
+               "  --cuda-debug         graphs off, every launch waited for, the first kernel that fails named\n"
                "  --contexts A,B,...   cached positions (default 1024,32768; at most 4)\n"
                "  --runs N             passes per figure, median reported (default 10)\n"
                "  --copy-mib N         size of the copy that measures the bandwidth (default 1024)\n"
@@ -220,6 +221,7 @@ int bench_synthetic(int argc, char **argv) {
     engine_options o = engine_defaults();
     o.cuda = 1;
     o.cuda_eager = a.models.cuda_eager;
+    o.cuda_debug = a.models.cuda_debug;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
     const double t_open = bench_now_s();
     if (engine_open_synthetic(&e, a.dir, &o, a.seed, &err)) {

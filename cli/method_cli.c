@@ -20,6 +20,11 @@ model_flags model_flags_defaults(backend_kind backend) {
 
 int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
     const char *flag = argv[*i], *v;
+    if (!strcmp(flag, "--cuda-debug")) { /* no value */
+        f->cuda_flag = flag;
+        f->cuda_debug = 1;
+        return 1;
+    }
     if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype") &&
         strcmp(flag, "--cuda-graphs"))
         return 0;
@@ -95,7 +100,8 @@ void model_flags_usage(FILE *f) {
         "                       a GPU; in build/specula-emu, on the kernels' CPU emulator)\n"
         "  --threads N          cpu: threads of the engine (default 1)\n"
         "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n"
-        "  --cuda-graphs on|off cuda: each pass captured into CUDA graphs (on, default) or launched op by op\n",
+        "  --cuda-graphs on|off cuda: each pass captured into CUDA graphs (on, default) or launched op by op\n"
+        "  --cuda-debug         cuda: graphs off, every launch waited for, the first kernel that fails named\n",
         default_model_dir());
 }
 
@@ -126,8 +132,8 @@ int model_flags_check(const model_flags *f, const method_spec *s, const char *cm
 
 int model_flags_backend_check(const model_flags *f, const char *cmd) {
     if (f->cuda_flag && f->backend != BACKEND_CUDA) {
-        fprintf(stderr, "specula %s: --cuda-graphs only applies to --backend cuda (the %s launches no kernels)\n", cmd,
-                f->backend == BACKEND_REFERENCE ? "reference" : "CPU engine");
+        fprintf(stderr, "specula %s: %s only applies to --backend cuda (the %s launches no kernels)\n", cmd,
+                f->cuda_flag, f->backend == BACKEND_REFERENCE ? "reference" : "CPU engine");
         return 2;
     }
     if (f->engine_flag && f->backend != BACKEND_CPU) {

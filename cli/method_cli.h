@@ -33,14 +33,15 @@ typedef struct {
     int dtype_given;         /* --dtype was given: a rounding asked for, not announced */
     const char *engine_flag; /* --threads or --dtype when given, for the reference's refusal */
     int cuda_eager;          /* cuda: launch op by op, no CUDA graphs (--cuda-graphs off) */
-    const char *cuda_flag;   /* --cuda-graphs when given, for the other backends' refusal */
+    int cuda_debug;          /* cuda: wait after every launch, name the first that fails (--cuda-debug) */
+    const char *cuda_flag;   /* --cuda-graphs or --cuda-debug when given, for the other backends' refusal */
 } model_flags;
 
 /* The model flags with the command's default backend. */
 model_flags model_flags_defaults(backend_kind backend);
 const char *backend_name(backend_kind b); /* "reference", "cpu", "cuda" */
 
-/* Reads argv[*i] as --backend, --threads, --dtype or --cuda-graphs: 1 consumed, 0 not one,
+/* Reads argv[*i] as --backend, --threads, --dtype, --cuda-graphs or --cuda-debug: 1 consumed, 0 not one,
  * −1 a bad value (printed). */
 int backend_flags_read(model_flags *f, int argc, char **argv, int *i);
 /* Reads argv[*i] as a model flag (the three above included): 1 consumed

@@ -38,6 +38,10 @@ cudaError_t kn_dev_open(char *name, size_t name_size) {
 }
 #else
 cudaError_t kn_dev_open(char *name, size_t name_size) {
+    /* Before the first CUDA call: every module loads with the context, none on its first launch, which may fall
+     * inside a stream capture (a kernel chosen by context length, first needed deep into a run). A user's own
+     * setting stands. */
+    setenv("CUDA_MODULE_LOADING", "EAGER", 0);
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) return e;

@@ -7,16 +7,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kn_launch.h"
+
+/* KN_LAUNCH returns the launch's cudaError_t through kn_launch_result (kn_launch.h), which names the first launch
+ * that fails (its launcher, the kernel, grid, block and shared memory) and in debug mode waits for each. */
 #ifdef KN_EMU
 #include "emu.h"
-/* Returns the launch's cudaError_t, like the GPU form below. */
 #define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
-    emu_launch((grid), (block), (smem), (stream), [=] { kernel(__VA_ARGS__); })
+    kn_launch_result(__func__, #kernel, dim3(grid), dim3(block), (smem), (stream),                                     \
+                     emu_launch((grid), (block), (smem), (stream), [=] { kernel(__VA_ARGS__); }))
 #define KN_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()
 #else
 #include <cuda_runtime.h>
 #define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
-    (kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__), cudaGetLastError())
+    (kernel<<<(grid), (block), (smem), (stream)>>>(__VA_ARGS__),                                                       \
+     kn_launch_result(__func__, #kernel, dim3(grid), dim3(block), (smem), (stream), cudaGetLastError()))
 #define KN_DYN_SMEM(T, name)                                                                                           \
     extern __shared__ __align__(16) unsigned char kn_dyn_smem_[];                                                      \
     T *name = (T *)kn_dyn_smem_

@@ -233,6 +233,9 @@ typedef struct {
 /* Sets the mode of a CUDA backend (graphs are on from backend_cuda_build); returns the previous mode, or −1 (b
  * is not a CUDA backend, or mode is none of the three). */
 int backend_cuda_graphs(engine_backend *b, int mode);
+/* The debug mode (kn_launch.h): graphs off, every launch waited for, and a failure names the first kernel that
+ * failed, its grid, block and shared memory. Slow; for finding a fault. 0, or −1 when b is not a CUDA backend. */
+int backend_cuda_debug(engine_backend *b);
 /* A pass's graph is cut after every `norms` RMSNorms (16 from backend_cuda_build: 8 layers), each segment
  * launched while the host captures the next; returns the previous count, or −1 (not a CUDA backend, norms < 1). */
 int backend_cuda_graph_segments(engine_backend *b, int norms);

@@ -9,7 +9,7 @@
 #include "footprint.h"
 
 engine_options engine_defaults(void) {
-    engine_options o = {1, 0, 0, 0};
+    engine_options o = {1, 0, 0, 0, 0};
     return o;
 }
 
@@ -137,6 +137,7 @@ static int open_engine(engine *e, const char *dir, const engine_options *o, uint
             return -1;
         }
         if (e->opt.cuda_eager) backend_cuda_graphs(&e->be, CUDA_GRAPHS_OFF);
+        if (e->opt.cuda_debug) backend_cuda_debug(&e->be);
     } else {
         backend_cpu_build(&e->be, &e->cfg, e->opt.threads, e->opt.f32_weights);
     }

@@ -17,6 +17,8 @@ typedef struct {
     int cuda;        /* 1: the CUDA backend (bf16 weights and KV); 0: the CPU's */
     int cuda_eager;  /* CUDA backend: 1 launches each op as the host issues it; 0 (default) captures each pass
                       * into a CUDA graph (backend_cuda_graphs) */
+    int cuda_debug;  /* CUDA backend: 1 waits after every launch, graphs off, and names the first kernel that
+                      * fails (backend_cuda_debug) */
 } engine_options;
 
 engine_options engine_defaults(void); /* 1 thread, bf16, CUDA graphs */

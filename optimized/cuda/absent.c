@@ -18,6 +18,11 @@ int backend_cuda_graphs(engine_backend *b, int mode) {
     return -1;
 }
 
+int backend_cuda_debug(engine_backend *b) {
+    (void)b;
+    return -1;
+}
+
 int backend_cuda_graph_segments(engine_backend *b, int norms) {
     (void)b;
     (void)norms;

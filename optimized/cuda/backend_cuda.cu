@@ -12,12 +12,15 @@ extern "C" {
 #include <string.h>
 
 #include "kn_engine_ops.h"
+#include "kn_launch.h"
 
 void cuda_check(engine_backend *b, cudaError_t e, const char *what) {
     cuda_impl *c = impl(b);
     c->queued = 1;
     if (e == cudaSuccess || c->failure[0]) return;
-    snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s", what, c->device, cudaGetErrorString(e));
+    const char *launch = kn_launch_failure(); /* the kernel, when a launch failed (at once in debug mode) */
+    snprintf(c->failure, sizeof c->failure, "cuda engine: %s failed on %s: %s%s%s%s", what, c->device,
+             cudaGetErrorString(e), launch[0] ? " (the first failed launch: " : "", launch, launch[0] ? ")" : "");
 }
 
 void cuda_flush(engine_backend *b) {
@@ -102,6 +105,7 @@ static void c_release(engine_backend *b) {
     cuda_mtp_release(b);
     cuda_pass_release(b);
     if (c->stream) cudaStreamDestroy(c->stream);
+    if (c->debug) kn_debug_launches(0); /* the mode is the launches' (process-wide): it ends with its backend */
     free(c->seqs);
     free(c);
     b->impl = NULL;
@@ -191,6 +195,14 @@ int backend_cuda_graphs(engine_backend *b, int mode) {
     const int old = c->graphs.mode;
     c->graphs.mode = mode;
     return old;
+}
+
+int backend_cuda_debug(engine_backend *b) {
+    if (!is_cuda(b)) return -1;
+    backend_cuda_graphs(b, CUDA_GRAPHS_OFF); /* a capture cannot be waited on */
+    kn_debug_launches(1);
+    impl(b)->debug = 1;
+    return 0;
 }
 
 int backend_cuda_graph_segments(engine_backend *b, int norms) {

@@ -65,6 +65,7 @@ typedef struct {
     kn_conv_fn conv;
     kn_delta_fn delta;
     int queued;    /* work launched since the last wait */
+    int debug;     /* backend_cuda_debug turned the launches' debug mode on */
     cuda_mtp *mtp; /* the MTP chain's scratch (mtp_device.cu) */
 } cuda_impl;
 

@@ -38,6 +38,8 @@ run "--threads is the CPU engine's" 2 "only applies to --backend cpu (the CUDA b
 run "--dtype is the CPU engine's" 2 "computes with bf16 weights" "$emu" generate --backend cuda --dtype f32 --max-tokens 2
 run "--cuda-graphs is the CUDA engine's" 2 "only applies to --backend cuda" "$emu" generate --backend cpu \
     --cuda-graphs off --max-tokens 2
+run "--cuda-debug is the CUDA engine's" 2 "--cuda-debug only applies to --backend cuda" "$emu" generate \
+    --backend reference --cuda-debug --max-tokens 2
 run "--cuda-graphs takes on or off" 2 "expects on or off, got 'maybe'" "$emu" generate --backend cuda \
     --cuda-graphs maybe --max-tokens 2
 
@@ -62,21 +64,27 @@ if [ -f models/tiny-shakespeare/model.safetensors ]; then
         run "generate --method $method" 0 "6 tokens in" "$emu" generate --backend cuda --method $method \
             --prompt "ROMEO:" --max-tokens 6 --temperature 0.8 --seed 3
     done
-    # the same greedy text with the passes as CUDA graphs and launched op by op (verify passes: --method spec)
-    for graphs in on off; do
-        "$emu" generate --backend cuda --cuda-graphs $graphs --method spec --k 3 --prompt "ROMEO:" --max-tokens 6 \
-            --temperature 0 >"$tmp/graphs-$graphs" 2>&1
+    # the same greedy text with the passes as CUDA graphs, launched op by op, and in the debug mode (each launch
+    # waited for; verify passes: --method spec)
+    for mode in on off debug; do
+        flags="--cuda-graphs $mode"
+        [ $mode = debug ] && flags=--cuda-debug
+        # shellcheck disable=SC2086 # the flags are words
+        "$emu" generate --backend cuda $flags --method spec --k 3 --prompt "ROMEO:" --max-tokens 6 \
+            --temperature 0 >"$tmp/mode-$mode" 2>&1
     done
-    if [ -s "$tmp/graphs-on" ] && grep -q "6 tokens in" "$tmp/graphs-on" &&
-        [ "$(head -1 "$tmp/graphs-on")" = "$(head -1 "$tmp/graphs-off")" ]; then
-        pass=$((pass + 1))
-    else
-        fail=$((fail + 1))
-        echo "FAIL cuda-emu-cli: greedy text with --cuda-graphs on and off: $(head -1 "$tmp/graphs-on") / $(head -1 "$tmp/graphs-off")"
-    fi
+    for mode in off debug; do
+        if [ -s "$tmp/mode-on" ] && grep -q "6 tokens in" "$tmp/mode-on" &&
+            [ "$(head -1 "$tmp/mode-on")" = "$(head -1 "$tmp/mode-$mode")" ]; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            echo "FAIL cuda-emu-cli: greedy text with graphs and with $mode: $(head -1 "$tmp/mode-on") / $(head -1 "$tmp/mode-$mode")"
+        fi
+    done
 else
-    skip=$((skip + 2))
-    echo "cuda-emu-cli: skipped 2 runs: models/tiny-shakespeare has no weights here"
+    skip=$((skip + 4))
+    echo "cuda-emu-cli: skipped 4 runs: models/tiny-shakespeare has no weights here"
 fi
 
 echo "cuda-emu-cli: $pass passed, $fail failed, $skip skipped"

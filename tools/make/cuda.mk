@@ -9,9 +9,11 @@ CU_SRC := $(sort $(wildcard kernels/*.cu))
 CU_CHECK_SRC := $(sort $(wildcard kernels/check/*.cu))
 ENGINE_CU_SRC := $(sort $(wildcard optimized/cuda/*.cu))
 EMU_RT_SRC := kernels/emu/emu.cc kernels/emu/emu_rt.cc
+EMU_PLANT_SRC := kernels/emu/emu_plants.cc # the emulator's own tests: in the test runners only
 EMU_ENGINE_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(EMU_RT_SRC))
-EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC))
-EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC))
+EMU_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC) $(EMU_PLANT_SRC))
+EMU_SAN_OBJ = $(patsubst %,$(BUILD)/emu-asan/%.o,$(ENGINE_CU_SRC) $(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC) \
+                $(EMU_PLANT_SRC))
 CUDA_INC := $(INC_kernels) -Ioptimized
 
 CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90
