@@ -30,8 +30,8 @@ row() {
     "$build/tests/within" 60 --stall 30 "$specula" "$@" >"${row_stdout:-$tmp/out}" 2>"$tmp/err" </dev/null
     local rc=$? lines msg
     lines=$(wc -l <"$tmp/err")
-    msg=$(head -1 "$tmp/err")
-    if [ "$rc" -eq "$want" ] && [ "$lines" -eq 1 ] && grep -qF -- "$fragment" "$tmp/err"; then
+    msg=$(tail -1 "$tmp/err") # the verdict: a command that reports progress (plot) says it last
+    if [ "$rc" -eq "$want" ] && [ "$lines" -eq "${row_lines:-1}" ] && grep -qF -- "$fragment" <<<"$msg"; then
         pass=$((pass + 1))
     else
         fail=$((fail + 1))
@@ -276,6 +276,12 @@ for method in greedy sample spec mtp lookup beam; do
     done
 done
 row logits "a model that overflows" 1 "position 0: 32 of the 32 logits are NaN" -- logits "$tmp/overflows" --tokens 1,2
+row_lines=2 # plot's progress line, then the verdict
+row plot "a model that overflows (its MTP module drafts first)" 1 "the MTP module: position 2: 32 of the 32 logits are NaN" -- \
+    plot --model "$tmp/overflows" --term none --prompts 1 --tokens 4 --out "$tmp/plots"
+row_lines=
+row bench "--batch, a model that overflows" 1 "32 of the 32 logits are NaN or infinite" -- \
+    bench "$tmp/overflows" --batch 2 --rounds 2 --tokens 4
 # the CUDA backend on the kernels' emulator (head_dim 32: micro-tied): the logits stay on the device, the
 # acceptance draws there, and the round loop refuses the token −1 it returns
 "$build/genmodel" --preset micro-tied --quiet "$tmp/tied" && overflow "$tmp/tied" "$tmp/tied-overflows"
