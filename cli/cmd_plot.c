@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "footprint.h"
 #include "method_cli.h"
+#include "outputs.h"
 #include "plots/plots.h"
 #include "tokenizer.h"
 
@@ -358,6 +359,17 @@ int cmd_plot(int argc, char **argv) {
         }
         t.extra = &a.extra;
     }
+
+    /* the folder made and a file creatable in it before minutes of measuring, not after */
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/measured.dat", a.out);
+    const char *outs[] = {probe}, *inputs[] = {a.extra_path};
+    sp_error derr;
+    if (plots_make_dir(a.out, &derr)) {
+        fprintf(stderr, "specula plot: %s\n", derr.msg);
+        return EXIT_BAD_INPUT;
+    }
+    if (outputs_check("plot", outs, 1, NULL, inputs, 1)) return EXIT_BAD_INPUT;
 
     /* the models: measured points and the embedded pair's bytes */
     loaded_models lm;

@@ -316,6 +316,8 @@ row plot "--alpha 1.5" 2 "--alpha" -- plot --alpha 1.5 --out "$tmp/plots"
 row plot "--ngram" 2 "--ngram" -- plot --ngram 2 --out "$tmp/plots"
 row plot "--tokens past the context" 2 "--tokens 2000" -- plot --model "$m" --tokens 2000 --term none --out "$tmp/plots"
 row plot "a broken tokenizer.json" 2 "$badtok/tokenizer.json" -- plot --model "$badtok" --term none --out "$tmp/plots"
+row plot "--out under a file, not a folder" 2 "cannot create the folder $tmp/arm.txt/plots: Not a directory" -- \
+    plot --model "$m" --term none --prompts 1 --tokens 4 --out "$tmp/arm.txt/plots"
 row plot "--model missing" 2 "$tmp/nope" -- plot --model "$tmp/nope" --out "$tmp/plots"
 mt() { # medusa-train on the micro model
     local input=$1 want=$2 fragment=$3

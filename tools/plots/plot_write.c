@@ -222,8 +222,7 @@ int plot_write_acceptance(const char *dir, const plot_measurements *m, sp_error 
     return plot_close(&af, err);
 }
 
-/* mkdir -p */
-static int make_dirs(const char *dir, sp_error *err) {
+int plots_make_dir(const char *dir, sp_error *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
     for (char *s = path + 1;; s++) {
@@ -243,7 +242,7 @@ static int make_dirs(const char *dir, sp_error *err) {
 
 int plots_write(const char *dir, const plot_theory *t, const plot_measurements *m, int *written, sp_error *err) {
     int have_m = m && m->n_points > 0;
-    if (make_dirs(dir, err)) return -1;
+    if (plots_make_dir(dir, err)) return -1;
     if (written)
         for (int i = 0; i < PLOTS_COUNT; i++) written[i] = 0;
     if (plot_write_measured(dir, have_m ? m : NULL, err)) return -1;

@@ -136,6 +136,9 @@ typedef struct {
     const plot_extra *extra; /* points of one's own on (a) (--extra), or NULL */
 } plot_theory;
 
+/* mkdir -p dir; an error names the part that could not be made, or says dir is not a folder. */
+int plots_make_dir(const char *dir, sp_error *err);
+
 /* Writes every .dat and .gp into dir (created when missing). m may be NULL
  * or empty: then the measured layers are left out and the acceptance plot,
  * which has nothing else to show, is not written (*written says which plots
