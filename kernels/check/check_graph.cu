@@ -154,7 +154,7 @@ static void capture_controls(gc_ctx *c, graph_bufs *g) {
                         [&] {
                             float a = 5.0f;
                             float *y = g->y;
-                            return emu_launch(dim3(1), dim3(32), 0, g->s, [&] {
+                            return emu_launch(NULL, dim3(1), dim3(32), 0, g->s, [&] {
                                 if (threadIdx.x == 0) y[0] = a;
                             });
                         }),

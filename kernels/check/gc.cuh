@@ -139,8 +139,12 @@ typedef struct {
 const gc_family *gc_families(int *count);
 
 /* Entry for the unit tests (emulator build): runs one family on its small
- * shapes; returns the number of failed rows (−1: unknown family) and writes
- * the failed rows (or a summary) into msg. */
-extern "C" int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *msg, size_t msg_size);
+ * shapes, its inputs and its threads' order (emu.h, EMU_RULE_ORDER) drawn
+ * from seed, on a device of sm_count multiprocessors (0: the emulator's
+ * default; set before the process's first launch); returns the number of
+ * failed rows (−1: unknown family) and writes the seed and the failed rows
+ * into msg. */
+extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg,
+                          size_t msg_size);
 
 #endif

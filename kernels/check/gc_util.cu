@@ -209,7 +209,12 @@ const gc_family *gc_families(int *count) {
     return families;
 }
 
-extern "C" int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *msg, size_t msg_size) {
+#ifdef KN_EMU /* the unit tests' entry: the emulator build alone */
+extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg,
+                          size_t msg_size) {
+    emu_set_order_seed(seed);
+    if (sm_count > 0) emu_set_sm_count(sm_count);
+    const int sms = emu_set_sm_count(0); /* 0 leaves the count as it is */
     int n = 0;
     const gc_family *f = gc_families(&n);
     gc_results res;
@@ -228,8 +233,9 @@ extern "C" int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *
             f[i].run(&c);
             found = 1;
         }
-    msg[0] = '\0';
-    size_t used = 0;
+    size_t used = (size_t)snprintf(msg, msg_size, "seed %llu (inputs and thread order), %d SMs:\n",
+                                   (unsigned long long)seed, sms);
+    if (used >= msg_size) used = msg_size - 1;
     for (int i = 0; i < res.n && found; i++)
         if (res.rows[i].status == GC_FAIL && used + 1 < msg_size) {
             char line[512];
@@ -242,3 +248,4 @@ extern "C" int gc_emu_run(const char *family, uint64_t seed, int *n_rows, char *
     gc_results_free(&res);
     return fails;
 }
+#endif

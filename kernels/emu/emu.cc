@@ -1,6 +1,7 @@
-/* emu.cc — the fiber scheduler behind emu.h: one ucontext fiber per CUDA thread of the running block, switched
- * round-robin only at barriers and warp collectives, with deadlock detection (a barrier some live thread never
- * reaches would hang a GPU). Annotated for AddressSanitizer's fiber support so ASan stays exact. */
+/* emu.cc — the fiber scheduler behind emu.h: one ucontext fiber per CUDA thread of the running block, switched only
+ * at barriers and warp collectives, in an order drawn anew at each (EMU_RULE_ORDER), with deadlock detection (a
+ * barrier some live thread never reaches would hang a GPU) and the other rules of emu.h. Annotated for
+ * AddressSanitizer's fiber support so ASan stays exact. */
 #include "emu.h"
 
 #include <stdio.h>
@@ -78,13 +79,74 @@ static emu_body_fn body_fn;
 static void *body_arg;
 static cudaError_t last_error;
 
+static unsigned rules = EMU_RULES_ALL;
+static uint64_t order_seed = 1;
+static int sm_count = 4;
+static unsigned short order[EMU_MAX_THREADS]; /* the running block's threads in this round's order */
+static uint64_t order_state;
+static const void *bar_site; /* where the threads now waiting at the block's barrier called it */
+static const char *block_fault; /* a rule the running block broke (NULL none): its launch fails */
+
+unsigned emu_set_rules(unsigned r) {
+    const unsigned old = rules;
+    rules = r & EMU_RULES_ALL;
+    return old;
+}
+uint64_t emu_set_order_seed(uint64_t seed) {
+    const uint64_t old = order_seed;
+    order_seed = seed;
+    return old;
+}
+int emu_set_sm_count(int n) {
+    const int old = sm_count;
+    if (n >= 1) sm_count = n;
+    return old;
+}
+
+/* The kernels that asked for more dynamic shared memory (cudaFuncSetAttribute), and how much. */
+#define EMU_MAX_OPTIN 64
+static struct {
+    const void *kernel;
+    size_t smem;
+} optin[EMU_MAX_OPTIN];
+static int n_optin;
+
+cudaError_t emu_func_set_attribute(const void *kernel, cudaFuncAttribute attr, int value) {
+    if (attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 || value > EMU_MAX_SMEM)
+        return last_error = cudaErrorInvalidValue;
+    int i = 0;
+    while (i < n_optin && optin[i].kernel != kernel) i++;
+    if (i == n_optin) {
+        if (n_optin == EMU_MAX_OPTIN) return last_error = cudaErrorMemoryAllocation;
+        n_optin++;
+    }
+    optin[i].kernel = kernel, optin[i].smem = (size_t)value;
+    return cudaSuccess;
+}
+
+size_t emu_func_smem_limit(const void *kernel) {
+    for (int i = 0; i < n_optin; i++)
+        if (optin[i].kernel == kernel && optin[i].smem > EMU_SMEM_DEFAULT) return optin[i].smem;
+    return EMU_SMEM_DEFAULT;
+}
+
+cudaError_t emu_smem_check(const void *kernel, size_t smem) {
+    if (!(rules & EMU_RULE_SMEM_OPTIN) || smem <= emu_func_smem_limit(kernel)) return cudaSuccess;
+    fprintf(stderr,
+            "emu: a launch asks for %zu B of dynamic shared memory, past the %zu B its kernel may take: over 48 KB "
+            "needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first\n",
+            smem, emu_func_smem_limit(kernel));
+    return last_error = cudaErrorInvalidValue;
+}
+
 const char *cudaGetErrorString(cudaError_t e) {
     switch (e) {
     case cudaSuccess: return "no error";
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorLaunchFailure: return "unspecified launch failure (emulator: barrier deadlock)";
+    case cudaErrorLaunchFailure:
+        return "unspecified launch failure (emulator: a barrier deadlock or a broken rule, said above)";
     case cudaErrorNotSupported: return "operation not supported";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
@@ -112,7 +174,7 @@ cudaError_t cudaGetDevice(int *dev) {
 
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev) {
     (void)dev;
-    *value = attr == cudaDevAttrMultiProcessorCount ? EMU_SM_COUNT : EMU_MAX_SMEM;
+    *value = attr == cudaDevAttrMultiProcessorCount ? sm_count : EMU_MAX_SMEM;
     return cudaSuccess;
 }
 
@@ -150,7 +212,12 @@ static void yield_to_scheduler(void) {
     cur = self;
 }
 
-static void block_arrive(void) {
+static void block_arrive(const void *site) {
+    /* a barrier is one place in the code: threads meeting from two places would each wait at their own on a GPU */
+    if (bar_count == 0)
+        bar_site = site;
+    else if (site != bar_site && (rules & EMU_RULE_BARRIER))
+        block_fault = "threads met at __syncthreads called from different places (a barrier in divergent code)";
     if (++bar_count == n_live) {
         bar_count = 0;
         bar_gen++;
@@ -173,13 +240,14 @@ static void warp_arrive(void) {
     yield_to_scheduler();
 }
 
-void __syncthreads(void) { block_arrive(); }
+/* Never inlined: its return address is the caller's place in the code (EMU_RULE_BARRIER). */
+__attribute__((noinline)) void __syncthreads(void) { block_arrive(__builtin_return_address(0)); }
 void __syncwarp(unsigned mask) {
     (void)mask;
     warp_arrive();
 }
 
-uint64_t emu_warp_exchange(uint64_t mine, int src) {
+uint64_t emu_warp_exchange(uint64_t mine, int src, unsigned mask) {
     int w = cur->warp;
     warp_slot[w][cur->lane] = mine;
     warp_arrive();
@@ -187,12 +255,13 @@ uint64_t emu_warp_exchange(uint64_t mine, int src) {
     uint64_t got = (src >= 0 && src < 32 && base + src < n_threads && fibers[base + src].state != F_DONE)
                        ? warp_slot[w][src]
                        : mine;
+    /* a lane outside the mask takes no part in the shuffle: what it holds is undefined */
+    if ((rules & EMU_RULE_MASK) && src >= 0 && src < 32 && !((mask >> src) & 1u)) got = ~(uint64_t)0;
     warp_arrive(); /* nobody overwrites a slot before every lane has read */
     return got;
 }
 
 unsigned __ballot_sync(unsigned mask, int pred) {
-    (void)mask;
     int w = cur->warp;
     warp_slot[w][cur->lane] = pred ? 1u : 0u;
     warp_arrive();
@@ -200,7 +269,7 @@ unsigned __ballot_sync(unsigned mask, int pred) {
     for (int l = 0; l < 32 && w * 32 + l < n_threads; l++)
         if (fibers[w * 32 + l].state != F_DONE && warp_slot[w][l]) bits |= 1u << l;
     warp_arrive();
-    return bits;
+    return (rules & EMU_RULE_MASK) ? bits & mask : bits;
 }
 
 unsigned emu_match_any(uint64_t value) {
@@ -279,6 +348,26 @@ static void fiber_main(void) {
     /* returning resumes uc_link, the scheduler */
 }
 
+/* splitmix64: the next word of the running block's order stream */
+static uint64_t order_next(void) {
+    uint64_t z = (order_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The order the block's threads run in until each reaches its next barrier or collective: by index, or, under
+ * EMU_RULE_ORDER, a fresh shuffle every round. */
+static void order_round(void) {
+    for (int i = 0; i < n_threads; i++) order[i] = (unsigned short)i;
+    if (!(rules & EMU_RULE_ORDER)) return;
+    for (int i = n_threads - 1; i > 0; i--) {
+        const int j = (int)(order_next() % (uint64_t)(i + 1));
+        const unsigned short t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+}
+
 static int runnable(const emu_fiber *f) {
     switch (f->state) {
     case F_READY: return 1;
@@ -336,7 +425,9 @@ static int run_block(void) {
     while (done < n_threads) {
         int progress = 0;
         done = 0;
-        for (int i = 0; i < n_threads; i++) {
+        order_round();
+        for (int k = 0; k < n_threads; k++) {
+            const int i = order[k];
             emu_fiber *f = &fibers[i];
             if (f->state == F_DONE) {
                 done++;
@@ -374,6 +465,21 @@ cudaError_t emu_config_check(dim3 grid, dim3 block, size_t smem) {
     return cudaSuccess;
 }
 
+#if EMU_SHARED_POISONED
+/* The linker's bounds of the section every static __shared__ variable lies in (emu.h); absent in a program that
+ * has none. */
+extern "C" char __start_emu_shared[] __attribute__((weak));
+extern "C" char __stop_emu_shared[] __attribute__((weak));
+#endif
+
+/* Static shared memory as a GPU hands it to a block: whatever was there (EMU_RULE_SHARED). */
+static void poison_static_shared(void) {
+#if EMU_SHARED_POISONED
+    char *start = __start_emu_shared, *stop = __stop_emu_shared;
+    if ((rules & EMU_RULE_SHARED) && start && stop > start) memset(start, 0xff, (size_t)(stop - start));
+#endif
+}
+
 cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg) {
     if (emu_config_check(grid, block, smem) != cudaSuccess) return cudaErrorInvalidConfiguration;
     unsigned long threads = (unsigned long)block.x * block.y * block.z;
@@ -394,9 +500,17 @@ cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *ar
                 /* shared memory starts as garbage on a GPU: make reads of
                  * unwritten words show up as NaN */
                 if (smem) memset(dyn_smem, 0xff, smem);
+                poison_static_shared();
+                order_state = order_seed ^ (0xd1b54a32d192ed03ull * (((uint64_t)z * grid.y + y) * grid.x + x + 1));
+                block_fault = NULL;
                 if (run_block() != 0) {
                     fprintf(stderr, "emu: barrier deadlock in block (%u,%u,%u) of grid (%u,%u,%u)\n", x, y, z, grid.x,
                             grid.y, grid.z);
+                    return last_error = cudaErrorLaunchFailure;
+                }
+                if (block_fault) {
+                    fprintf(stderr, "emu: block (%u,%u,%u) of grid (%u,%u,%u): %s\n", x, y, z, grid.x, grid.y, grid.z,
+                            block_fault);
                     return last_error = cudaErrorLaunchFailure;
                 }
             }

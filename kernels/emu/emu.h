@@ -1,7 +1,7 @@
 /* emu.h — a small CPU emulator of the CUDA execution model, so the kernels run without a GPU (CI,
  * AddressSanitizer) on small shapes. Each CUDA thread is a fiber and blocks run one after another. Assumes kernels
  * written with kn_common.cuh's vocabulary, full warps, and blocks that never wait on other blocks. It checks
- * semantics, never speed. */
+ * semantics, never speed, and holds kernels to the rules below that a GPU would break them on. */
 #ifndef SPECULA_KN_EMU_H
 #define SPECULA_KN_EMU_H
 
@@ -45,11 +45,42 @@ enum {
 typedef struct emu_stream *cudaStream_t;
 enum cudaDeviceAttr { cudaDevAttrMultiProcessorCount = 16, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97 };
 enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
+/* The rules a GPU holds kernels to that an emulator running threads in index order would let pass. All are on
+ * unless a test turns one off to show what it catches: each has a planted kernel (kernels/emu/emu_plants.cc) that
+ * passes without it and fails with it. */
+enum {
+    EMU_RULE_ORDER = 1u << 0,       /* between barriers a block's threads run in an order drawn from the order seed,
+                                     * new at every barrier, not by index (a read of another thread's write that
+                                     * no barrier orders comes out wrong for some seed) */
+    EMU_RULE_SHARED = 1u << 1,      /* static __shared__ memory starts every block as poison (0xff bytes: NaN, −1),
+                                     * not zeroed once and kept from the last block */
+    EMU_RULE_MASK = 1u << 2,        /* a shuffle that reads a lane outside its mask reads poison; a ballot counts
+                                     * only the lanes of its mask */
+    EMU_RULE_BARRIER = 1u << 3,     /* the threads that meet at a __syncthreads called it from one place in the
+                                     * code, not from two branches that each hold one */
+    EMU_RULE_SMEM_OPTIN = 1u << 4,  /* more than 48 KB of dynamic shared memory only for a kernel that asked for it
+                                     * with cudaFuncSetAttribute */
+    EMU_RULES_ALL = (1u << 5) - 1
+};
+unsigned emu_set_rules(unsigned rules);     /* returns the rules before */
+uint64_t emu_set_order_seed(uint64_t seed); /* the seed of EMU_RULE_ORDER's orders (1 at start); returns the last */
+/* The multiprocessors the device reports (cudaDevAttrMultiProcessorCount): 4 at start, so that grids sized by it
+ * stay cheap to emulate; 132 sizes them as on an H200. Set it before the first launch: kernels/kn_common.cuh's
+ * kn_device reads it once. Returns the count before (n < 1 leaves it as it is). */
+int emu_set_sm_count(int n);
+
 const char *cudaGetErrorString(cudaError_t e);
 cudaError_t cudaGetLastError(void);
 cudaError_t cudaGetDevice(int *dev);
 cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int dev);
-template <class F> static inline cudaError_t cudaFuncSetAttribute(F, cudaFuncAttribute, int) { return cudaSuccess; }
+/* What a kernel is known by: its address (a launch names it, cudaFuncSetAttribute sets its limits). */
+template <class F> static inline const void *emu_kernel_id(F *kernel) { return reinterpret_cast<const void *>(kernel); }
+cudaError_t emu_func_set_attribute(const void *kernel, cudaFuncAttribute attr, int value);
+/* The dynamic shared memory a launch of `kernel` may take: 48 KB, or what cudaFuncSetAttribute raised it to. */
+size_t emu_func_smem_limit(const void *kernel);
+template <class F> static inline cudaError_t cudaFuncSetAttribute(F *kernel, cudaFuncAttribute attr, int value) {
+    return emu_func_set_attribute(emu_kernel_id(kernel), attr, value);
+}
 /* Blocks of `threads` threads and `smem` dynamic shared-memory bytes that fit
  * on one multiprocessor, by Hopper's per-SM limits (2048 threads, 32 blocks,
  * 228 KB of shared memory with 1 KB reserved per block) and, the emulator
@@ -61,10 +92,8 @@ static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blo
     return emu_occupancy(blocks, threads, smem);
 }
 
-/* The number of multiprocessors the emulator pretends to have: small, so
- * that grids sized by the SM count stay cheap to emulate. */
-#define EMU_SM_COUNT 4
 #define EMU_MAX_SMEM (227 * 1024)
+#define EMU_SMEM_DEFAULT (48 * 1024) /* dynamic shared memory a kernel gets without cudaFuncSetAttribute */
 
 /* Coordinates of the running thread and block. */
 extern uint3 emu_block_idx;
@@ -80,8 +109,16 @@ const uint3 &emu_thread_idx(void);
 #define __host__
 #define __forceinline__ inline
 #define __launch_bounds__(...)
-/* Blocks run one at a time, so one static copy per kernel is the block's. */
+/* Blocks run one at a time, so one static copy per kernel is the block's. Every such copy lies in the section
+ * emu_shared, which each block starts by poisoning (EMU_RULE_SHARED). Not under AddressSanitizer, which leaves a
+ * named section's variables without redzones: that build keeps them instrumented, to catch overruns instead. */
+#if defined(__SANITIZE_ADDRESS__)
 #define __shared__ static
+#define EMU_SHARED_POISONED 0
+#else
+#define __shared__ static __attribute__((section("emu_shared")))
+#define EMU_SHARED_POISONED 1
+#endif
 
 void __syncthreads(void);
 void __syncwarp(unsigned mask = 0xffffffffu);
@@ -89,8 +126,8 @@ static inline void __threadfence(void) {}
 
 /* Collective among the live lanes of the caller's warp: every lane offers a
  * 64-bit word and receives the word of lane `src` (its own when src is out of
- * range). */
-uint64_t emu_warp_exchange(uint64_t mine, int src);
+ * range; poison when src is outside `mask`, EMU_RULE_MASK). */
+uint64_t emu_warp_exchange(uint64_t mine, int src, unsigned mask);
 int emu_lane(void);
 
 template <class T> static inline T emu_from_bits(uint64_t b) {
@@ -104,22 +141,22 @@ template <class T> static inline uint64_t emu_to_bits(T v) {
     memcpy(&b, &v, sizeof v);
     return b;
 }
-template <class T> static inline T __shfl_sync(unsigned, T v, int src, int width = 32) {
+template <class T> static inline T __shfl_sync(unsigned members, T v, int src, int width = 32) {
     int lane = emu_lane();
     int base = lane / width * width;
-    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), base + ((src % width) + width) % width));
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), base + ((src % width) + width) % width, members));
 }
-template <class T> static inline T __shfl_xor_sync(unsigned, T v, int mask, int width = 32) {
+template <class T> static inline T __shfl_xor_sync(unsigned members, T v, int mask, int width = 32) {
     int lane = emu_lane();
     int src = lane ^ mask;
     if (src / width != lane / width) src = lane;
-    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src, members));
 }
-template <class T> static inline T __shfl_down_sync(unsigned, T v, unsigned delta, int width = 32) {
+template <class T> static inline T __shfl_down_sync(unsigned members, T v, unsigned delta, int width = 32) {
     int lane = emu_lane();
     int src = lane + (int)delta;
     if (src / width != lane / width) src = lane;
-    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src));
+    return emu_from_bits<T>(emu_warp_exchange(emu_to_bits(v), src, members));
 }
 unsigned __ballot_sync(unsigned mask, int pred);
 /* The live lanes whose value equals the caller's. */
@@ -181,12 +218,16 @@ typedef void (*emu_body_fn)(void *);
 cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg);
 /* cudaErrorInvalidConfiguration for a grid or block the emulator (and a GPU) cannot run, else cudaSuccess. */
 cudaError_t emu_config_check(dim3 grid, dim3 block, size_t smem);
+/* cudaErrorInvalidValue, with a message, for more dynamic shared memory than `kernel` may take (EMU_RULE_SMEM_OPTIN). */
+cudaError_t emu_smem_check(const void *kernel, size_t smem);
 void *emu_dyn_smem(void);
 /* A launch on stream s: run now, or, while s captures, recorded with its own copy of body (KN_LAUNCH's lambda
  * holds the kernel's arguments by value, as CUDA copies them at launch). One body type, one kernel: the
  * identity cudaGraphExecUpdate compares. */
-template <class F> static inline cudaError_t emu_launch(dim3 grid, dim3 block, size_t smem, cudaStream_t s, F body) {
-    cudaError_t e = cudaSuccess;
+template <class F>
+static inline cudaError_t emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s, F body) {
+    cudaError_t e = emu_smem_check(kernel, smem);
+    if (e != cudaSuccess) return e;
     if (emu_launch_recorded(s, &e)) {
         if (e != cudaSuccess) return e;
         return emu_record_kernel(
