@@ -1,6 +1,7 @@
 /* test_target.c — the contract of the target and step interfaces (target.h, stepper.h) that the decoding layer
- * relies on, on each backend (the loop index: 0 the reference, 1 the CPU engine). Equality is bit for bit: a
- * backend must compute a position the same way whether a prefill, a chain or a tree reaches it. */
+ * relies on, on each backend (the loop index: 0 the reference, 1 the CPU engine, 2 the CUDA engine on the
+ * kernels' emulator). Equality is bit for bit: a backend must compute a position the same way whether a prefill,
+ * a chain or a tree reaches it. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,8 @@
 #include "harness.h"
 #include "reference_target.h"
 
-#define N_BACKENDS 2
-static const char *const backend_names[N_BACKENDS] = {"reference", "cpu engine"};
+#define N_BACKENDS 3
+static const char *const backend_names[N_BACKENDS] = {"reference", "cpu engine", "cuda engine"};
 
 typedef struct {
     fixture_model model;
@@ -23,13 +24,16 @@ typedef struct {
 } world;
 
 static void world_open(world *w, uint64_t seed, int backend) {
-    fixture_model_open(&w->model, "micro", seed, NULL);
+    /* micro-tied for the CUDA engine, whose kernels need head_dim a multiple of 32 (micro's is 16) */
+    fixture_model_open(&w->model, backend == 2 ? "micro-tied" : "micro", seed, NULL);
     w->backend = backend;
     if (backend == 0) {
         reference_target_build(&w->t, &w->model.m);
     } else {
         sp_error err;
-        ck_assert_msg(engine_open(&w->e, w->model.dir, NULL, &err) == 0, "%s", err.msg);
+        engine_options o = engine_defaults();
+        o.cuda = backend == 2;
+        ck_assert_msg(engine_open(&w->e, w->model.dir, &o, &err) == 0, "%s", err.msg);
         engine_target_build(&w->t, &w->e);
     }
     w->V = w->model.m.cfg.vocab_size;
@@ -38,7 +42,7 @@ static void world_open(world *w, uint64_t seed, int backend) {
 
 static void world_close(world *w) {
     w->t.release(&w->t);
-    if (w->backend == 1) engine_close(&w->e);
+    if (w->backend >= 1) engine_close(&w->e);
     fixture_model_close(&w->model);
 }
 
