@@ -58,7 +58,7 @@ test: deps
 
 # Everything the suites and parts run (every part above is read by now), built before any of them starts, so
 # that the parts that call make (notebooks, exercises) find it up to date.
-test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/tests/within $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/specula-asan $(BUILD)/genmodel \
+test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/tests/within $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/emu/gpucheck $(BUILD)/specula-asan $(BUILD)/genmodel \
             cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
 test-run: test-build
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver

@@ -11,9 +11,10 @@
 # CUDA device, 3 no engine binary. Files under $OUT (8 at most come back): session.log, device.txt, kernels.tsv,
 # kernels.txt, engine.txt, speed.txt, sanitizer.txt, peer.json.
 #
-# The dry run (tests/parts/gpu-session-dry.sh, in make test): GPU_SESSION_ENGINE=build/specula-emu runs the engine
-# steps on the kernels' CPU emulator at the small sizes the caller sets, without gpucheck, compute-sanitizer or
-# the peer (GPU_SESSION_PEER=0); GPU_SESSION_WITHIN=build/tests/within makes the limits CPU time there.
+# The dry run (tests/parts/gpu-session-dry.sh, in make test): GPU_SESSION_ENGINE=build/specula-emu and
+# GPU_SESSION_GPUCHECK=build/emu/gpucheck run the steps on the kernels' CPU emulator at the small sizes the caller
+# sets, without compute-sanitizer or the peer (GPU_SESSION_PEER=0); GPU_SESSION_WITHIN=build/tests/within makes the
+# limits CPU time there.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 dir=build/gpu-session # scratch: what is compared, not what comes back
@@ -131,7 +132,8 @@ loads() { [ -x "$1" ] && ! LD_LIBRARY_PATH=$carry/lib:$LD_LIBRARY_PATH ldd "$1" 
 spec="" gpucheck=""
 if [ -n "$dry" ]; then
     spec=$GPU_SESSION_ENGINE
-    echo "engine: $spec (a dry run: no gpucheck, no compute-sanitizer)"
+    gpucheck=${GPU_SESSION_GPUCHECK:-}
+    echo "engine: $spec, gpucheck: ${gpucheck:-none} (a dry run on the emulator: no compute-sanitizer)"
     skip build "a dry run"
 else
     export LD_LIBRARY_PATH=$PWD/$carry/lib:$LD_LIBRARY_PATH
@@ -237,13 +239,14 @@ step synthetic:no-graphs speed.txt "$spec" bench --synthetic "$synthetic" --back
     --contexts "${contexts%%,*}" --runs "$runs"
 
 # ---- 5. compute-sanitizer over gpucheck's validations on small shapes ---------------------------------------------
-if [ -n "$gpucheck" ] && command -v compute-sanitizer >/dev/null; then
+if [ -n "$gpucheck" ] && [ -z "$dry" ] && command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck synccheck initcheck; do
         step "sanitizer:$tool" sanitizer.txt compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
             "$gpucheck" --small --validate-only --seed "$seed"
     done
 else
     why="no compute-sanitizer"
+    [ -n "$dry" ] && why="a dry run"
     [ -n "$gpucheck" ] || why="no gpucheck"
     for tool in memcheck racecheck synccheck initcheck; do skip "sanitizer:$tool" "$why"; done
 fi

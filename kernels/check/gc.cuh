@@ -138,6 +138,9 @@ typedef struct {
 
 const gc_family *gc_families(int *count);
 
+/* gpucheck's command line (gc_main.cu): main's on a GPU, build/emu/gpucheck's on the emulator. */
+int gc_main(int argc, char **argv);
+
 /* Entry for the unit tests (emulator build): runs one family on its small
  * shapes, its inputs and its threads' order (emu.h, EMU_RULE_ORDER) drawn
  * from seed, on a device of sm_count multiprocessors (0: the emulator's

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -222,6 +224,41 @@ cudaError_t cudaMemsetAsync(void *p, int value, size_t bytes, cudaStream_t s) {
 cudaError_t cudaDeviceSynchronize(void) {
     cudaError_t e = capture_forbids(0);
     return e != cudaSuccess ? e : cudaSuccess;
+}
+
+/* ---- the device -------------------------------------------------------------------------------------- */
+
+cudaError_t cudaGetDeviceCount(int *count) {
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int dev) {
+    if (dev != 0) return cudaErrorInvalidValue;
+    memset(prop, 0, sizeof *prop);
+    snprintf(prop->name, sizeof prop->name, "the CPU emulator of kernels/emu/emu.h");
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    prop->totalGlobalMem = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : 0;
+    prop->sharedMemPerBlock = EMU_SMEM_DEFAULT;
+    cudaDeviceGetAttribute(&prop->multiProcessorCount, cudaDevAttrMultiProcessorCount, 0);
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0);
+    prop->sharedMemPerBlockOptin = (size_t)optin;
+    prop->sharedMemPerMultiprocessor = 228 * 1024; /* emu_occupancy's limits */
+    prop->regsPerBlock = prop->regsPerMultiprocessor = 65536;
+    prop->maxThreadsPerBlock = 1024;
+    prop->maxThreadsPerMultiProcessor = 2048;
+    prop->major = 9, prop->minor = 0;
+    return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int *version) {
+    *version = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *version) {
+    *version = 0;
+    return cudaSuccess;
 }
 
 /* ---- streams and capture ------------------------------------------------------------------------------ */

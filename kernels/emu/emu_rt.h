@@ -53,6 +53,19 @@ typedef struct {
     cudaGraphNode_t errorNode, errorFromNode;
 } cudaGraphExecUpdateResultInfo;
 
+/* The device as the emulator describes itself (gpucheck --probe): one device, an H200's per-block and per-SM
+ * limits, the SM count emu_set_sm_count set, the host's memory. */
+typedef struct {
+    char name[256];
+    size_t totalGlobalMem, sharedMemPerBlock, sharedMemPerBlockOptin, sharedMemPerMultiprocessor;
+    int regsPerBlock, regsPerMultiprocessor, maxThreadsPerBlock, maxThreadsPerMultiProcessor;
+    int multiProcessorCount, l2CacheSize, persistingL2CacheMaxSize, memoryBusWidth, major, minor;
+} cudaDeviceProp;
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int dev);
+cudaError_t cudaRuntimeGetVersion(int *version); /* 0: not CUDA's */
+cudaError_t cudaDriverGetVersion(int *version);
+
 cudaError_t cudaMalloc(void **p, size_t bytes); /* host memory of exactly `bytes` (AddressSanitizer sees overruns) */
 cudaError_t cudaFree(void *p);
 cudaError_t cudaMallocHost(void **p, size_t bytes); /* "pinned": the host memory a captured copy may read or write */

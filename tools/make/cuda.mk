@@ -51,6 +51,12 @@ SPECULA_CUDA_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(ENGINE_CU_SRC) $(CU_SRC))
 $(BUILD)/specula-cuda: $(call obj,$(CLI_SRC)) $(SPECULA_CUDA_OBJ) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(CUDA_RT_LIBS) -lstdc++
 
+# gpucheck on the emulator: every family on its small shapes, untimed, so that the dry run of tools/gpu-session.sh
+# drives the same command line a GPU session does.
+EMU_GPUCHECK_OBJ = $(patsubst %,$(BUILD)/emu/%.o,$(CU_SRC) $(CU_CHECK_SRC) $(EMU_RT_SRC) kernels/emu/gpucheck_emu.cc)
+$(BUILD)/emu/gpucheck: $(EMU_GPUCHECK_OBJ) $(call obj,$(GPUCHECK_C_SRC))
+	$(CXX_EMU) -o $@ $^ -lm
+
 # The same commands with the CUDA backend on the emulator (`--backend cuda` runs there): slow, for proving the
 # CUDA host path without a GPU (tests/parts/cuda-emu-cli.sh).
 $(BUILD)/specula-emu: $(call obj,$(CLI_SRC)) $(EMU_ENGINE_OBJ) $(LIB)
