@@ -130,13 +130,33 @@ size_t emu_func_smem_limit(const void *kernel) {
     return EMU_SMEM_DEFAULT;
 }
 
-cudaError_t emu_smem_check(const void *kernel, size_t smem) {
-    if (!(rules & EMU_RULE_SMEM_OPTIN) || smem <= emu_func_smem_limit(kernel)) return cudaSuccess;
-    fprintf(stderr,
-            "emu: a launch asks for %zu B of dynamic shared memory, past the %zu B its kernel may take: over 48 KB "
-            "needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first\n",
-            smem, emu_func_smem_limit(kernel));
-    return last_error = cudaErrorInvalidValue;
+/* The linker's bounds of the section the kernels with __launch_bounds__ lie in (emu.h). */
+extern "C" char __start_emu_bounded[] __attribute__((weak));
+extern "C" char __stop_emu_bounded[] __attribute__((weak));
+
+static int has_launch_bounds(const void *kernel) {
+    const char *k = (const char *)kernel, *start = __start_emu_bounded, *stop = __stop_emu_bounded;
+    return start && k >= start && k < stop;
+}
+
+cudaError_t emu_kernel_check(const void *kernel, dim3 block, size_t smem) {
+    if (!kernel) return cudaSuccess;
+    if ((rules & EMU_RULE_SMEM_OPTIN) && smem > emu_func_smem_limit(kernel)) {
+        fprintf(stderr,
+                "emu: a launch asks for %zu B of dynamic shared memory, past the %zu B its kernel may take: over 48 KB "
+                "needs cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first\n",
+                smem, emu_func_smem_limit(kernel));
+        return last_error = cudaErrorInvalidValue;
+    }
+    const unsigned long threads = (unsigned long)block.x * block.y * block.z;
+    if ((rules & EMU_RULE_BOUNDS) && threads > 256 && !has_launch_bounds(kernel)) {
+        fprintf(stderr,
+                "emu: a block of %lu threads for a kernel without __launch_bounds__: ptxas may give it up to 255 "
+                "registers a thread, more than an SM holds for so many; declare __launch_bounds__(%lu) or more\n",
+                threads, threads);
+        return last_error = cudaErrorLaunchOutOfResources;
+    }
+    return cudaSuccess;
 }
 
 const char *cudaGetErrorString(cudaError_t e) {
@@ -145,6 +165,7 @@ const char *cudaGetErrorString(cudaError_t e) {
     case cudaErrorInvalidValue: return "invalid argument";
     case cudaErrorMemoryAllocation: return "out of memory";
     case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorLaunchOutOfResources: return "too many resources requested for launch";
     case cudaErrorLaunchFailure:
         return "unspecified launch failure (emulator: a barrier deadlock or a broken rule, said above)";
     case cudaErrorNotSupported: return "operation not supported";

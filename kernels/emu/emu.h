@@ -39,6 +39,7 @@ enum {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInvalidConfiguration = 9,
+    cudaErrorLaunchOutOfResources = 701,
     cudaErrorLaunchFailure = 719,
     cudaErrorNotSupported = 801
 };
@@ -60,7 +61,10 @@ enum {
                                      * code, not from two branches that each hold one */
     EMU_RULE_SMEM_OPTIN = 1u << 4,  /* more than 48 KB of dynamic shared memory only for a kernel that asked for it
                                      * with cudaFuncSetAttribute */
-    EMU_RULES_ALL = (1u << 5) - 1
+    EMU_RULE_BOUNDS = 1u << 5,      /* a block of more than 256 threads only for a kernel with __launch_bounds__:
+                                     * without them ptxas may give a thread up to 255 registers, and 255 × 257
+                                     * passes an SM's 65536 (a GPU refuses the launch: too many resources) */
+    EMU_RULES_ALL = (1u << 6) - 1
 };
 unsigned emu_set_rules(unsigned rules);     /* returns the rules before */
 uint64_t emu_set_order_seed(uint64_t seed); /* the seed of EMU_RULE_ORDER's orders (1 at start); returns the last */
@@ -108,7 +112,9 @@ const uint3 &emu_thread_idx(void);
 #define __device__
 #define __host__
 #define __forceinline__ inline
-#define __launch_bounds__(...)
+/* The emulator keeps that a kernel has launch bounds, not their value: such kernels lie in the section
+ * emu_bounded (EMU_RULE_BOUNDS). */
+#define __launch_bounds__(...) __attribute__((section("emu_bounded")))
 /* Blocks run one at a time, so one static copy per kernel is the block's. Every such copy lies in the section
  * emu_shared, which each block starts by poisoning (EMU_RULE_SHARED). Not under AddressSanitizer, which leaves a
  * named section's variables without redzones: that build keeps them instrumented, to catch overruns instead. */
@@ -218,15 +224,18 @@ typedef void (*emu_body_fn)(void *);
 cudaError_t emu_run(dim3 grid, dim3 block, size_t smem, emu_body_fn fn, void *arg);
 /* cudaErrorInvalidConfiguration for a grid or block the emulator (and a GPU) cannot run, else cudaSuccess. */
 cudaError_t emu_config_check(dim3 grid, dim3 block, size_t smem);
-/* cudaErrorInvalidValue, with a message, for more dynamic shared memory than `kernel` may take (EMU_RULE_SMEM_OPTIN). */
-cudaError_t emu_smem_check(const void *kernel, size_t smem);
+/* What a GPU refuses at a launch of `kernel` (NULL: a body launched directly, not checked) that emu_config_check
+ * does not see: more dynamic shared memory than it may take (EMU_RULE_SMEM_OPTIN, cudaErrorInvalidValue), more
+ * than 256 threads without launch bounds (EMU_RULE_BOUNDS, cudaErrorLaunchOutOfResources). With a message. */
+cudaError_t emu_kernel_check(const void *kernel, dim3 block, size_t smem);
 void *emu_dyn_smem(void);
 /* A launch on stream s: run now, or, while s captures, recorded with its own copy of body (KN_LAUNCH's lambda
  * holds the kernel's arguments by value, as CUDA copies them at launch). One body type, one kernel: the
  * identity cudaGraphExecUpdate compares. */
 template <class F>
 static inline cudaError_t emu_launch(const void *kernel, dim3 grid, dim3 block, size_t smem, cudaStream_t s, F body) {
-    cudaError_t e = emu_smem_check(kernel, smem);
+    cudaError_t e = emu_config_check(grid, block, smem); /* a GPU checks the shape first */
+    if (e == cudaSuccess) e = emu_kernel_check(kernel, block, smem);
     if (e != cudaSuccess) return e;
     if (emu_launch_recorded(s, &e)) {
         if (e != cudaSuccess) return e;

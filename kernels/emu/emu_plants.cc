@@ -31,12 +31,13 @@ int emu_plant_refused_launch_named(char *msg, size_t msg_size) {
 /* ---- one plant per rule -------------------------------------------------------------------------------------- */
 
 /* EMU_RULE_ORDER: each thread reads its lower neighbour's write with no barrier between (256 threads). Index order
- * runs the neighbour first, always. */
-__global__ void plant_missing_barrier(float *out) {
+ * runs the neighbour first, always. Every launch writes values of its own (base), so a value left by an earlier
+ * launch is wrong too, poisoned or not. */
+__global__ void plant_missing_barrier(float *out, float base) {
     __shared__ float s[256];
     const int t = threadIdx.x;
-    s[t] = (float)(t + 1);
-    out[t] = t ? s[t - 1] : 0.0f; /* right: out[t] = t */
+    s[t] = base + (float)t;
+    out[t] = t ? s[t - 1] - base + 1.0f : 0.0f; /* right: out[t] = t */
 }
 
 /* EMU_RULE_SHARED: a block sum whose second step reads all 32 slots of its scratch though only 4 warps wrote
@@ -88,7 +89,15 @@ __global__ void plant_big_smem(float *out) {
     out[t] = v; /* right: 64 */
 }
 
-static cudaError_t launch_missing_barrier(float *out) { return KN_LAUNCH(plant_missing_barrier, 1, 256, 0, 0, out); }
+/* EMU_RULE_BOUNDS: a block of 512 threads for a kernel without __launch_bounds__; and the same body with them. */
+__global__ void plant_unbounded_block(float *out) { out[threadIdx.x] = (float)threadIdx.x; }
+__global__ __launch_bounds__(512) void plant_bounded_block(float *out) { out[threadIdx.x] = (float)threadIdx.x; }
+
+static cudaError_t launch_missing_barrier(float *out) {
+    static float base;
+    base += 1000.0f;
+    return KN_LAUNCH(plant_missing_barrier, 1, 256, 0, 0, out, base);
+}
 static cudaError_t launch_unwritten_scratch(float *out) {
     return KN_LAUNCH(plant_unwritten_scratch, 1, 128, 0, 0, out);
 }
@@ -99,12 +108,15 @@ static cudaError_t launch_divergent_barrier(float *out) {
 static cudaError_t launch_big_smem(float *out) {
     return KN_LAUNCH(plant_big_smem, 1, 256, PLANT_SMEM_FLOATS * sizeof(float), 0, out);
 }
+static cudaError_t launch_unbounded_block(float *out) { return KN_LAUNCH(plant_unbounded_block, 1, 512, 0, 0, out); }
+static cudaError_t launch_bounded_block(float *out) { return KN_LAUNCH(plant_bounded_block, 1, 512, 0, 0, out); }
 
 static float right_missing_barrier(int i) { return (float)i; }
 static float right_unwritten_scratch(int i) { return i ? 0.0f : 128.0f; }
 static float right_partial_mask(int i) { return i ? 0.0f : 528.0f; }
 static float right_divergent_barrier(int i) { return i < 32 ? 2.0f : 11.0f; }
 static float right_big_smem(int i) { return 64.0f + 0.0f * (float)i; }
+static float right_thread_index(int i) { return (float)i; }
 
 static const struct {
     const char *name;
@@ -122,10 +134,13 @@ static const struct {
      right_divergent_barrier},
     {"64 KB of dynamic shared memory without cudaFuncSetAttribute", EMU_RULE_SMEM_OPTIN, launch_big_smem, 256,
      right_big_smem},
+    {"a block of 512 threads without __launch_bounds__", EMU_RULE_BOUNDS, launch_unbounded_block, 512,
+     right_thread_index},
 };
 #define N_PLANTS (int)(sizeof plants / sizeof plants[0])
 
 int emu_plant_count(void) { return N_PLANTS; }
+unsigned emu_plant_all_rules(void) { return EMU_RULES_ALL; }
 const char *emu_plant_name(int i) { return i >= 0 && i < N_PLANTS ? plants[i].name : "?"; }
 unsigned emu_plant_rule(int i) { return i >= 0 && i < N_PLANTS ? plants[i].rule : 0; }
 int emu_plant_checked(int i) { return !(emu_plant_rule(i) == EMU_RULE_SHARED && !EMU_SHARED_POISONED); }
@@ -133,8 +148,8 @@ int emu_plant_checked(int i) { return !(emu_plant_rule(i) == EMU_RULE_SHARED && 
 /* Runs launch under `rules`: 1 when it succeeded and out[0..n) is right, else 0 with the first wrong output. */
 static int passes(cudaError_t (*launch)(float *), int n, float (*right)(int), unsigned rules, char *msg,
                   size_t msg_size) {
-    float *out = (float *)malloc(256 * sizeof(float));
-    for (int i = 0; i < 256; i++) out[i] = -1.0f;
+    float *out = (float *)malloc(512 * sizeof(float));
+    for (int i = 0; i < 512; i++) out[i] = -1.0f;
     const unsigned was = emu_set_rules(rules);
     const cudaError_t e = launch(out);
     emu_set_rules(was);
@@ -155,6 +170,10 @@ int emu_plant_run(int i, unsigned rules, char *msg, size_t msg_size) {
         return 0;
     }
     return passes(plants[i].launch, plants[i].n_out, plants[i].right, rules, msg, msg_size);
+}
+
+int emu_plant_bounded_block(char *msg, size_t msg_size) {
+    return passes(launch_bounded_block, 512, right_thread_index, EMU_RULES_ALL, msg, msg_size);
 }
 
 int emu_plant_smem_opted_in(char *msg, size_t msg_size) {

@@ -18,6 +18,7 @@ int emu_plant_refused_launch_named(char *msg, size_t msg_size);
  * what a correct kernel gives), 0 when it was caught, saying how in msg. A plant runs once per process: a rule
  * left off before may leave state (static shared memory) that a second run would see. */
 int emu_plant_count(void);
+unsigned emu_plant_all_rules(void); /* EMU_RULES_ALL */
 const char *emu_plant_name(int i);
 unsigned emu_plant_rule(int i);
 int emu_plant_run(int i, unsigned rules, char *msg, size_t msg_size);
@@ -29,8 +30,10 @@ int emu_plant_checked(int i);
  * 1 when its sum is right at `sm_count` multiprocessors, 0 when wrong. Run it first in its process (kn_device
  * reads the SM count once). */
 int emu_plant_grid_sized_by_sms(int sm_count, char *msg, size_t msg_size);
-/* Over 48 KB of dynamic shared memory after cudaFuncSetAttribute: 1 when it ran right under every rule. */
+/* The controls: over 48 KB of dynamic shared memory after cudaFuncSetAttribute, and a block of 512 threads for a
+ * kernel with __launch_bounds__(512): 1 when it ran right under every rule. */
 int emu_plant_smem_opted_in(char *msg, size_t msg_size);
+int emu_plant_bounded_block(char *msg, size_t msg_size);
 
 #ifdef __cplusplus
 }

@@ -6,25 +6,31 @@
 #include "emu_plants.h"
 #include "harness.h"
 
-#define ALL_RULES 31u /* EMU_RULES_ALL (emu.h is C++) */
-
 /* One plant per iteration, each in a process of its own (Check forks every test): plants keep static shared
  * memory, which a second run would find as the first left it. */
 START_TEST(test_rule_catches_its_plant) {
     const int i = _i;
     char msg[256];
     if (!emu_plant_checked(i)) return; /* the ASan build instruments static shared memory instead (emu.h) */
-    ck_assert_msg(emu_plant_run(i, ALL_RULES & ~emu_plant_rule(i), msg, sizeof msg),
+    const unsigned all = emu_plant_all_rules();
+    ck_assert_msg(emu_plant_run(i, all & ~emu_plant_rule(i), msg, sizeof msg),
                   "plant \"%s\" fails even without its rule: %s", emu_plant_name(i), msg);
-    ck_assert_msg(!emu_plant_run(i, ALL_RULES, msg, sizeof msg), "plant \"%s\" passes under its rule",
+    ck_assert_msg(!emu_plant_run(i, all, msg, sizeof msg), "plant \"%s\" passes under its rule",
                   emu_plant_name(i));
 }
 END_TEST
 
-/* The control of EMU_RULE_SMEM_OPTIN: the same 64 KB, asked for, runs. */
+/* The controls of EMU_RULE_SMEM_OPTIN and EMU_RULE_BOUNDS: the same 64 KB, asked for, and the same 512 threads,
+ * declared in launch bounds, run. */
 START_TEST(test_smem_opted_in_runs) {
     char msg[256];
     ck_assert_msg(emu_plant_smem_opted_in(msg, sizeof msg), "%s", msg);
+}
+END_TEST
+
+START_TEST(test_bounded_block_runs) {
+    char msg[256];
+    ck_assert_msg(emu_plant_bounded_block(msg, sizeof msg), "%s", msg);
 }
 END_TEST
 
@@ -53,6 +59,7 @@ Suite *emu_rules_suite(void) {
     TCase *tc = harness_tcase("plants", 30);
     tcase_add_loop_test(tc, test_rule_catches_its_plant, 0, emu_plant_count());
     tcase_add_test(tc, test_smem_opted_in_runs);
+    tcase_add_test(tc, test_bounded_block_runs);
     tcase_add_test(tc, test_grid_right_at_4_sms);
     tcase_add_test(tc, test_grid_wrong_at_132_sms);
     suite_add_tcase(s, tc);
