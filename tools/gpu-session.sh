@@ -30,7 +30,8 @@ trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null' EXIT
 export CUDA_MODULE_LOADING=EAGER
 
 # The plan: step, limit (s), estimate (s). Limits are guards against a hang; the estimates are what a fresh H200
-# should take, and must add up to well inside the budget (the optional build and peer included).
+# should take, and must add up to well inside the budget (the optional build and peer included). A step marked
+# after-failure runs only when the step before it failed, in the time that step's successors would have used.
 budget=${GPU_SESSION_SECONDS:-480}
 plan="
 facts 15 5
@@ -45,12 +46,14 @@ kernels:sample 25 6
 kernels:graph 15 2
 kernels:table 10 1
 logits:cuda 20 3
+debug:logits 40 5 after-failure
 logits:reference 15 2
 logits:compare 10 1
 greedy:cuda 15 2
 greedy:cpu 15 2
 coupling 60 25
 synthetic:graphs 120 30
+debug:synthetic 90 20 after-failure
 synthetic:no-graphs 60 20
 sanitizer:memcheck 60 30
 sanitizer:racecheck 60 40
@@ -66,6 +69,7 @@ plan_field() { # plan_field STEP COLUMN: the step's limit (2) or estimate (3)
 echo "== gpu-session $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(uname -n), budget $budget s"
 awk -v b="$budget" 'NF == 3 { e += $3; if ($1 == "build") build = $3 }
     END { printf "plan: estimates add up to %d s (%d s without the fallback build) of the %d s budget\n", e, e - build, b }' <<<"$plan"
+echo "plan: steps marked after-failure run only after a failure, and are not counted"
 
 status=0
 within=${GPU_SESSION_WITHIN:-} # the dry run's: limits in CPU time (a loaded machine makes a step slower, not wrong)
@@ -203,9 +207,9 @@ model=models/tiny-shakespeare
 n_logits=${GPU_SESSION_LOGIT_TOKENS:-70} # two prefill chunks, five KV blocks
 greedy=${GPU_SESSION_GREEDY_TOKENS:-48}
 ids=$(python3 -c "print(','.join(str((i * 37 + 11) % 512) for i in range($n_logits)))")
-step logits:cuda engine.txt "$spec" logits "$model" --backend cuda --tokens "$ids" --out "$dir/cuda.f32" &&
+if step logits:cuda engine.txt "$spec" logits "$model" --backend cuda --tokens "$ids" --out "$dir/cuda.f32"; then
     step logits:reference engine.txt "$spec" logits "$model" --backend reference --tokens "$ids" --out "$dir/ref.f32" &&
-    step logits:compare engine.txt python3 - "$dir/cuda.f32" "$dir/ref.f32" <<'PY'
+        step logits:compare engine.txt python3 - "$dir/cuda.f32" "$dir/ref.f32" <<'PY'
 import sys
 from array import array
 a, b = array("f"), array("f")
@@ -216,6 +220,10 @@ err = max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b) if len(b) e
 print(f"cuda vs reference: {len(a)} logits, largest difference {err:.3g} of the largest logit (bound 1e-2)")
 sys.exit(0 if len(a) == len(b) and len(a) > 0 and err <= 1e-2 else 1)
 PY
+else # again with every launch waited for (--cuda-debug): the first kernel that failed is named, with its shape
+    step debug:logits engine.txt "$spec" logits "$model" --backend cuda --cuda-debug --tokens "$ids" \
+        --out "$dir/cuda.f32"
+fi
 for backend in cuda cpu; do
     # shellcheck disable=SC2016 # the child's own arguments
     step "greedy:$backend" - bash -c 'to=$1; shift; "$@" >"$to"' - "$dir/greedy-$backend.txt" \
@@ -234,7 +242,9 @@ synthetic=${GPU_SESSION_SYNTHETIC:-models/qwen3.8-27b}
 contexts=${GPU_SESSION_CONTEXTS:-1024,32768}
 runs=${GPU_SESSION_RUNS:-10}
 step synthetic:graphs speed.txt "$spec" bench --synthetic "$synthetic" --backend cuda --contexts "$contexts" \
-    --runs "$runs"
+    --runs "$runs" ||
+    step debug:synthetic speed.txt "$spec" bench --synthetic "$synthetic" --backend cuda --cuda-debug \
+        --contexts "${contexts%%,*}" --runs 1
 step synthetic:no-graphs speed.txt "$spec" bench --synthetic "$synthetic" --backend cuda --cuda-graphs off \
     --contexts "${contexts%%,*}" --runs "$runs"
 

@@ -130,13 +130,34 @@ size_t emu_func_smem_limit(const void *kernel) {
     return EMU_SMEM_DEFAULT;
 }
 
-/* The linker's bounds of the section the kernels with __launch_bounds__ lie in (emu.h). */
-extern "C" char __start_emu_bounded[] __attribute__((weak));
-extern "C" char __stop_emu_bounded[] __attribute__((weak));
+/* The sections of the kernels with launch bounds, one per bound (emu.h's __launch_bounds__), as the linker marks
+ * them; a bound no kernel has leaves its symbols null. */
+#define EMU_BOUND_SECTION(n)                                                                                           \
+    extern "C" char __start_emu_bounds_##n[] __attribute__((weak));                                                   \
+    extern "C" char __stop_emu_bounds_##n[] __attribute__((weak));
+EMU_BOUND_SECTION(32)
+EMU_BOUND_SECTION(64)
+EMU_BOUND_SECTION(96)
+EMU_BOUND_SECTION(128)
+EMU_BOUND_SECTION(192)
+EMU_BOUND_SECTION(256)
+EMU_BOUND_SECTION(384)
+EMU_BOUND_SECTION(512)
+EMU_BOUND_SECTION(768)
+EMU_BOUND_SECTION(1024)
+#define EMU_BOUND(n) {n, __start_emu_bounds_##n, __stop_emu_bounds_##n}
+static const struct {
+    unsigned long threads;
+    const char *start, *stop;
+} emu_bounds[] = {EMU_BOUND(32),  EMU_BOUND(64),  EMU_BOUND(96),  EMU_BOUND(128), EMU_BOUND(192),
+                  EMU_BOUND(256), EMU_BOUND(384), EMU_BOUND(512), EMU_BOUND(768), EMU_BOUND(1024)};
 
-static int has_launch_bounds(const void *kernel) {
-    const char *k = (const char *)kernel, *start = __start_emu_bounded, *stop = __stop_emu_bounded;
-    return start && k >= start && k < stop;
+/* The launch bound of a kernel, or 0 for one without (or with a bound not listed above: held to 256 threads). */
+static unsigned long launch_bound(const void *kernel) {
+    const char *k = (const char *)kernel;
+    for (size_t i = 0; i < sizeof emu_bounds / sizeof emu_bounds[0]; i++)
+        if (emu_bounds[i].start && k >= emu_bounds[i].start && k < emu_bounds[i].stop) return emu_bounds[i].threads;
+    return 0;
 }
 
 cudaError_t emu_kernel_check(const void *kernel, dim3 block, size_t smem) {
@@ -148,12 +169,18 @@ cudaError_t emu_kernel_check(const void *kernel, dim3 block, size_t smem) {
                 smem, emu_func_smem_limit(kernel));
         return last_error = cudaErrorInvalidValue;
     }
-    const unsigned long threads = (unsigned long)block.x * block.y * block.z;
-    if ((rules & EMU_RULE_BOUNDS) && threads > 256 && !has_launch_bounds(kernel)) {
-        fprintf(stderr,
-                "emu: a block of %lu threads for a kernel without __launch_bounds__: ptxas may give it up to 255 "
-                "registers a thread, more than an SM holds for so many; declare __launch_bounds__(%lu) or more\n",
-                threads, threads);
+    const unsigned long threads = (unsigned long)block.x * block.y * block.z, bound = launch_bound(kernel);
+    if ((rules & EMU_RULE_BOUNDS) && threads > (bound ? bound : 256)) {
+        if (bound)
+            fprintf(stderr,
+                    "emu: a block of %lu threads for a kernel whose __launch_bounds__ are %lu: ptxas fitted its "
+                    "registers to %lu threads\n",
+                    threads, bound, bound);
+        else
+            fprintf(stderr,
+                    "emu: a block of %lu threads for a kernel without __launch_bounds__: ptxas may give it up to 255 "
+                    "registers a thread, more than an SM holds for so many; declare __launch_bounds__(%lu) or more\n",
+                    threads, threads);
         return last_error = cudaErrorLaunchOutOfResources;
     }
     return cudaSuccess;

@@ -61,9 +61,10 @@ enum {
                                      * code, not from two branches that each hold one */
     EMU_RULE_SMEM_OPTIN = 1u << 4,  /* more than 48 KB of dynamic shared memory only for a kernel that asked for it
                                      * with cudaFuncSetAttribute */
-    EMU_RULE_BOUNDS = 1u << 5,      /* a block of more than 256 threads only for a kernel with __launch_bounds__:
-                                     * without them ptxas may give a thread up to 255 registers, and 255 × 257
-                                     * passes an SM's 65536 (a GPU refuses the launch: too many resources) */
+    EMU_RULE_BOUNDS = 1u << 5,      /* no more threads a block than a kernel's __launch_bounds__, and without
+                                     * bounds no more than 256: ptxas fits a bounded kernel's registers to its
+                                     * bound, but may give an unbounded one 255 a thread, and 255 × 257 passes an
+                                     * SM's 65536 (a GPU refuses such launches: too many resources requested) */
     EMU_RULES_ALL = (1u << 6) - 1
 };
 unsigned emu_set_rules(unsigned rules);     /* returns the rules before */
@@ -112,9 +113,12 @@ const uint3 &emu_thread_idx(void);
 #define __device__
 #define __host__
 #define __forceinline__ inline
-/* The emulator keeps that a kernel has launch bounds, not their value: such kernels lie in the section
- * emu_bounded (EMU_RULE_BOUNDS). */
-#define __launch_bounds__(...) __attribute__((section("emu_bounded")))
+/* The emulator keeps a kernel's launch bound (the first argument, its value once macros are expanded) as the linker
+ * section the kernel lies in, emu_bounds_N (EMU_RULE_BOUNDS); emu.cc knows the bounds 32 … 1024 of emu_bounds. g++
+ * leaves template instantiations out of named sections: a template kernel counts as unbounded (256 threads). */
+#define __launch_bounds__(...) EMU_BOUNDS_FIRST(__VA_ARGS__, 0)
+#define EMU_BOUNDS_FIRST(n, ...) EMU_BOUNDS_SECTION(n)
+#define EMU_BOUNDS_SECTION(n) __attribute__((section("emu_bounds_" #n)))
 /* Blocks run one at a time, so one static copy per kernel is the block's. Every such copy lies in the section
  * emu_shared, which each block starts by poisoning (EMU_RULE_SHARED). Not under AddressSanitizer, which leaves a
  * named section's variables without redzones: that build keeps them instrumented, to catch overruns instead. */

@@ -89,9 +89,14 @@ __global__ void plant_big_smem(float *out) {
     out[t] = v; /* right: 64 */
 }
 
-/* EMU_RULE_BOUNDS: a block of 512 threads for a kernel without __launch_bounds__; and the same body with them. */
+/* EMU_RULE_BOUNDS: a block of 512 threads for a kernel without __launch_bounds__, and for one bounded to 256; and
+ * the same body bounded to 512 (a macro, as the project's bounds often are). */
+#define PLANT_BOUND 512
 __global__ void plant_unbounded_block(float *out) { out[threadIdx.x] = (float)threadIdx.x; }
-__global__ __launch_bounds__(512) void plant_bounded_block(float *out) { out[threadIdx.x] = (float)threadIdx.x; }
+__global__ __launch_bounds__(256) void plant_small_bound(float *out) { out[threadIdx.x] = (float)threadIdx.x; }
+__global__ __launch_bounds__(PLANT_BOUND, 1) void plant_bounded_block(float *out) {
+    out[threadIdx.x] = (float)threadIdx.x;
+}
 
 static cudaError_t launch_missing_barrier(float *out) {
     static float base;
@@ -109,6 +114,7 @@ static cudaError_t launch_big_smem(float *out) {
     return KN_LAUNCH(plant_big_smem, 1, 256, PLANT_SMEM_FLOATS * sizeof(float), 0, out);
 }
 static cudaError_t launch_unbounded_block(float *out) { return KN_LAUNCH(plant_unbounded_block, 1, 512, 0, 0, out); }
+static cudaError_t launch_past_bound(float *out) { return KN_LAUNCH(plant_small_bound, 1, 512, 0, 0, out); }
 static cudaError_t launch_bounded_block(float *out) { return KN_LAUNCH(plant_bounded_block, 1, 512, 0, 0, out); }
 
 static float right_missing_barrier(int i) { return (float)i; }
@@ -135,6 +141,8 @@ static const struct {
     {"64 KB of dynamic shared memory without cudaFuncSetAttribute", EMU_RULE_SMEM_OPTIN, launch_big_smem, 256,
      right_big_smem},
     {"a block of 512 threads without __launch_bounds__", EMU_RULE_BOUNDS, launch_unbounded_block, 512,
+     right_thread_index},
+    {"a block of 512 threads for __launch_bounds__(256)", EMU_RULE_BOUNDS, launch_past_bound, 512,
      right_thread_index},
 };
 #define N_PLANTS (int)(sizeof plants / sizeof plants[0])

@@ -31,7 +31,7 @@ int emu_plant_checked(int i);
  * reads the SM count once). */
 int emu_plant_grid_sized_by_sms(int sm_count, char *msg, size_t msg_size);
 /* The controls: over 48 KB of dynamic shared memory after cudaFuncSetAttribute, and a block of 512 threads for a
- * kernel with __launch_bounds__(512): 1 when it ran right under every rule. */
+ * kernel with __launch_bounds__(PLANT_BOUND = 512, 1): 1 when it ran right under every rule. */
 int emu_plant_smem_opted_in(char *msg, size_t msg_size);
 int emu_plant_bounded_block(char *msg, size_t msg_size);
 
