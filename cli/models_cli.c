@@ -22,9 +22,11 @@ static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, 
     snprintf(config, sizeof config, "%s/config.json", beside);
     if (need != COMPANION_NEEDED && !f->draft_dir && access(config, F_OK)) return 0;
     const char *path = f->draft_dir ? f->draft_dir : beside;
-    const engine_options o = {
-        .threads = f->threads, .f32_weights = f->f32, .cuda = f->backend == BACKEND_CUDA, .cuda_eager = f->cuda_eager,
-        .cuda_debug = f->cuda_debug};
+    const engine_options o = {.threads = f->threads,
+                              .f32_weights = f->f32,
+                              .cuda = f->backend == BACKEND_CUDA,
+                              .cuda_eager = f->cuda_eager,
+                              .cuda_debug = f->cuda_debug};
     sp_error err;
     const int rc =
         backend_is_engine(lm->backend) ? engine_open(&lm->edraft, path, &o, &err) : model_load(&lm->draft, path, &err);
@@ -79,9 +81,11 @@ int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err) {
     memset(lm, 0, sizeof *lm);
     lm->backend = f->backend;
     const char *dir = f->model_dir ? f->model_dir : default_model_dir();
-    const engine_options o = {
-        .threads = f->threads, .f32_weights = f->f32, .cuda = f->backend == BACKEND_CUDA, .cuda_eager = f->cuda_eager,
-        .cuda_debug = f->cuda_debug};
+    const engine_options o = {.threads = f->threads,
+                              .f32_weights = f->f32,
+                              .cuda = f->backend == BACKEND_CUDA,
+                              .cuda_eager = f->cuda_eager,
+                              .cuda_debug = f->cuda_debug};
     if (backend_is_engine(f->backend) ? engine_open(&lm->etarget, dir, &o, err) : model_load(&lm->target, dir, err))
         return 1;
     lm->have_target = 1;

@@ -14,8 +14,9 @@
 #ifdef KN_EMU
 #include "emu.h"
 #define KN_LAUNCH(kernel, grid, block, smem, stream, ...)                                                              \
-    kn_launch_result(__func__, #kernel, dim3(grid), dim3(block), (smem), (stream),                                     \
-                     emu_launch(emu_kernel_id(kernel), (grid), (block), (smem), (stream), [=] { kernel(__VA_ARGS__); }))
+    kn_launch_result(                                                                                                  \
+        __func__, #kernel, dim3(grid), dim3(block), (smem), (stream),                                                  \
+        emu_launch(emu_kernel_id(kernel), (grid), (block), (smem), (stream), [=] { kernel(__VA_ARGS__); }))
 #define KN_DYN_SMEM(T, name) T *name = (T *)emu_dyn_smem()
 #else
 #include <cuda_runtime.h>

@@ -147,7 +147,6 @@ int gc_main(int argc, char **argv);
  * default; set before the process's first launch); returns the number of
  * failed rows (−1: unknown family) and writes the seed and the failed rows
  * into msg. */
-extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg,
-                          size_t msg_size);
+extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg, size_t msg_size);
 
 #endif

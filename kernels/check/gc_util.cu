@@ -210,8 +210,7 @@ const gc_family *gc_families(int *count) {
 }
 
 #ifdef KN_EMU /* the unit tests' entry: the emulator build alone */
-extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg,
-                          size_t msg_size) {
+extern "C" int gc_emu_run(const char *family, uint64_t seed, int sm_count, int *n_rows, char *msg, size_t msg_size) {
     emu_set_order_seed(seed);
     if (sm_count > 0) emu_set_sm_count(sm_count);
     const int sms = emu_set_sm_count(0); /* 0 leaves the count as it is */

@@ -35,9 +35,13 @@ static cudaError_t launch_cublas(float *Y, const uint16_t *W, const float *X, in
     return st == CUBLAS_STATUS_SUCCESS ? cudaGetLastError() : cudaErrorUnknown;
 }
 
-static const kn_matvec_version baseline = {
-    "cublas-xbf16", "baseline: X to bf16, then cublasGemmEx bf16 in, fp32 out, COMPUTE_32F", launch_cublas,
-    KN_MATVEC_MAX_M, 1, KN_MV_ALONE, NULL};
+static const kn_matvec_version baseline = {"cublas-xbf16",
+                                           "baseline: X to bf16, then cublasGemmEx bf16 in, fp32 out, COMPUTE_32F",
+                                           launch_cublas,
+                                           KN_MATVEC_MAX_M,
+                                           1,
+                                           KN_MV_ALONE,
+                                           NULL};
 
 const kn_matvec_version *gc_matvec_baseline(void) { return &baseline; }
 #else

@@ -84,7 +84,7 @@ static uint64_t order_seed = 1;
 static int sm_count = 4;
 static unsigned short order[EMU_MAX_THREADS]; /* the running block's threads in this round's order */
 static uint64_t order_state;
-static const void *bar_site; /* where the threads now waiting at the block's barrier called it */
+static const void *bar_site;    /* where the threads now waiting at the block's barrier called it */
 static const char *block_fault; /* a rule the running block broke (NULL none): its launch fails */
 
 unsigned emu_set_rules(unsigned r) {
@@ -133,7 +133,7 @@ size_t emu_func_smem_limit(const void *kernel) {
 /* The sections of the kernels with launch bounds, one per bound (emu.h's __launch_bounds__), as the linker marks
  * them; a bound no kernel has leaves its symbols null. */
 #define EMU_BOUND_SECTION(n)                                                                                           \
-    extern "C" char __start_emu_bounds_##n[] __attribute__((weak));                                                   \
+    extern "C" char __start_emu_bounds_##n[] __attribute__((weak));                                                    \
     extern "C" char __stop_emu_bounds_##n[] __attribute__((weak));
 EMU_BOUND_SECTION(32)
 EMU_BOUND_SECTION(64)
@@ -145,7 +145,8 @@ EMU_BOUND_SECTION(384)
 EMU_BOUND_SECTION(512)
 EMU_BOUND_SECTION(768)
 EMU_BOUND_SECTION(1024)
-#define EMU_BOUND(n) {n, __start_emu_bounds_##n, __stop_emu_bounds_##n}
+#define EMU_BOUND(n)                                                                                                   \
+    { n, __start_emu_bounds_##n, __stop_emu_bounds_##n }
 static const struct {
     unsigned long threads;
     const char *start, *stop;

@@ -50,21 +50,21 @@ enum cudaFuncAttribute { cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
  * unless a test turns one off to show what it catches: each has a planted kernel (kernels/emu/emu_plants.cc) that
  * passes without it and fails with it. */
 enum {
-    EMU_RULE_ORDER = 1u << 0,       /* between barriers a block's threads run in an order drawn from the order seed,
-                                     * new at every barrier, not by index (a read of another thread's write that
-                                     * no barrier orders comes out wrong for some seed) */
-    EMU_RULE_SHARED = 1u << 1,      /* static __shared__ memory starts every block as poison (0xff bytes: NaN, −1),
-                                     * not zeroed once and kept from the last block */
-    EMU_RULE_MASK = 1u << 2,        /* a shuffle that reads a lane outside its mask reads poison; a ballot counts
-                                     * only the lanes of its mask */
-    EMU_RULE_BARRIER = 1u << 3,     /* the threads that meet at a __syncthreads called it from one place in the
-                                     * code, not from two branches that each hold one */
-    EMU_RULE_SMEM_OPTIN = 1u << 4,  /* more than 48 KB of dynamic shared memory only for a kernel that asked for it
-                                     * with cudaFuncSetAttribute */
-    EMU_RULE_BOUNDS = 1u << 5,      /* no more threads a block than a kernel's __launch_bounds__, and without
-                                     * bounds no more than 256: ptxas fits a bounded kernel's registers to its
-                                     * bound, but may give an unbounded one 255 a thread, and 255 × 257 passes an
-                                     * SM's 65536 (a GPU refuses such launches: too many resources requested) */
+    EMU_RULE_ORDER = 1u << 0,      /* between barriers a block's threads run in an order drawn from the order seed,
+                                    * new at every barrier, not by index (a read of another thread's write that
+                                    * no barrier orders comes out wrong for some seed) */
+    EMU_RULE_SHARED = 1u << 1,     /* static __shared__ memory starts every block as poison (0xff bytes: NaN, −1),
+                                    * not zeroed once and kept from the last block */
+    EMU_RULE_MASK = 1u << 2,       /* a shuffle that reads a lane outside its mask reads poison; a ballot counts
+                                    * only the lanes of its mask */
+    EMU_RULE_BARRIER = 1u << 3,    /* the threads that meet at a __syncthreads called it from one place in the
+                                    * code, not from two branches that each hold one */
+    EMU_RULE_SMEM_OPTIN = 1u << 4, /* more than 48 KB of dynamic shared memory only for a kernel that asked for it
+                                    * with cudaFuncSetAttribute */
+    EMU_RULE_BOUNDS = 1u << 5,     /* no more threads a block than a kernel's __launch_bounds__, and without
+                                    * bounds no more than 256: ptxas fits a bounded kernel's registers to its
+                                    * bound, but may give an unbounded one 255 a thread, and 255 × 257 passes an
+                                    * SM's 65536 (a GPU refuses such launches: too many resources requested) */
     EMU_RULES_ALL = (1u << 6) - 1
 };
 unsigned emu_set_rules(unsigned rules);     /* returns the rules before */

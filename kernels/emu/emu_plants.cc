@@ -107,9 +107,7 @@ static cudaError_t launch_unwritten_scratch(float *out) {
     return KN_LAUNCH(plant_unwritten_scratch, 1, 128, 0, 0, out);
 }
 static cudaError_t launch_partial_mask(float *out) { return KN_LAUNCH(plant_partial_mask, 1, 32, 0, 0, out); }
-static cudaError_t launch_divergent_barrier(float *out) {
-    return KN_LAUNCH(plant_divergent_barrier, 1, 64, 0, 0, out);
-}
+static cudaError_t launch_divergent_barrier(float *out) { return KN_LAUNCH(plant_divergent_barrier, 1, 64, 0, 0, out); }
 static cudaError_t launch_big_smem(float *out) {
     return KN_LAUNCH(plant_big_smem, 1, 256, PLANT_SMEM_FLOATS * sizeof(float), 0, out);
 }
@@ -128,8 +126,8 @@ static const struct {
     const char *name;
     unsigned rule;
     cudaError_t (*launch)(float *out);
-    int n_out;               /* outputs checked */
-    float (*right)(int i);   /* what a correct kernel writes to out[i] */
+    int n_out;             /* outputs checked */
+    float (*right)(int i); /* what a correct kernel writes to out[i] */
 } plants[] = {
     {"a read of another thread's write without a barrier", EMU_RULE_ORDER, launch_missing_barrier, 256,
      right_missing_barrier},
@@ -142,8 +140,7 @@ static const struct {
      right_big_smem},
     {"a block of 512 threads without __launch_bounds__", EMU_RULE_BOUNDS, launch_unbounded_block, 512,
      right_thread_index},
-    {"a block of 512 threads for __launch_bounds__(256)", EMU_RULE_BOUNDS, launch_past_bound, 512,
-     right_thread_index},
+    {"a block of 512 threads for __launch_bounds__(256)", EMU_RULE_BOUNDS, launch_past_bound, 512, right_thread_index},
 };
 #define N_PLANTS (int)(sizeof plants / sizeof plants[0])
 

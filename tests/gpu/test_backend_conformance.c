@@ -146,8 +146,7 @@ static void run_embed(engine *e, float *out, float *const *in, const void *arg) 
 
 static void run_rmsnorm(engine *e, float *out, float *const *in, const void *arg) {
     const int rows = *(const int *)arg, D = e->cfg.hidden_size;
-    e->be.rmsnorm(&e->be, out, in[0], (const float *)placed(e, 0, ROLE_INPUT_NORM)->data, rows, D,
-                  e->cfg.rms_norm_eps);
+    e->be.rmsnorm(&e->be, out, in[0], (const float *)placed(e, 0, ROLE_INPUT_NORM)->data, rows, D, e->cfg.rms_norm_eps);
 }
 
 static void run_add(engine *e, float *out, float *const *in, const void *arg) {
@@ -188,16 +187,23 @@ static void matmul_rows(bench *t) {
     const int D = c->hidden_size, F = c->intermediate_size, la = attention_layer(&t->cpu);
     ck_assert_int_ge(la, 0);
     const matmul_arg shapes[] = {
-        {-1, ROLE_LM_HEAD, 1, c->vocab_size, D},          {-1, ROLE_LM_HEAD, 4, c->vocab_size, D},
-        {-1, ROLE_LM_HEAD, 16, c->vocab_size, D},         {la, ROLE_Q_PROJ, 1, 2 * c->num_heads * c->head_dim, D},
-        {la, ROLE_Q_PROJ, 5, 2 * c->num_heads * c->head_dim, D}, {0, ROLE_DOWN_PROJ, 3, D, F},
+        {-1, ROLE_LM_HEAD, 1, c->vocab_size, D},
+        {-1, ROLE_LM_HEAD, 4, c->vocab_size, D},
+        {-1, ROLE_LM_HEAD, 16, c->vocab_size, D},
+        {la, ROLE_Q_PROJ, 1, 2 * c->num_heads * c->head_dim, D},
+        {la, ROLE_Q_PROJ, 5, 2 * c->num_heads * c->head_dim, D},
+        {0, ROLE_DOWN_PROJ, 3, D, F},
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const matmul_arg *a = &shapes[i];
         float *x = random_floats(t, (size_t)a->m * a->k, -1.0f, 1.0f);
         const size_t n_x = (size_t)a->m * a->k;
         char shape[48];
-        snprintf(shape, sizeof shape, "%s m=%d [%d,%d]", a->role == ROLE_LM_HEAD ? "lm_head" : a->role == ROLE_Q_PROJ ? "q_proj" : "down_proj", a->m, a->n, a->k);
+        snprintf(shape, sizeof shape, "%s m=%d [%d,%d]",
+                 a->role == ROLE_LM_HEAD  ? "lm_head"
+                 : a->role == ROLE_Q_PROJ ? "q_proj"
+                                          : "down_proj",
+                 a->m, a->n, a->k);
         add_row(t, "matmul", shape, compare(t, run_matmul, a, &x, &n_x, 1, (size_t)a->m * a->n), BOUND_PRODUCT);
         if (i == 0) { /* the control: one term dropped on the CUDA side (an input zeroed) must show */
             float *moved = malloc(n_x * sizeof *moved);
@@ -235,8 +241,7 @@ static void elementwise_rows(bench *t) {
     const model_config *c = &t->cpu.cfg;
     const int D = c->hidden_size, V = c->vocab_size;
     const int tokens[] = {4, 0, V - 1, 7, 7};
-    add_row(t, "embed", "4 tokens (0, V-1, twice 7)", compare(t, run_embed, tokens, NULL, NULL, 0, 4 * (size_t)D),
-            0.0);
+    add_row(t, "embed", "4 tokens (0, V-1, twice 7)", compare(t, run_embed, tokens, NULL, NULL, 0, 4 * (size_t)D), 0.0);
     const int rows = 3;
     float *x = random_floats(t, (size_t)rows * D, -3.0f, 3.0f);
     const size_t n_x = (size_t)rows * D;
@@ -284,7 +289,9 @@ START_TEST(test_ops_match_the_cpu_backend) {
         const row *r = &t.rows[i];
         const int control = r->bound < 0.0, ok = control ? -r->err > -r->bound : r->err <= r->bound;
         printf("%-13s %-40s %10.3g %10.3g  %s\n", r->op, r->shape, fabs(r->err), fabs(r->bound),
-               ok ? (control ? "seen" : "ok") : control ? "NOT SEEN" : "FAIL");
+               ok        ? (control ? "seen" : "ok")
+               : control ? "NOT SEEN"
+                         : "FAIL");
         failed += !ok;
     }
     bench_close(&t);

@@ -15,8 +15,7 @@ START_TEST(test_rule_catches_its_plant) {
     const unsigned all = emu_plant_all_rules();
     ck_assert_msg(emu_plant_run(i, all & ~emu_plant_rule(i), msg, sizeof msg),
                   "plant \"%s\" fails even without its rule: %s", emu_plant_name(i), msg);
-    ck_assert_msg(!emu_plant_run(i, all, msg, sizeof msg), "plant \"%s\" passes under its rule",
-                  emu_plant_name(i));
+    ck_assert_msg(!emu_plant_run(i, all, msg, sizeof msg), "plant \"%s\" passes under its rule", emu_plant_name(i));
 }
 END_TEST
 
