@@ -38,7 +38,7 @@ static int e_prefill(decode_target *t, int seq, const int *tokens, int n, float 
         float *rows = logits ? logits + (size_t)at * V : NULL;
         if (engine_forward(e, s, tokens + at, parent, depth, m, m, rows, hidden ? hidden + (size_t)at * D : NULL, err))
             return -1;
-        if (rows && logits_check_finite(rows, m, V, position + at, err)) return -1;
+        if (rows && logits_check_raw(rows, m, V, position + at, err)) return -1;
     }
     return 0;
 }
@@ -51,7 +51,7 @@ static int check_rows(const engine *e, const token_tree *tree, const float *logi
     const int V = e->cfg.vocab_size;
     for (int i = 0; i < tree->n; i++) {
         const int position = root_position + tree->depth[i];
-        if (e->be.host_memory ? logits_check_finite(logits + (size_t)i * V, 1, V, position, err)
+        if (e->be.host_memory ? logits_check_raw(logits + (size_t)i * V, 1, V, position, err)
                               : probs && logits_check_mass(probs + (size_t)i * V, 1, V, position, err))
             return -1;
     }
@@ -81,7 +81,7 @@ static int verify_pass(engine *e, const target_job *jobs, int n_jobs, const samp
     if (!sp) {
         if (engine_forward_parts(e, parts, n_jobs, 0, err)) return -1;
         for (int j = 0; j < n_jobs; j++) /* raw logits, on the host */
-            if (logits_check_finite(jobs[j].p, jobs[j].tree->n, e->cfg.vocab_size, root_position[j], err)) return -1;
+            if (logits_check_raw(jobs[j].p, jobs[j].tree->n, e->cfg.vocab_size, root_position[j], err)) return -1;
         return 0;
     }
     if (engine_forward_parts(e, parts, n_jobs, 1, err)) return -1;

@@ -85,7 +85,7 @@ static int ref_prefill(decode_target *t, int seq, const int *tokens, int n, floa
         const int position = s->state.pos;
         float *row = logits ? logits + (size_t)i * V : NULL;
         model_forward(r->m, &s->state, tokens[i], row, hidden ? hidden + (size_t)i * D : NULL);
-        if (row && logits_check_finite(row, 1, V, position, err)) return -1;
+        if (row && logits_check_raw(row, 1, V, position, err)) return -1;
     }
     return 0;
 }
@@ -117,7 +117,7 @@ static int verify_one(ref_target *r, const target_job *job, const sampler_params
         }
         float *row = job->p + (size_t)i * V;
         model_forward(r->m, state, tree->token[i], row, job->hidden ? job->hidden + (size_t)i * D : NULL);
-        if (logits_check_finite(row, 1, V, root_position + tree->depth[i], err)) {
+        if (logits_check_raw(row, 1, V, root_position + tree->depth[i], err)) {
             s->verified = i + 1; /* so that closing the sequence releases the nodes forked so far */
             return -1;
         }

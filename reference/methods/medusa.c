@@ -48,7 +48,7 @@ static int medusa_propose(proposer *self, token_tree *tree, const propose_call *
     for (int i = 0; i < depth; i++) {
         float *logits = s->logits + (size_t)i * V;
         medusa_head_forward(s->heads, i, s->hidden, logits, s->scratch);
-        if (logits_check_finite(logits, 1, V, call->root_position + i + 1, err))
+        if (logits_check_raw(logits, 1, V, call->root_position + i + 1, err))
             return sp_wrap(err, "Medusa head %d: ", i);
         sampler_probs(call->sampling, logits, s->probs + (size_t)i * V, V);
         if (s->kind == CHILDREN_TOP_RANKS) sampler_top_ranks(logits, V, R, s->ranked + (size_t)i * R);

@@ -71,7 +71,7 @@ static int walk(proposer *self, token_tree *tree, int u, int depth, const propos
         logits = s->logits;
     }
     /* the module's numbers, before a draft is drawn from them (an argmax of NaN would index q at −1) */
-    if (logits_check_finite(logits, 1, V, call->root_position + du, err)) return sp_wrap(err, "the MTP module: ");
+    if (logits_check_raw(logits, 1, V, call->root_position + du, err)) return sp_wrap(err, "the MTP module: ");
     float *q = tree_q(tree, u);
     if (s->sample_drafts) {
         sampler_probs(call->sampling, logits, q, V);
@@ -119,7 +119,7 @@ static int step_dynamic(proposer *self, token_tree *tree, int u, const propose_c
         held_path_stepped(&s->held, anc, from, du);
         logits = s->logits;
     }
-    if (logits_check_finite(logits, 1, V, call->root_position + du, err)) return sp_wrap(err, "the MTP module: ");
+    if (logits_check_raw(logits, 1, V, call->root_position + du, err)) return sp_wrap(err, "the MTP module: ");
     sampler_probs(call->sampling, logits, tree_q(tree, u), V);
     tree_grow_stepped(s->grow, tree, u, logits, s->remaining);
     return 0;

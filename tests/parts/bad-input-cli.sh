@@ -89,16 +89,18 @@ inf=$tmp/inf && cp -r "$m" "$inf"
 printf '\x80\x7f' | dd of="$inf/model.safetensors" bs=1 seek=$((8 + hlen + 6)) conv=notrunc status=none
 # finite weights whose activations overflow float32: layer 0's input norm at the bf16 maximum (0x7f7f) on
 # every element, so every logit is NaN (a run that fails, exit 1: the inputs were valid files)
-overflow() { # overflow SRC DST: DST is SRC with that norm
-    local src=$1/model.safetensors hl at n
+overflow() { # overflow SRC DST [TENSOR]: DST is SRC with TENSOR (default that norm) at the bf16 maximum
+    local src=$1/model.safetensors name=${3:-model.language_model.layers.0.input_layernorm.weight} hl at end
     cp -r "$1" "$2"
     hl=$(od -An -tu8 -N8 "$src" | tr -d ' ')
-    read -r at n < <(grep -ao '"model.language_model.layers.0.input_layernorm.weight":{[^}]*}' "$src" |
-        sed 's/.*"shape":\[\([0-9]*\)\].*data_offsets":\[\([0-9]*\),.*/\2 \1/')
-    for ((i = 0; i < n; i++)); do printf '\x7f\x7f'; done |
+    read -r at end < <(grep -ao "\"$name\":{[^}]*}" "$src" | sed 's/.*data_offsets":\[\([0-9]*\),\([0-9]*\)\].*/\1 \2/')
+    for ((i = at; i < end; i += 2)); do printf '\x7f\x7f'; done |
         dd of="$2/model.safetensors" bs=1 seek=$((8 + hl + at)) conv=notrunc status=none
 }
 overflow "$m" "$tmp/overflows"
+# the embedding at the bf16 maximum: the final norm's sum of squares overflows, so every logit is 0, whatever
+# the input (finite: before, a uniform draw with exit 0)
+overflow "$m" "$tmp/embed-overflows" model.language_model.embed_tokens.weight
 # files that are not regular files: a FIFO blocks the reader until someone writes (nobody will)
 fifo() { cp -r "$m" "$1" && rm -f "$1/$2" && mkfifo "$1/$2"; }
 fifo "$tmp/fifo-cfg" config.json
@@ -276,6 +278,10 @@ for method in greedy sample spec mtp lookup beam; do
     done
 done
 row logits "a model that overflows" 1 "position 0: 32 of the 32 logits are NaN" -- logits "$tmp/overflows" --tokens 1,2
+for backend in reference cpu; do
+    row generate "--backend $backend, embeddings at the bf16 maximum" 1 "position 2: all 32 logits are 0, whatever the input" -- \
+        generate --model "$tmp/embed-overflows" --tokens 1,2,3 --max-tokens 4 --backend $backend
+done
 row_lines=2 # plot's progress line, then the verdict
 row plot "a model that overflows (its MTP module drafts first)" 1 "the MTP module: position 2: 32 of the 32 logits are NaN" -- \
     plot --model "$tmp/overflows" --term none --prompts 1 --tokens 4 --out "$tmp/plots"
