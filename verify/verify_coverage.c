@@ -53,22 +53,28 @@ static const char *held_to(const verify_case *c) {
     return "the target's law";
 }
 
+/* Every row runs on every backend mode `specula verify` has: the reference (--backend reference), the CPU engine in
+ * its default mode (--backend cpu: bf16 weights, fast kernels, the law enumerated through it) and in its exact
+ * cross-test mode (--backend cpu --dtype f32). */
+#define BACKEND_MODES "reference; cpu bf16; cpu f32"
+
 static void row(FILE *f, const verify_case *c) {
     char shape[200], cuts[96], control[96], engine_control[96];
     shape_text(c, shape, sizeof shape);
     cuts_text(&c->spec.sampling, cuts, sizeof cuts);
     verify_case_control_text(c, 0, control, sizeof control);
     verify_case_control_text(c, 1, engine_control, sizeof engine_control);
-    fprintf(f, "| %s | %s | %s V=%d L=%d | %s | %s | %s | %s | %g | %s | %s | %s |\n", c->name,
-            c->primary ? "default" : "--all", verify_world_name(c->world), verify_world_vocab(c->world), c->L,
+    fprintf(f, "| %s | %s | %s | %s V=%d L=%d | %s | %s | %s | %s | %g | %s | %s | %s |\n", c->name,
+            c->primary ? "default" : "--all", BACKEND_MODES, verify_world_name(c->world), verify_world_vocab(c->world),
+            c->L,
             c->method, shape, method_has(&c->spec, METHOD_PROPOSES) ? accept_rule_name(c->spec.rule) : "—", cuts, (double)c->spec.sampling.temperature, held_to(c),
             control, strcmp(control, engine_control) ? engine_control : "the same");
 }
 
 void verify_coverage_print(FILE *f, const verify_case *cases, int all) {
-    fprintf(f, "| row | runs | world, window | method | drafts | rule | cuts | T | held to | control (reference) | "
-               "control (cpu) |\n");
-    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "| row | runs | backend modes | world, window | method | drafts | rule | cuts | T | held to | "
+               "control (reference) | control (cpu) |\n");
+    fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (const verify_case *c = cases; c->name; c++)
         if (c->primary) row(f, c);
     if (all)
