@@ -125,7 +125,7 @@ def lr_at(step, p):
     return lo + 0.5 * (lr - lo) * (1 + math.cos(math.pi * frac))
 
 
-def run(out, p, corpus, command, log_every=25):
+def run(out, p, corpus, command, log_every=25, tag="target-mtp"):
     """Distils the MTP of the checkpoint in `out` and writes it back."""
     torch.manual_seed(p["distill_seed"])
     gen = torch.Generator().manual_seed(p["distill_seed"] + 1)
@@ -140,10 +140,10 @@ def run(out, p, corpus, command, log_every=25):
     if p["distill_self_seqs"]:
         t0 = time.time()
         own = self_continuations(trunk, corpus, p, gen)
-        print(f"[target-mtp] {len(own)} continuations of the trunk's own ({own.shape[1]} tokens, half greedy, "
+        print(f"[{tag}] {len(own)} continuations of the trunk's own ({own.shape[1]} tokens, half greedy, "
               f"half sampled) in {time.time() - t0:.0f} s", flush=True)
     before = evaluate(trunk, mtp, p, val)
-    print(f"[target-mtp] phase 2: distil the MTP from the frozen trunk, {p['distill_steps']} steps; "
+    print(f"[{tag}] phase 2: distil the MTP from the frozen trunk, {p['distill_steps']} steps; "
           f"validation before: {fmt(*before)}", flush=True)
     t0 = time.time()
     run_avg = None
@@ -164,13 +164,13 @@ def run(out, p, corpus, command, log_every=25):
         if (step + 1) % log_every == 0 or step == 0:
             k = p["mtp_steps"]
             el = time.time() - t0
-            print(f"[target-mtp] step {step + 1}/{p['distill_steps']} lr {lr_at(step, p):.2e} "
+            print(f"[{tag}] step {step + 1}/{p['distill_steps']} lr {lr_at(step, p):.2e} "
                   f"{fmt(run_avg[:k], run_avg[k:2 * k], run_avg[2 * k:])} | {el / 60:.1f} min", flush=True)
     seconds = time.time() - t0
     after = evaluate(trunk, mtp, p, val)
     gen_train = torch.Generator().manual_seed(7)
     train_after = evaluate(trunk, mtp, p, corpus.batch(gen_train, len(val), p["seq"] + 2))
-    print(f"[target-mtp] done in {seconds / 60:.1f} min; validation after: {fmt(*after)}", flush=True)
+    print(f"[{tag}] done in {seconds / 60:.1f} min; validation after: {fmt(*after)}", flush=True)
 
     # Write back: the trunk's tensors untouched, the MTP's replaced.
     new = {"mtp." + k: v.detach().to(torch.bfloat16).contiguous() for k, v in mtp.state_dict().items()}
@@ -187,7 +187,7 @@ def run(out, p, corpus, command, log_every=25):
     err = checkpoint.check_mtp_equivalence(model, loaded, p, corpus.val[:97].tolist(), anchors=(0, 5, 40, 90))
     if not err <= checkpoint.MTP_REL_TOL:
         raise SystemExit(f"{out}: the distilled MTP computation differs from the inference reference ({err:.2e})")
-    print(f"[target-mtp] training-time MTP vs tools/peer/mtp_reference.py: max relative error {err:.2e}", flush=True)
+    print(f"[{tag}] training-time MTP vs tools/peer/mtp_reference.py: max relative error {err:.2e}", flush=True)
 
     def line(vals):
         soft, hard, agree = vals
