@@ -28,11 +28,19 @@ typedef struct {
 } bench_per_token;
 
 /* Rows of the table. */
-#define BENCH_MAX_ROWS 8 /* plain decoding and every built-in method that drafts */
+/* plain decoding and every built-in method that drafts, or with --k-sweep each chain method at each k (MTP at
+ * both draft kinds above temperature 0) */
+#define BENCH_MAX_ROWS 32
+/* k values one --k-sweep may list */
+#define BENCH_MAX_KS 8
 
 typedef struct {
     method_spec spec; /* what the row runs */
     double median_tps, tokens_per_pass;
+    double min_tps, max_tps; /* the spread of the runs' tokens/s */
+    /* The speed-up over plain decoding run by run: run r of this row over run r of plain decoding, which ran beside
+     * it in the same step of the loop; their median, least and greatest (NAN for plain decoding itself) */
+    double paired_speedup, paired_min, paired_max;
     double median_prefill_tps, median_decode_tps; /* prompt tokens / TTFT; tokens after the first / their time */
     double engine_bytes_per_token;                /* one weight read per pass, at the stored dtype */
     double read_bytes_per_token; /* what this backend reads: the engine once per pass, the reference once per
@@ -77,13 +85,13 @@ typedef struct {
 /* The measurement, rep by rep. bench_costs_begin prepares a sequence of `position` tokens (the runs' middle: a
  * pass's cost grows with the context it attends to), or returns NULL with a message. Each bench_costs_rep times,
  * once and in one order, on a fork of that sequence: a pass of a chain of each size in {1, 2, 4, 8, 16, 32, 64,
- * k + 1} (capped at the target's largest tree), the draft and MTP steps of one position, and a proposal by the
+ * k + 1 for base's k and each of the n_ks values ks (a sweep; NULL, 0: none)} (capped at the target's largest tree), the draft and MTP steps of one position, and a proposal by the
  * heads of `medusa` (NULL: none) with the pass over its tree. rep < 0 is a warm-up, not kept. bench_costs_end
  * writes the medians into *c when ok (else empties it), resets the steppers and frees the run. The caller may
  * decode with the same models between reps. */
 typedef struct bench_cost_run bench_cost_run;
 bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *base, const method_spec *medusa,
-                                  int position, int reps, bench_costs *c, sp_error *err);
+                                  const int *ks, int n_ks, int position, int reps, bench_costs *c, sp_error *err);
 int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err);
 void bench_costs_end(bench_cost_run *r, int ok);
 

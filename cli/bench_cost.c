@@ -8,12 +8,14 @@
 
 #include "bench.h"
 
-/* The verified sizes: powers of two to 64, k + 1 and a draft tree's nodes + 1, at most the target's largest tree,
- * ascending. */
-static int plan_sizes(int k, int tree_m, int max_nodes, int *m) {
-    const int want[] = {1, 2, 4, 8, 16, 32, 64, k + 1, tree_m > 0 ? tree_m : 1};
+/* The verified sizes: powers of two to 64, k + 1 for each k, a draft tree's nodes + 1, at most the target's largest
+ * tree, ascending. */
+static int plan_sizes(const int *ks, int n_ks, int tree_m, int max_nodes, int *m) {
+    int want[7 + 1 + BENCH_MAX_KS + 1] = {1, 2, 4, 8, 16, 32, 64}, n_want = 7;
+    want[n_want++] = tree_m > 0 ? tree_m : 1;
+    for (int i = 0; i < n_ks && i <= BENCH_MAX_KS; i++) want[n_want++] = ks[i] + 1;
     int n = 0;
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    for (int i = 0; i < n_want && n < BENCH_COST_MAX_SIZES; i++) {
         int j = n;
         if (want[i] > max_nodes) continue;
         for (int e = 0; e < n; e++)
@@ -95,10 +97,12 @@ static int steppers_ready(bench_cost_run *r, sp_error *err) {
 }
 
 bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *base, const method_spec *medusa,
-                                  int position, int reps, bench_costs *c, sp_error *err) {
+                                  const int *ks, int n_ks, int position, int reps, bench_costs *c, sp_error *err) {
     memset(c, 0, sizeof *c);
     c->reps = reps;
-    c->k = base->k;
+    int all_k[BENCH_MAX_KS + 1] = {base->k}, n_k = 1;
+    for (int i = 0; i < n_ks && n_k <= BENCH_MAX_KS; i++) all_k[n_k++] = ks[i];
+    c->k = base->k; /* the proposer's steps are timed k in a row; one step is their mean, whatever a row's k */
     c->position = position;
     c->draft_step_ms = c->mtp_step_ms = c->medusa_round_ms = c->medusa_pass_ms = NAN;
     c->draft_ratio = c->mtp_ratio = c->medusa_round_ratio = c->medusa_pass_ratio = NAN;
@@ -109,7 +113,7 @@ bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *ba
     c->tree_m = base->tree_budget > 0   ? base->tree_budget + 1
                 : base->shape.depth > 0 ? tree_shape_nodes(&base->shape) + 1
                                         : 0;
-    c->n_sizes = plan_sizes(base->k, c->tree_m, t->max_tree_nodes, c->m);
+    c->n_sizes = plan_sizes(all_k, n_k, c->tree_m, t->max_tree_nodes, c->m);
     r->lm = lm, r->base = base, r->medusa = medusa && lm->parts.heads ? medusa : NULL, r->c = c;
     r->n_prefix = n;
     r->base_seq = r->seq = -1;

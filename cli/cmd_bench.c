@@ -1,6 +1,7 @@
 /* cmd_bench.c — `specula bench MODEL`: decode speed as a table, median tokens/s of plain decoding and of each
  * speculative method the model supports, with the bytes read and the bandwidth they imply, and beside the
  * measured ratios the speed-up the cost model predicts. A benchmark, not a test: it asserts nothing. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,9 @@ static void usage(FILE *f) {
             "  --prompt TEXT        the prompt as text instead, encoded with MODEL/tokenizer.json (text that the\n"
             "                       continuation repeats is where prompt lookup drafts)\n"
             "  --plain              only the plain decoding row (no cost model unless --cost-reps is given)\n"
+            "  --k-sweep K,...      a row per k for each method that drafts a chain (spec, mtp, lookup), and above\n"
+            "                       temperature 0 an MTP row per draft kind (argmax, sampled); the cost model times\n"
+            "                       a pass of every k + 1\n"
             "  --cost-reps N        reps of each pass cost (default 9; 0: no cost model)\n"
             "  --json               one JSON object instead of the table: per row the median tokens/s, and\n"
             "                       apart the prefill rate (prompt tokens / time to the first token) and the\n"
@@ -76,6 +80,8 @@ typedef struct {
     int cost_reps; /* reps of the costs measured apart; 0: no cost model (the default with --plain) */
     int cost_reps_given;
     int only_given, plain_only, json, csv;
+    int ks[BENCH_MAX_KS]; /* --k-sweep: every chain method at each of these k (n_ks 0: the one --k) */
+    int n_ks;
 } bench_args;
 
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
@@ -138,6 +144,11 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
 }
 
 static void row_finish(bench_row *row, row_samples *x, int runs) {
+    row->min_tps = row->max_tps = x->tps[0];
+    for (int r = 1; r < runs; r++) {
+        if (x->tps[r] < row->min_tps) row->min_tps = x->tps[r];
+        if (x->tps[r] > row->max_tps) row->max_tps = x->tps[r];
+    }
     row->median_tps = bench_median(x->tps, runs);
     row->median_prefill_tps = bench_median(x->prefill, runs);
     row->median_decode_tps = bench_median(x->decode, runs);
@@ -145,6 +156,22 @@ static void row_finish(bench_row *row, row_samples *x, int runs) {
                                 bench_median(x->part[2], runs), bench_median(x->part[3], runs),
                                 bench_median(x->part[4], runs), bench_median(x->part[5], runs)};
     row->ms = ms;
+}
+
+/* Run r's speed-up, this row's tokens/s over plain decoding's in the same step of the loop (so both saw the same
+ * load): the median, least and greatest over the runs. NAN without plain decoding's runs. Before row_finish,
+ * which sorts the samples in place. */
+static void paired_speedups(bench_row *row, const row_samples *x, const row_samples *plain, int runs) {
+    row->paired_speedup = row->paired_min = row->paired_max = NAN;
+    if (!plain) return;
+    double ratio[64];
+    for (int r = 0; r < runs; r++) ratio[r] = x->tps[r] / plain->tps[r];
+    row->paired_min = row->paired_max = ratio[0];
+    for (int r = 1; r < runs; r++) {
+        if (ratio[r] < row->paired_min) row->paired_min = ratio[r];
+        if (ratio[r] > row->paired_max) row->paired_max = ratio[r];
+    }
+    row->paired_speedup = bench_median(ratio, runs);
 }
 
 /* How many of n events spread evenly over `loops` steps fall in step i (0 or 1 when n ≤ loops). */
@@ -166,7 +193,8 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
     int status = 0;
     bench_cost_run *cr = NULL;
     if (a->cost_reps > 0 &&
-        (!(cr = bench_costs_begin(lm, &a->base, medusa, a->prompt_tokens + a->tokens / 2, a->cost_reps, c, &err)) ||
+        (!(cr = bench_costs_begin(lm, &a->base, medusa, a->ks, a->n_ks, a->prompt_tokens + a->tokens / 2, a->cost_reps,
+                                  c, &err)) ||
          bench_costs_rep(cr, -1, &err))) { /* rep −1 warms the caches up */
         fprintf(stderr, "specula bench: pass costs: %s\n", err.msg);
         if (cr) bench_costs_end(cr, 0);
@@ -188,6 +216,7 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
     }
     if (isatty(2)) fprintf(stderr, "\r%40s\r", "");
     if (cr) bench_costs_end(cr, 1);
+    for (int i = 0; i < n; i++) paired_speedups(&rows[i], &x[i], ok[0] && i > 0 ? &x[0] : NULL, a->runs);
     for (int i = 0; i < n; i++) {
         bench_model m;
         if (ok[i]) row_finish(&rows[i], &x[i], a->runs);
@@ -195,6 +224,33 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
     }
     free(x);
     return status;
+}
+
+/* --k-sweep's list: 1 to BENCH_MAX_KS values of k, each 1 … 32, no repeats. 0, or -1 with a message. */
+static int parse_k_list(const char *flag, const char *v, bench_args *a) {
+    a->n_ks = 0;
+    for (const char *at = v;;) {
+        char *end;
+        errno = 0;
+        const long k = strtol(at, &end, 10);
+        if (end == at || errno || k < 1 || k > 32 || (*end && *end != ',')) {
+            fprintf(stderr, "specula bench: %s '%s': give a comma-separated list of k from 1 to 32 (e.g. 1,2,3,4)\n",
+                    flag, v);
+            return -1;
+        }
+        for (int j = 0; j < a->n_ks; j++)
+            if (a->ks[j] == k) {
+                fprintf(stderr, "specula bench: %s '%s': k %ld is listed twice\n", flag, v, k);
+                return -1;
+            }
+        if (a->n_ks == BENCH_MAX_KS) {
+            fprintf(stderr, "specula bench: %s '%s': at most %d values\n", flag, v, BENCH_MAX_KS);
+            return -1;
+        }
+        a->ks[a->n_ks++] = (int)k;
+        if (!*end) return 0;
+        at = end + 1;
+    }
 }
 
 /* A bench-only flag or the model directory: 1 consumed, 0 not one, -1 bad (printed). */
@@ -212,6 +268,7 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
         a->cost_reps_given = 1;
         return (v = arg_value(argc, argv, i)) && !arg_int(f, v, 0, 1000, &a->cost_reps) ? 1 : -1;
     }
+    if (!strcmp(f, "--k-sweep")) return (v = arg_value(argc, argv, i)) && !parse_k_list(f, v, a) ? 1 : -1;
     if (!strcmp(f, "--plain")) return a->plain_only = 1;
     if (!strcmp(f, "--json")) return a->json = 1;
     if (!strcmp(f, "--csv")) return a->csv = 1;
@@ -258,6 +315,11 @@ static int parse(int argc, char **argv, bench_args *a) {
         fprintf(stderr, "specula bench: give --json or --csv, not both\n");
         return 2;
     }
+    if (a->n_ks && (a->plain_only || method_spec_given(&a->base, "--k"))) {
+        fprintf(stderr, "specula bench: --k-sweep sets k row by row: give it without %s\n",
+                a->plain_only ? "--plain" : "--k");
+        return 2;
+    }
     if (a->plain_only && !a->cost_reps_given) a->cost_reps = 0; /* the plain rate alone, as make bench-peers asks */
     if (a->plain_only && method_spec_given(&a->base, "--method")) {
         fprintf(stderr, "specula bench: give --plain or --method, not both\n");
@@ -278,13 +340,36 @@ static int parse(int argc, char **argv, bench_args *a) {
 
 /* The rows: plain decoding first (the baseline of the ratios), then every method of the registry that drafts and
  * whose models are present (or the one asked for, which must be able to run). */
-static int add_row(const bench_args *a, const method_desc *m, bench_row *rows, int *n) {
+static int add_row_of(const method_spec *base, const method_desc *m, bench_row *rows, int *n) {
     sp_error err;
-    if (method_spec_for(&a->base, m, &rows[*n].spec, &err)) {
+    if (*n == BENCH_MAX_ROWS) {
+        fprintf(stderr, "specula bench: more than %d rows: list fewer k in --k-sweep\n", BENCH_MAX_ROWS);
+        return -1;
+    }
+    if (method_spec_for(base, m, &rows[*n].spec, &err)) {
         fprintf(stderr, "specula bench: %s: %s\n", m->name, err.msg);
         return -1;
     }
     (*n)++;
+    return 0;
+}
+
+static int add_row(const bench_args *a, const method_desc *m, bench_row *rows, int *n) {
+    return add_row_of(&a->base, m, rows, n);
+}
+
+/* Method m's rows under --k-sweep: one per k for a chain method; an MTP row per draft kind above temperature 0
+ * (argmax drafts against drafts sampled from its distribution); one row for the rest. */
+static int add_sweep_rows(const bench_args *a, const method_desc *m, bench_row *rows, int *n) {
+    if (!(m->traits & METHOD_CHAIN)) return add_row(a, m, rows, n);
+    const int both_kinds = (m->traits & METHOD_MTP_MODULE) && a->base.sampling.temperature > 0;
+    for (int i = 0; i < a->n_ks; i++)
+        for (int kind = 0; kind < (both_kinds ? 2 : 1); kind++) {
+            method_spec s = a->base;
+            s.k = a->ks[i];
+            if (both_kinds) s.drafts = kind ? MTP_DRAFTS_SAMPLED : MTP_DRAFTS_ARGMAX;
+            if (add_row_of(&s, m, rows, n)) return -1;
+        }
     return 0;
 }
 
@@ -298,15 +383,15 @@ static int plan_rows(const bench_args *a, const loaded_models *lm, bench_row *ro
             fprintf(stderr, "specula bench: %s\n", err.msg);
             return -1;
         }
-        return add_row(a, a->base.method, rows, n);
+        return a->n_ks ? add_sweep_rows(a, a->base.method, rows, n) : add_row(a, a->base.method, rows, n);
     }
-    for (int i = 0; i < method_count() && *n < BENCH_MAX_ROWS; i++) {
+    for (int i = 0; i < method_count(); i++) {
         const method_desc *m = method_at(i);
         method_spec probe = a->base;
         probe.method = m;
         sp_error err;
-        if ((m->traits & METHOD_PROPOSES) && !method_check_parts(&probe, &lm->parts, &err) && add_row(a, m, rows, n))
-            return -1;
+        if (!(m->traits & METHOD_PROPOSES) || method_check_parts(&probe, &lm->parts, &err)) continue;
+        if (a->n_ks ? add_sweep_rows(a, m, rows, n) : add_row(a, m, rows, n)) return -1;
     }
     return 0;
 }
@@ -323,23 +408,28 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
     double plain_tps = ok[0] ? rows[0].median_tps : NAN; /* ratios only against a time measured in this run */
     printf("%s decode, %s: %d runs x %d tokens, temperature %g\n", backend_name(a->models.backend), dir, a->runs,
            a->tokens, a->base.sampling.temperature);
-    printf("%-8s %10s %9s %8s %16s %16s %9s %10s %10s  %s\n", "method", "tokens/s", "tok/pass", "drafted",
-           "engine B/token", "read B/token", "GB/s", "vs plain", "predicted", "what it ran");
+    printf("%-8s %10s %15s %9s %8s %16s %16s %9s %10s %13s %10s  %s\n", "method", "tokens/s", "min-max", "tok/pass",
+           "drafted", "engine B/token", "read B/token", "GB/s", "vs plain", "run by run", "predicted", "what it ran");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
-        char what[160], predicted[32] = "-", drafted[16] = "-";
+        char what[160], predicted[32] = "-", drafted[16] = "-", spread[32], paired[32] = "-";
+        snprintf(spread, sizeof spread, "%.1f-%.1f", rows[i].min_tps, rows[i].max_tps);
+        if (isfinite(rows[i].paired_min))
+            snprintf(paired, sizeof paired, "%.2f-%.2fx", rows[i].paired_min, rows[i].paired_max);
         method_spec_label(&rows[i].spec, what, sizeof what);
         const double measured = rows[i].median_tps / plain_tps, share = drafted_share(&rows[i]);
         if (isfinite(rows[i].predicted))
             snprintf(predicted, sizeof predicted, "%.2fx%s", rows[i].predicted,
                      fabs(measured / rows[i].predicted - 1) > BENCH_GAP_FLAG ? "*" : " ");
         if (isfinite(share)) snprintf(drafted, sizeof drafted, "%.0f%%", 100 * share);
-        printf("%-8s %10.1f %9.3f %8s %16.4g %16.4g %9.3f %9.2fx %10s  %s\n", method_name(&rows[i].spec),
-               rows[i].median_tps, rows[i].tokens_per_pass, drafted, rows[i].engine_bytes_per_token,
+        printf("%-8s %10.1f %15s %9.3f %8s %16.4g %16.4g %9.3f %9.2fx %13s %10s  %s\n", method_name(&rows[i].spec),
+               rows[i].median_tps, spread, rows[i].tokens_per_pass, drafted, rows[i].engine_bytes_per_token,
                rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured,
-               predicted, what);
+               paired, predicted, what);
     }
-    printf("drafted: the share of rounds that proposed a token (alpha describes those only);\n"
+    printf("tokens/s: the median of the runs, min-max their spread; vs plain: the ratio of the medians; run by run:\n"
+           "the least and greatest of each run's tokens/s over plain decoding's run beside it (same seed and load);\n"
+           "drafted: the share of rounds that proposed a token (alpha describes those only);\n"
            "engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
            "read B/token: what this backend reads (the reference: every position on its own, float32);\n"
            "predicted: the cost model's speed-up from the pass costs measured apart (below); *: measured more than\n"
@@ -351,7 +441,8 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
 static void print_csv(const bench_args *a, const bench_row *rows, const int *ok, int n) {
     const double plain_tps = ok[0] ? rows[0].median_tps : NAN;
     csv_header(stdout, "method,what,backend,runs,tokens,temperature,tokens_per_s,tokens_per_pass,drafted_share,"
-                       "engine_bytes_per_token,read_bytes_per_token,gb_per_s,vs_plain,predicted");
+                       "engine_bytes_per_token,read_bytes_per_token,gb_per_s,vs_plain,predicted,tokens_per_s_min,"
+                       "tokens_per_s_max,speedup_run_min,speedup_run_max");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
         char what[160];
@@ -369,7 +460,11 @@ static void print_csv(const bench_args *a, const bench_row *rows, const int *ok,
                             rows[i].read_bytes_per_token,
                             rows[i].median_tps * rows[i].read_bytes_per_token / 1e9,
                             rows[i].median_tps / plain_tps,
-                            rows[i].predicted};
+                            rows[i].predicted,
+                            rows[i].min_tps,
+                            rows[i].max_tps,
+                            rows[i].paired_min,
+                            rows[i].paired_max};
         for (size_t j = 0; j < sizeof x / sizeof x[0]; j++) csv_number(stdout, x[j], 0);
         fputc('\n', stdout);
     }
@@ -423,6 +518,10 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
                rows[i].tokens_per_pass, rows[i].engine_bytes_per_token, rows[i].read_bytes_per_token);
         const double share = drafted_share(&rows[i]);
         printf(isfinite(share) ? ", \"drafted_share\": %.6g" : ", \"drafted_share\": null", share);
+        const double spread[4] = {rows[i].min_tps, rows[i].max_tps, rows[i].paired_min, rows[i].paired_max};
+        const char *spread_names[4] = {"tokens_per_s_min", "tokens_per_s_max", "speedup_run_min", "speedup_run_max"};
+        for (int k = 0; k < 4; k++)
+            printf(isfinite(spread[k]) ? ", \"%s\": %.6g" : ", \"%s\": null", spread_names[k], spread[k]);
         bench_row_json(c, &rows[i], ok[0] ? &rows[0] : NULL);
         putchar('}');
         first = 0;

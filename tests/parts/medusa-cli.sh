@@ -102,7 +102,7 @@ check "bench prints a medusa row beside greedy" grep -qE "^medusa +[0-9.]+ +[0-9
 num='[0-9]+\.[0-9]+'
 check "bench: the pass over the heads' tree" grep -qE "^ +[0-9]+ +$num +$num +<- the Medusa heads' tree" "$tmp/bench"
 check "bench: the heads' round" grep -qE "^Medusa heads, 1 round's proposal +$num +$num$" "$tmp/bench"
-check "bench: medusa measured and predicted" grep -qE "^medusa( +[0-9.e+]+){2} +([0-9]+%|-)( +[0-9.e+]+){3} +${num}x +${num}x\*? +medusa" "$tmp/bench"
+check "bench: medusa measured and predicted" grep -qE "^medusa +$num +$num-$num +$num +([0-9]+%|-)( +[0-9.e+]+){3} +${num}x +${num}-${num}x +${num}x\*? +medusa" "$tmp/bench"
 check "bench: medusa in the cost model, no alpha" grep -qE "^medusa +- +$num +[0-9]+ +$num +$num +${num}x" "$tmp/bench"
 expect_error "bench refuses heads of another base" 2 "do not belong to this model" \
     bench "$tmp/other" --runs 1 --tokens 8 --medusa "$m-medusa/medusa_heads.safetensors"

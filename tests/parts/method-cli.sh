@@ -152,7 +152,7 @@ for backend in cpu reference; do
     check "bench ($backend): the MTP's step" grep -qE "^MTP module step, 1 position +$num +$num$" "$out"
     for r in mtp spec; do
         check "bench ($backend): $r measured and predicted" \
-            grep -qE "^$r( +[0-9.e+]+){2} +[0-9]+%( +[0-9.e+]+){3} +${num}x +${num}x\*? +$r k=4" "$out"
+            grep -qE "^$r +$num +$num-$num +$num +[0-9]+%( +[0-9.e+]+){3} +${num}x +${num}-${num}x +${num}x\*? +$r k=4" "$out"
         check "bench ($backend): $r in the cost model" \
             grep -qE "^$r +$num +$num +5 +$num +$num +${num}x +${num}x +[-+][0-9]+%( \*)?$" "$out"
         check "bench ($backend): $r time per token" grep -qE "^$r( +$num){9}$" "$out"
@@ -172,6 +172,32 @@ for r in mtp spec; do
         "\{\"method\": \"$r\", [^}]*\"predicted_speedup\": $jnum, \"measured_speedup\": $jnum, \"alpha\": $jnum, \"verify_nodes\": 5, \"pass_ms_per_token\": $jnum, \"pass_at_median_ms_per_token\": $jnum, \"proposer_ms_per_token\": $jnum, \"prefill_ms_per_token\": $jnum, \"other_ms_per_token\": -?$jnum\}" \
         "$tmp/bench5"
 done
+# --k-sweep: a row per k for each chain method, MTP at both draft kinds above temperature 0, each with its spread
+# and its run-by-run speed-up, and the cost model's pass of every k + 1
+"$specula" bench "$m" --backend cpu --runs 2 --tokens 8 --cost-reps 1 --k-sweep 1,3 --temperature 1 >"$tmp/sweep" 2>&1
+check "bench --k-sweep exits 0" test $? -eq 0
+for k in 1 3; do
+    check "bench --k-sweep: spec at k=$k, with its spread and run-by-run range" \
+        grep -qE "^spec +$num +$num-$num +$num .* +${num}x +${num}-${num}x +${num}x\*? +spec k=$k, " "$tmp/sweep"
+    for kind in argmax sampled; do
+        check "bench --k-sweep: mtp k=$k with $kind drafts" grep -qE "^mtp .* mtp k=$k, $kind drafts" "$tmp/sweep"
+    done
+    check "bench --k-sweep: lookup at k=$k" grep -qE "^lookup .* lookup k=$k, " "$tmp/sweep"
+    check "bench --k-sweep: a pass of k + 1 = $((k + 1)) nodes timed" grep -qE "^ +$((k + 1)) +$num +$num" "$tmp/sweep"
+done
+check "bench --k-sweep: plain decoding has no run-by-run range" grep -qE "^sample +$num +$num-$num .* 1\.00x +- " \
+    "$tmp/sweep"
+"$specula" bench "$m" --backend cpu --runs 2 --tokens 8 --cost-reps 0 --k-sweep 2 --method mtp --json >"$tmp/sweep.json" 2>&1
+check "bench --k-sweep --json: the spread of each row" grep -qE \
+    "\{\"method\": \"mtp\", [^}]*\"tokens_per_s_min\": $jnum, \"tokens_per_s_max\": $jnum, \"speedup_run_min\": $jnum, \"speedup_run_max\": $jnum" \
+    "$tmp/sweep.json"
+for bad in "0" "1,1" "1,x" "33" "1,2,3,4,5,6,7,8,9" ""; do
+    "$specula" bench "$m" --backend cpu --k-sweep "$bad" >"$tmp/sweep-bad" 2>&1
+    check "bench --k-sweep '$bad' is refused (exit 2, one line naming it)" \
+        sh -c "test $? -eq 2 && grep -q -- '--k-sweep' '$tmp/sweep-bad' && test \$(wc -l <'$tmp/sweep-bad') -eq 1"
+done
+"$specula" bench "$m" --backend cpu --k-sweep 1,2 --k 3 >"$tmp/sweep-bad" 2>&1
+check "bench --k-sweep with --k is refused" sh -c "test $? -eq 2 && grep -q 'without --k' '$tmp/sweep-bad'"
 "$specula" bench "$m" --runs 1 --tokens 8 --cost-reps 0 --method spec >"$tmp/bench6" 2>&1
 check "bench --cost-reps 0: no prediction" grep -qE "^spec .*x +- +spec k=4" "$tmp/bench6"
 check "bench --cost-reps 0: no pass costs" bash -c "! grep -q '^pass cost' '$tmp/bench6'"
