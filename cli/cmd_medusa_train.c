@@ -16,6 +16,8 @@
 #include "method_cli.h"
 #include "philox.h"
 #include "outputs.h"
+#include "engine.h"
+#include "engine_target.h"
 #include "reference_target.h"
 #include "regular_file.h"
 #include "tokenizer.h"
@@ -23,6 +25,7 @@
 typedef struct {
     const char *model_dir, *corpus_text, *corpus_ids, *out, *tree_out, *manifest;
     int random_prompts, n_heads, n_layers, shared, eval_sequences, log_every;
+    int on_engine, threads; /* --backend cpu: the continuations and hidden states from the CPU engine */
     dtype_t dtype;
     medusa_data_opts data;
     medusa_train_opts train;
@@ -62,13 +65,18 @@ static void usage(FILE *f) {
             "  --tree-out FILE      write the tree suggested by the held-out ranks (63 nodes) as JSON\n"
             "  --manifest FILE      write what was trained, from what, and how well (sha256 of the heads file,\n"
             "                       base and corpus; the command; per-head figures), one fact per line\n"
-            "  --log-every N        progress every N steps (default 100; 0 = quiet)\n",
+            "  --log-every N        progress every N steps (default 100; 0 = quiet)\n"
+            "  --backend NAME       what continues the prompts and gives the hidden states the heads learn from:\n"
+            "                       reference (default: float32, the executable specification) | cpu (the CPU\n"
+            "                       engine in its default bf16 mode, whose tokens the heads then draft against;\n"
+            "                       many times faster on a model of tens of MB)\n"
+            "  --threads N          the CPU engine's threads (default 1; --backend cpu)\n",
             default_model_dir());
 }
 
 static int parse(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof *a);
-    a->n_heads = 4, a->n_layers = 1, a->eval_sequences = 50, a->log_every = 100;
+    a->n_heads = 4, a->n_layers = 1, a->eval_sequences = 50, a->log_every = 100, a->threads = 1;
     a->dtype = DTYPE_BF16;
     a->data = (medusa_data_opts){.n_sequences = 400, .prompt_len = 32, .gen_len = 96, .temperature = 0, .seed = 1};
     a->train = medusa_train_defaults();
@@ -149,6 +157,16 @@ static int parse(int argc, char **argv, train_args *a) {
             }
         } else if (!strcmp(f, "--log-every")) {
             INT(a->log_every, 0, 1 << 30);
+        } else if (!strcmp(f, "--backend")) {
+            VALUE();
+            if (!strcmp(v, "cpu") || !strcmp(v, "reference")) {
+                a->on_engine = !strcmp(v, "cpu");
+            } else {
+                fprintf(stderr, "specula medusa-train: --backend '%s': expected reference or cpu\n", v);
+                return 2;
+            }
+        } else if (!strcmp(f, "--threads")) {
+            INT(a->threads, 1, 1024);
         } else {
             fprintf(stderr, "specula medusa-train: unknown option '%s'\n", f);
             return 2;
@@ -397,7 +415,9 @@ static void print_eval(const medusa_eval *e, const medusa_tree *def, const medus
 typedef struct {
     train_args a;
     const char *dir;
-    model target;
+    model target;              /* float32: the heads' shapes, the lm_head they start from, the base checked */
+    engine engine;             /* --backend cpu: what generates the datasets */
+    int have_engine;
     decode_target target_if; /* the target as the dataset generator runs it */
     int *corpus, n_corpus, split;
     medusa_dataset train, held;
@@ -528,7 +548,8 @@ static void run_free(train_run *r) {
     medusa_dataset_free(&r->train);
     medusa_dataset_free(&r->held);
     free(r->corpus);
-    r->target_if.release(&r->target_if);
+    if (r->target_if.release) r->target_if.release(&r->target_if);
+    if (r->have_engine) engine_close(&r->engine);
     model_free(&r->target);
 }
 
@@ -554,7 +575,18 @@ int cmd_medusa_train(int argc, char **argv) {
         model_free(&r.target);
         return EXIT_BAD_INPUT;
     }
-    reference_target_build(&r.target_if, &r.target);
+    if (r.a.on_engine) {
+        const engine_options o = {.threads = r.a.threads};
+        if (engine_open(&r.engine, r.dir, &o, &err)) {
+            fprintf(stderr, "specula medusa-train: %s\n", err.msg);
+            run_free(&r);
+            return EXIT_BAD_INPUT;
+        }
+        r.have_engine = 1;
+        engine_target_build(&r.target_if, &r.engine);
+    } else {
+        reference_target_build(&r.target_if, &r.target);
+    }
     if (load_corpus(&r)) { /* it said why: the corpus file or the tokenizer it needs */
         run_free(&r);
         return EXIT_BAD_INPUT;

@@ -85,6 +85,18 @@ check "medusa-train reports every head" grep -q "t+3" "$tmp/train"
 gen --method medusa --temperature 0 --medusa "$tmp/trained/heads.safetensors" --tree "$tmp/trained/tree.json" \
     >"$tmp/trained.out" 2>&1
 check "trained heads and their suggested tree decode greedily" cmp -s <(head -1 "$tmp/trained.out") "$tmp/greedy.tokens"
+# the datasets from the CPU engine: the same heads file, loading back and decoding greedily
+"$specula" medusa-train --model "$m" --random-prompts --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 4 \
+    --gen-len 16 --steps 20 --batch 8 --log-every 0 --backend cpu --threads 2 \
+    --out "$tmp/engine/heads.safetensors" --manifest "$tmp/engine/MANIFEST" >"$tmp/train-engine" 2>&1
+check "medusa-train --backend cpu exits 0" test $? -eq 0
+check "medusa-train --backend cpu: the manifest records the backend" grep -q -- "--backend cpu" "$tmp/engine/MANIFEST"
+gen --method medusa --temperature 0 --medusa "$tmp/engine/heads.safetensors" >"$tmp/engine.out" 2>&1
+check "heads trained on the engine's continuations decode greedily" \
+    cmp -s <(head -1 "$tmp/engine.out") "$tmp/greedy.tokens"
+expect_error "medusa-train --backend cuda is refused" 2 "expected reference or cpu" \
+    medusa-train --model "$m" --random-prompts --backend cuda --out "$tmp/never/heads.safetensors"
+check "a refused backend writes nothing" test ! -e "$tmp/never"
 # heads that project through the target's lm_head: on the engine's bf16 weights they get a float32 copy of it
 "$specula" medusa-train --model "$m" --random-prompts --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 4 \
     --gen-len 16 --steps 5 --batch 8 --shared-lm-head --out "$tmp/shared/heads.safetensors" >"$tmp/train-shared" 2>&1
