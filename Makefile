@@ -19,6 +19,7 @@
 #   make verify-plants build specula with each bug of tests/mutants/verify.plants planted in a copy of the
 #                   source; the default `specula verify` must fail on each (half an hour of CPU; PLANT_JOBS=2)
 #   make gpu-check  validate and time the CUDA kernels on a GPU (tools/gpu-session.sh: the whole GPU session)
+#   make ptxas-check registers × threads of every CUDA kernel against the SM, by ptxas -v (nvcc; also in make test)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
 #   make install PREFIX=DIR   the plug-in header, the library's headers and archives, specula.pc (examples/bigram)
@@ -40,7 +41,7 @@ include tools/make/course.mk # notebooks, exercises, plots
 include tools/make/peers.mk  # peer comparisons and the verification tables, outside make test
 include tools/make/install.mk # make install PREFIX=DIR: the headers, archives and specula.pc
 
-.PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check format clean cuda install \
+.PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check ptxas-check format clean cuda install \
         plots notebooks notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs verify-plants fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
@@ -59,7 +60,7 @@ test: deps
 # Everything the suites and parts run (every part above is read by now), built before any of them starts, so
 # that the parts that call make (notebooks, exercises) find it up to date.
 test-build: $(BUILD)/tests/runner $(BUILD)/tests/runner-asan $(BUILD)/tests/within $(BUILD)/specula $(BUILD)/specula-emu $(BUILD)/emu/gpucheck $(BUILD)/specula-asan $(BUILD)/genmodel \
-            cuda exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
+            cuda $(PTXAS_OUT) exercise-deps $(FUZZ_REPLAY) $(if $(FUZZ_OK),$(FUZZ_BINS))
 test-run: test-build
 	+@tests/run.sh $(BUILD) # + : the parts call make (notebooks, exercises) under this make's jobserver
 

@@ -73,6 +73,22 @@ $(BUILD)/emu-asan/%.o: %
 	@mkdir -p $(dir $@)
 	$(CXX_EMU) $(EMU_FLAGS) -O1 -g $(SAN_FLAGS) -fno-sanitize=vptr -c $< -o $@
 
+# Registers × threads against the SM, from ptxas's own counts (tools/ptxas-check.sh, run by tests/parts/ptxas-check.sh
+# in `make test`): each CUDA source to PTX (the device side only, as the objects' sm_90 code is compiled), ptxas -v
+# on it. The emulator knows no register counts; this is where they are checked.
+PTXAS_SRC := $(CU_SRC) $(CU_CHECK_SRC) $(ENGINE_CU_SRC)
+PTXAS_OUT = $(if $(NVCC),$(patsubst %.cu,$(BUILD)/ptxas/%.res,$(PTXAS_SRC)))
+PTXAS_ARCH := sm_90 # the real architecture of CUDA_ARCH
+$(BUILD)/ptxas/%.ptx: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 -arch=compute_90 $(CUDA_INC) -MMD -MP -ptx $< -o $@
+$(BUILD)/ptxas/%.res: $(BUILD)/ptxas/%.ptx
+	$(dir $(NVCC))ptxas -arch=$(strip $(PTXAS_ARCH)) -O3 -v $< -o /dev/null 2>$@.tmp || { cat $@.tmp >&2; exit 1; }
+	@mv $@.tmp $@
+.PRECIOUS: $(BUILD)/ptxas/%.ptx
+ptxas-check: $(PTXAS_OUT)
+	@$(if $(NVCC),tools/ptxas-check.sh $(BUILD)/ptxas $(PTXAS_SRC),echo "ptxas-check: no nvcc, nothing to check")
+
 # gpu-check needs only a C compiler and nvcc: it builds its own copy in $(BUILD)/gpu (warnings not fatal: another
 # machine's compiler may warn differently) and never runs `deps`. make turns any failure into its own status 2,
 # so the script's status (1 a validation failed or a family crashed, 2 no CUDA device, 3 the build failed) is
