@@ -1,7 +1,10 @@
-/* test_backend_conformance.c — the ops of optimized/backend.h that run without a pass, on the CUDA backend (here
- * on the kernels' emulator) against the CPU backend, on the same weights and the same random inputs, printed as
- * one table: op, shape, backend, the normalised error max|y − y_cpu| / max|y_cpu| and its bound. The ops a pass
- * drives (attention, deltanet, accept) are held to the CPU's through whole passes in test_engine_cuda.c. */
+/* test_backend_conformance.c — every op of optimized/backend.h on the CUDA backend (here on the kernels' emulator)
+ * against the CPU backend, on the same weights and the same random inputs, printed as one table: op, shape, the
+ * normalised error max|y − y_cpu| / max|y_cpu| (acceptance: the share of rounds whose results differ) and its
+ * bound, each op with a negative control, a bug planted on the CUDA side that its comparison must see. The ops of a
+ * pass (attention, deltanet) run inside hand-made passes over a sequence of each engine (begin_pass, a KV table,
+ * DeltaNet slots as engine_forward.c lays them out); accept runs after a pass over its tree, against what the CPU
+ * engine runs instead (its probs, then accept_exact on the host). Whole passes: test_engine_cuda.c. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +12,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "accept.h"
 #include "harness.h"
 #include "philox.h"
 #include "unit/engine_compare.h"
@@ -23,11 +27,26 @@
 #define BOUND_NORM 1e-4
 #define BOUND_SWIGLU 1e-5
 #define BOUND_PROBS 1e-5
-#define MAX_ROWS 32
+/* Attention: the CUDA backend keeps the KV cache in bf16 (backend.h, kv_bf16), the CPU's in float32: each key and
+ * value is rounded by up to 2⁻⁹ ≈ 2e-3 of itself, which moves an output (a weighted mean of values, smaller than
+ * the largest value) by up to about that much of the largest value, and each score by up to 2⁻⁹ of Σ|q_i·k_i|/√Dh.
+ * Measured on the emulator: 1.7e-3 to 4.3e-3. 1e-2, the bound the whole passes keep for the same reason
+ * (test_engine_cuda.c, TOL_CUDA), is 2.3× above the worst row and 6.9× below the control's 6.9e-2 (a node that
+ * lost two of its ancestors). DeltaNet: float32 states on both, so only the order of the sums (the convolution's
+ * taps, the key and query norms, kᵀS over Dk) and expf's ulps differ, as for the products (measured ≤ 3e-7);
+ * a state not carried (the control) is off by O(1). Acceptance: the draws are the same Philox draws at the same
+ * sites and the distributions agree to 1e-5 (BOUND_PROBS), so a decision flips only when a uniform falls within
+ * 1e-5 of a threshold: the results must be identical (bound 0 rounds differing); a draw at the wrong site (the
+ * control) changes most rounds. */
+#define BOUND_ATTENTION 1e-2
+#define BOUND_DELTANET 1e-4
+#define BOUND_ACCEPT 0.0
+#define MAX_ROWS 48
 
 typedef struct {
     char op[16], shape[48];
     double err, bound;
+    int control; /* a planted bug: its error must be above the bound */
 } row;
 
 typedef struct {
@@ -89,7 +108,13 @@ static void add_row(bench *t, const char *op, const char *shape, double err, dou
     row *r = &t->rows[t->n_rows++];
     snprintf(r->op, sizeof r->op, "%s", op);
     snprintf(r->shape, sizeof r->shape, "%s", shape);
-    r->err = err, r->bound = bound;
+    r->err = err, r->bound = bound, r->control = 0;
+}
+
+/* The negative control of an op's rows: the same comparison with a bug planted on the CUDA side. */
+static void add_control(bench *t, const char *shape, double err, double bound) {
+    add_row(t, "control", shape, err, bound);
+    t->rows[t->n_rows - 1].control = 1;
 }
 
 /* One op on both backends: run(b, out, in) with its inputs uploaded to each, out of n_out floats compared. */
@@ -219,8 +244,7 @@ static void matmul_rows(bench *t) {
                 ys[s] = from_backend(b, dy, (size_t)a->n);
                 b->free(b, dx), b->free(b, dy);
             }
-            add_row(t, "control", "matmul with one term dropped", -normalised_error(ys[1], ys[0], (size_t)a->n),
-                    -BOUND_PRODUCT); /* negated: must be above the bound */
+            add_control(t, "matmul with one term dropped", normalised_error(ys[1], ys[0], (size_t)a->n), BOUND_PRODUCT);
             free(ys[0]), free(ys[1]), free(moved);
         }
         free(x);
@@ -272,6 +296,352 @@ static void probs_rows(bench *t) {
     }
 }
 
+/* ---- the ops of a pass: attention, DeltaNet, acceptance ------------------------------------------------------- */
+
+/* One op of a pass on sequence `seq` (the same index on both engines: they open sequences in the same order), its
+ * m nodes after the sequence's committed positions, as engine_forward_parts lays them out (engine.h, epart): the
+ * first n_in_place a chain into the sequence's own DeltaNet slot, the rest a tree with a slot (or, on a backend
+ * that replays, a log entry) each. commit: a chain whose positions the sequence keeps (pos += m); else the pass
+ * is a verify pass the sequence forgets (its tree given back, its DeltaNet state restored). plant: the negative
+ * control's bug, on the CUDA side only. */
+typedef struct {
+    int seq, m, n_in_place, commit, plant;
+    const int *parent, *depth; /* [m] */
+    int state_out;             /* DeltaNet: out is the sequence's recurrent state after the op, not the op's output */
+} pass_arg;
+
+#define MAX_NODES 96
+enum { PLANT_NONE, PLANT_PARENT, PLANT_FRESH_STATE };
+
+typedef struct {
+    epass_seq seq;
+    int seq_of[MAX_NODES], state_slot[MAX_NODES];
+    epass p;
+    int saved; /* a verify pass: the slot holding the sequence's DeltaNet state from before it */
+} pass_frame;
+
+/* Node i's DeltaNet slot and the one it starts from, as engine_forward.c's node_slot and parent_slot choose them
+ * for one sequence: −1 for a node a replaying backend logs instead. */
+static int node_slot(const engine *e, const eseq *s, const pass_arg *a, int i) {
+    if (i < a->n_in_place) return s->slot;
+    return e->be.deltanet_replay ? -1 : s->node_slot[i];
+}
+static int from_slot(const engine *e, const eseq *s, const pass_arg *a, const int *parent, int i) {
+    return i < a->n_in_place || parent[i] < a->n_in_place ? s->slot : node_slot(e, s, a, parent[i]);
+}
+
+static void pass_begin(engine *e, const pass_arg *a, const int *parent, pass_frame *f) {
+    ck_assert_int_le(a->m, MAX_NODES);
+    eseq *s = &e->seqs[a->seq];
+    sp_error err;
+    f->saved = -1;
+    if (!a->commit) {
+        ck_assert_msg(engine_seq_begin_tree(e, s, parent, a->depth, a->m, &err) == 0, "%s", err.msg);
+        f->saved = engine_slot_take(e);
+        engine_slot_copy(e, f->saved, s->slot);
+    }
+    kv_table_reserve(&e->kv, &s->kv, s->pos, s->pos + a->m);
+    f->seq = (epass_seq){&s->kv, s->pos, 0, a->m};
+    for (int i = 0; i < a->m; i++) f->seq_of[i] = 0, f->state_slot[i] = node_slot(e, s, a, i);
+    f->p = (epass){&e->kv, &f->seq, f->seq_of, parent, a->depth, a->m, 1, f->state_slot};
+    e->be.begin_pass(&e->be, &f->p);
+}
+
+static void pass_end(engine *e, const pass_arg *a, pass_frame *f) {
+    eseq *s = &e->seqs[a->seq];
+    if (a->commit) {
+        s->pos += a->m;
+        return;
+    }
+    engine_slot_copy(e, s->slot, f->saved);
+    engine_slot_release(e, f->saved);
+    engine_seq_end_tree(e, s);
+}
+
+/* The parents a pass runs with: the tree's, or under PLANT_PARENT on the CUDA side its last node hung from the
+ * root, so that it no longer sees its other ancestors (a tree mask one edge wrong). */
+static void pass_parents(const engine *e, const pass_arg *a, int *parent) {
+    memcpy(parent, a->parent, (size_t)a->m * sizeof *parent);
+    if (a->plant == PLANT_PARENT && e->opt.cuda) parent[a->m - 1] = 0;
+}
+
+static int layer_of_type(const engine *e, layer_type type) {
+    for (int l = 0; l < e->cfg.num_layers; l++)
+        if (e->cfg.layer_types[l] == type) return l;
+    return -1;
+}
+
+/* in: qg [m, H·2·Dh], k and v [m, Hkv·Dh]; out [m, H·Dh]. The first attention layer (its cache layer 0). */
+static void run_attention(engine *e, float *out, float *const *in, const void *arg) {
+    const pass_arg *a = arg;
+    const int layer = layer_of_type(e, LAYER_FULL_ATTENTION);
+    int parent[MAX_NODES];
+    pass_parents(e, a, parent);
+    pass_frame f;
+    pass_begin(e, a, parent, &f);
+    const attention_args args = {in[0],
+                                 in[1],
+                                 in[2],
+                                 (const float *)placed(e, layer, ROLE_Q_NORM)->data,
+                                 (const float *)placed(e, layer, ROLE_K_NORM)->data,
+                                 out};
+    e->be.attention(&e->be, &f.p, 0, &args);
+    pass_end(e, a, &f);
+}
+
+/* in: qkv [m, C], z [m, Hv·Dv], a and b [m, Hv]; out [m, Hv·Dv], or with state_out the sequence's recurrent state
+ * [Hv, Dk, Dv] after the op. The first DeltaNet layer (li 0). Under PLANT_FRESH_STATE the CUDA side's first node
+ * starts from a zeroed state instead of the sequence's (a state not carried). */
+static void run_deltanet(engine *e, float *out, float *const *in, const void *arg) {
+    const pass_arg *a = arg;
+    const model_config *c = &e->cfg;
+    const int layer = layer_of_type(e, LAYER_LINEAR_ATTENTION), m = a->m, C = config_conv_dim(c);
+    const size_t n_state = (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim;
+    eseq *s = &e->seqs[a->seq];
+    pass_frame f;
+    pass_begin(e, a, a->parent, &f);
+    int fresh = -1;
+    if (a->plant == PLANT_FRESH_STATE && e->opt.cuda) {
+        fresh = engine_slot_take(e);
+        engine_slot_zero(e, fresh);
+    }
+    float *conv_state[MAX_NODES], *rec_state[MAX_NODES], *log[MAX_NODES];
+    const float *conv_from[MAX_NODES], *rec_from[MAX_NODES];
+    for (int i = 0; i < m; i++) {
+        const int own = node_slot(e, s, a, i), from = i == 0 && fresh >= 0 ? fresh : from_slot(e, s, a, a->parent, i);
+        conv_state[i] = own < 0 ? NULL : engine_slot_conv(e, own, 0);
+        rec_state[i] = own < 0 ? NULL : engine_slot_recurrent(e, own, 0);
+        conv_from[i] = from < 0 ? NULL : engine_slot_conv(e, from, 0);
+        rec_from[i] = from < 0 ? NULL : engine_slot_recurrent(e, from, 0);
+        log[i] = own < 0 ? engine_seq_log(e, s, i, 0) : NULL;
+    }
+    float *mixed = e->be.alloc(&e->be, (size_t)m * C * sizeof(float), "conformance conv output");
+    float *y = a->state_out ? e->be.alloc(&e->be, (size_t)m * c->lin_v_heads * c->lin_v_dim * sizeof(float), "y") : out;
+    const deltanet_args args = {in[0],
+                                in[1],
+                                in[2],
+                                in[3],
+                                (const float *)placed(e, layer, ROLE_CONV1D)->data,
+                                (const float *)placed(e, layer, ROLE_A_LOG)->data,
+                                (const float *)placed(e, layer, ROLE_DT_BIAS)->data,
+                                (const float *)placed(e, layer, ROLE_LIN_NORM)->data,
+                                mixed,
+                                y,
+                                conv_state,
+                                rec_state,
+                                conv_from,
+                                rec_from,
+                                log,
+                                engine_slot_conv(e, 0, 0),
+                                engine_slot_recurrent(e, 0, 0),
+                                e->slot_floats};
+    e->be.deltanet(&e->be, &f.p, &args);
+    if (a->state_out) e->be.copy(&e->be, out, engine_slot_recurrent(e, s->slot, 0), n_state * sizeof(float));
+    if (y != out) e->be.free(&e->be, y);
+    e->be.free(&e->be, mixed);
+    if (fresh >= 0) engine_slot_release(e, fresh);
+    pass_end(e, a, &f);
+}
+
+/* One row of a pass op: fresh inputs in [−1, 1), the same on both engines; a planted op is the control's row. */
+static void pass_row(bench *t, const char *op, const char *shape, op_fn run, const pass_arg *a, const size_t *in_n,
+                     int n_in, size_t n_out, double bound) {
+    float *in[4];
+    for (int i = 0; i < n_in; i++) in[i] = random_floats(t, in_n[i], -1.0f, 1.0f);
+    const double err = compare(t, run, a, in, in_n, n_in, n_out);
+    if (a->plant)
+        add_control(t, shape, err, bound);
+    else
+        add_row(t, op, shape, err, bound);
+    for (int i = 0; i < n_in; i++) free(in[i]);
+}
+
+static int open_both(bench *t) {
+    const int seq = engine_seq_open(&t->cpu);
+    ck_assert_int_eq(engine_seq_open(&t->cuda), seq);
+    return seq;
+}
+
+static int chain_parent[MAX_NODES], chain_depth[MAX_NODES];
+/* A tree of 8: two children under the root, branches of depth 3. */
+static const int tree_parent[8] = {-1, 0, 0, 1, 1, 2, 3, 5}, tree_depth[8] = {0, 1, 1, 2, 2, 2, 3, 3};
+
+/* Context lengths 0 → 12 → 13 (decode) → 69 (past 64: attention's split kernels and their combine) → 70, with
+ * verify chains and trees between that the sequence forgets. */
+static void attention_rows(bench *t) {
+    const model_config *c = &t->cpu.cfg;
+    const int H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim, seq = open_both(t);
+    const struct {
+        int m, tree, commit, plant;
+        const char *what;
+    } steps[] = {
+        {12, 0, 1, 0, "prefill m=12, context 0"},     {1, 0, 1, 0, "decode, context 12"},
+        {4, 0, 0, 0, "verify chain m=4, context 13"}, {8, 1, 0, 0, "tree of 8, context 13"},
+        {56, 0, 1, 0, "prefill m=56, context 13"},    {1, 0, 1, 0, "decode, context 69"},
+        {8, 1, 0, 0, "tree of 8, context 70"},        {4, 0, 0, PLANT_PARENT, "chain m=4, last node off its path"}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const int m = steps[i].m;
+        const pass_arg a = {seq,
+                            m,
+                            steps[i].commit ? m : 1,
+                            steps[i].commit,
+                            steps[i].plant,
+                            steps[i].tree ? tree_parent : chain_parent,
+                            steps[i].tree ? tree_depth : chain_depth,
+                            0};
+        const size_t in_n[3] = {(size_t)m * H * 2 * Dh, (size_t)m * Hkv * Dh, (size_t)m * Hkv * Dh};
+        pass_row(t, "attention", steps[i].what, run_attention, &a, in_n, 3, (size_t)m * H * Dh, BOUND_ATTENTION);
+    }
+}
+
+/* A committed chain from the zero state, decode steps (the output, then the state they leave), a verify chain and
+ * a tree whose nodes start from their parents' states. */
+static void deltanet_rows(bench *t) {
+    const model_config *c = &t->cpu.cfg;
+    const int C = config_conv_dim(c), Hv = c->lin_v_heads, Dv = c->lin_v_dim, seq = open_both(t);
+    const struct {
+        int m, tree, commit, plant, state_out;
+        const char *what;
+    } steps[] = {{6, 0, 1, 0, 0, "chain m=6, from the zero state"},
+                 {1, 0, 1, 0, 0, "decode, after 6"},
+                 {1, 0, 1, 0, 1, "decode, after 7: its state"},
+                 {4, 0, 0, 0, 0, "verify chain m=4, after 8"},
+                 {8, 1, 0, 0, 0, "tree of 8, after 8"},
+                 {4, 0, 0, PLANT_FRESH_STATE, 0, "chain m=4 from a zeroed state"}};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const int m = steps[i].m;
+        const pass_arg a = {seq,
+                            m,
+                            steps[i].commit ? m : 1,
+                            steps[i].commit,
+                            steps[i].plant,
+                            steps[i].tree ? tree_parent : chain_parent,
+                            steps[i].tree ? tree_depth : chain_depth,
+                            steps[i].state_out};
+        const size_t in_n[4] = {(size_t)m * C, (size_t)m * Hv * Dv, (size_t)m * Hv, (size_t)m * Hv};
+        const size_t n_out = a.state_out ? (size_t)Hv * c->lin_k_dim * Dv : (size_t)m * Hv * Dv;
+        pass_row(t, "deltanet", steps[i].what, run_deltanet, &a, in_n, 4, n_out, BOUND_DELTANET);
+    }
+}
+
+/* A token from distribution q[V] by the uniform u. */
+static int draw_from(const float *q, int V, float u) {
+    double acc = 0.0;
+    for (int v = 0; v < V; v++)
+        if (u < (acc += q[v])) return v;
+    return V - 1;
+}
+
+/* A tree of the shape's parents, its q rows softmaxes of random logits, each draft drawn from its parent's row (a
+ * sibling of a tree without replacement redrawn until new). */
+static void random_tree(bench *t, token_tree *tree, const int *parent, int n, children_kind kind) {
+    const int V = tree->V;
+    tree_reset(tree, (int)(philox_uniform(91, 8, t->draws++, 0) * V), kind);
+    for (int i = 1; i < n; i++) ck_assert_int_eq(tree_add(tree, parent[i], 0), i);
+    for (int i = 0; i < n; i++) {
+        float *q = tree_q(tree, i), *l = random_floats(t, (size_t)V, -3.0f, 3.0f);
+        double sum = 0.0;
+        for (int v = 0; v < V; v++) sum += q[v] = expf(l[v]);
+        for (int v = 0; v < V; v++) q[v] = (float)(q[v] / sum);
+        free(l);
+    }
+    for (int i = 1; i < n; i++) {
+        int fresh = 0;
+        while (!fresh) {
+            tree->token[i] = draw_from(tree_q(tree, parent[i]), V, philox_uniform(91, 9, t->draws++, 0));
+            fresh = 1;
+            for (int j = 1; j < i && kind == CHILDREN_NO_REPLACEMENT; j++)
+                fresh &= parent[j] != parent[i] || tree->token[j] != tree->token[i];
+        }
+    }
+}
+
+/* The CPU's acceptance as the engine runs it (no accept op: the CPU backend's probs, then accept_exact on the
+ * host) as the CUDA backend's result array: {accepted, next token, bonus, the path's nodes below the root}. */
+static void accept_cpu(bench *t, int *result, const token_tree *tree, const float *logits, const sampler_params *sp,
+                       accept_site site) {
+    engine_backend *b = &t->cpu.be;
+    const int n = tree->n, V = tree->V;
+    float *d = to_backend(b, logits, (size_t)n * V), *p = malloc((size_t)n * V * sizeof *p);
+    float *scratch = malloc((size_t)2 * V * sizeof *scratch);
+    b->probs(b, p, d, n, V, sp);
+    accept_result r;
+    sp_error err;
+    ck_assert_msg(accept_exact(tree, p, site, scratch, &r, &err) == 0, "%s", err.msg);
+    result[0] = r.n_accepted, result[1] = r.next_token, result[2] = r.bonus;
+    for (int i = 1; i <= r.n_accepted; i++) result[2 + i] = r.path[i];
+    b->free(b, d), free(p), free(scratch);
+}
+
+/* The CUDA backend's accept op after a pass over the tree (its parents are the pass's: begin_pass). */
+static void accept_cuda(bench *t, int *result, int seq, const token_tree *tree, const float *logits,
+                        const sampler_params *sp, accept_site site) {
+    engine *e = &t->cuda;
+    engine_backend *b = &e->be;
+    const int n = tree->n, V = tree->V;
+    const pass_arg a = {seq, n, 1, 0, 0, tree->parent, tree->depth, 0};
+    pass_frame f;
+    pass_begin(e, &a, tree->parent, &f);
+    float *dl = to_backend(b, logits, (size_t)n * V), *dq = to_backend(b, tree->q, (size_t)n * V);
+    int *dt = b->alloc(b, (size_t)n * sizeof *dt, "conformance tokens");
+    b->upload(b, dt, tree->token, (size_t)n * sizeof *dt);
+    b->accept(b, result, dl, dq, dt, n, V, tree->kind == CHILDREN_NO_REPLACEMENT, sp, site.seed, site.round,
+              site.base_position);
+    sp_error err;
+    ck_assert_msg(b->status(b, &err) == 0, "%s", err.msg);
+    b->free(b, dl), b->free(b, dq), b->free(b, dt);
+    pass_end(e, &a, &f);
+}
+
+/* The result arrays of ACCEPT_ROUNDS rounds on each shape, the same trees, logits and rng sites on both sides:
+ * the share of rounds whose results differ. The control draws at the wrong rng site on the CUDA side (seed + 1). */
+#define ACCEPT_ROUNDS 24
+static void accept_rows(bench *t) {
+    const int V = t->cpu.cfg.vocab_size, seq = open_both(t);
+    const int chain[4] = {-1, 0, 1, 2}, wide[4] = {-1, 0, 0, 0};
+    const struct {
+        const int *parent;
+        int n;
+        children_kind kind;
+        sampler_params sp;
+        int plant;
+        const char *what;
+    } shapes[] = {{chain, 4, CHILDREN_IID, {1.0f, 0, 1.0f, 0.0f}, 0, "chain k=3, T=1"},
+                  {chain, 4, CHILDREN_IID, {0.7f, 0, 0.9f, 0.0f}, 0, "chain k=3, T=0.7 top-p 0.9"},
+                  {tree_parent, 8, CHILDREN_IID, {1.0f, 0, 1.0f, 0.0f}, 0, "tree of 8, i.i.d., T=1"},
+                  {wide, 4, CHILDREN_NO_REPLACEMENT, {1.0f, 0, 1.0f, 0.0f}, 0, "3 children w/o replacement"},
+                  {tree_parent, 8, CHILDREN_IID, {1.0f, 0, 1.0f, 0.0f}, 1, "tree of 8 drawn at seed + 1"}};
+    token_tree tree;
+    tree_build(&tree, V, 8);
+    int accepted = 0, rejected = 0; /* rounds that accepted a draft, that rejected one: both kinds are compared */
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int differ = 0;
+        for (int r = 0; r < ACCEPT_ROUNDS; r++) {
+            random_tree(t, &tree, shapes[s].parent, shapes[s].n, shapes[s].kind);
+            float *logits = random_floats(t, (size_t)shapes[s].n * V, -3.0f, 3.0f);
+            const accept_site site = {1000 + r, (uint64_t)r, 7};
+            accept_site planted = site;
+            planted.seed += shapes[s].plant;
+            int want[3 + 8], got[3 + 8];
+            accept_cpu(t, want, &tree, logits, &shapes[s].sp, site);
+            accept_cuda(t, got, seq, &tree, logits, &shapes[s].sp, planted);
+            accepted += want[0] > 0, rejected += want[2] == 0;
+            differ += memcmp(want, got, (size_t)(3 + (want[0] > 0 ? want[0] : 0)) * sizeof(int)) != 0;
+            free(logits);
+        }
+        char shape[48];
+        snprintf(shape, sizeof shape, "%s, %d rounds", shapes[s].what, ACCEPT_ROUNDS);
+        const double err = (double)differ / ACCEPT_ROUNDS;
+        if (shapes[s].plant)
+            add_control(t, shape, err, BOUND_ACCEPT);
+        else
+            add_row(t, "accept", shape, err, BOUND_ACCEPT);
+    }
+    tree_free(&tree);
+    ck_assert_msg(accepted > 0 && rejected > 0, "acceptance rounds: %d accepted a draft, %d ended in a rejection",
+                  accepted, rejected);
+}
+
 START_TEST(test_ops_match_the_cpu_backend) {
     char dir[512];
     /* micro-tied: the CUDA kernels take its head_dim (32); its weights bf16, as the CUDA backend computes */
@@ -281,14 +651,18 @@ START_TEST(test_ops_match_the_cpu_backend) {
     matmul_rows(&t);
     elementwise_rows(&t);
     probs_rows(&t);
+    for (int i = 0; i < MAX_NODES; i++) chain_parent[i] = i - 1, chain_depth[i] = i;
+    attention_rows(&t);
+    deltanet_rows(&t);
+    accept_rows(&t);
     printf("backend conformance: the CUDA backend on %s against the CPU backend (%s)\n", t.cuda.be.device,
            t.cpu.be.device);
-    printf("%-13s %-40s %10s %10s  %s\n", "op", "shape", "error", "bound", "");
+    printf("%-13s %-44s %10s %10s  %s\n", "op", "shape", "error", "bound", "");
     int failed = 0;
     for (int i = 0; i < t.n_rows; i++) {
         const row *r = &t.rows[i];
-        const int control = r->bound < 0.0, ok = control ? -r->err > -r->bound : r->err <= r->bound;
-        printf("%-13s %-40s %10.3g %10.3g  %s\n", r->op, r->shape, fabs(r->err), fabs(r->bound),
+        const int control = r->control, ok = control ? r->err > r->bound : r->err <= r->bound;
+        printf("%-13s %-44s %10.3g %10.3g  %s\n", r->op, r->shape, r->err, r->bound,
                ok        ? (control ? "seen" : "ok")
                : control ? "NOT SEEN"
                          : "FAIL");
