@@ -42,7 +42,7 @@ plant=tests/gpu/plant_registers.cu
 mkdir -p "$tmp/tests/gpu"
 "$nvcc" -O3 -std=c++17 -arch=compute_90 -Ireference/base -Ireference/decoding -Ireference/ops -Ikernels -Ioptimized \
     -ptx "$plant" -o "$tmp/${plant%.cu}.ptx" &&
-    "$(dirname "$nvcc")/ptxas" -arch=sm_90 -O3 -v "$tmp/${plant%.cu}.ptx" -o /dev/null 2>"$tmp/${plant%.cu}.res"
+    "$(dirname "$(realpath "$nvcc")")/ptxas" -arch=sm_90 -O3 -v "$tmp/${plant%.cu}.ptx" -o /dev/null 2>"$tmp/${plant%.cu}.res"
 expect "the plants compile" [ -s "$tmp/${plant%.cu}.res" ]
 tools/ptxas-check.sh "$tmp" "$plant" >"$tmp/plant.txt" 2>&1
 rc=$?

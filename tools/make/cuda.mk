@@ -83,7 +83,7 @@ $(BUILD)/ptxas/%.ptx: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 -arch=compute_90 $(CUDA_INC) -MMD -MP -ptx $< -o $@
 $(BUILD)/ptxas/%.res: $(BUILD)/ptxas/%.ptx
-	$(dir $(NVCC))ptxas -arch=$(strip $(PTXAS_ARCH)) -O3 -v $< -o /dev/null 2>$@.tmp || { cat $@.tmp >&2; exit 1; }
+	$(dir $(realpath $(NVCC)))ptxas -arch=$(strip $(PTXAS_ARCH)) -O3 -v $< -o /dev/null 2>$@.tmp || { cat $@.tmp >&2; exit 1; }
 	@mv $@.tmp $@
 .PRECIOUS: $(BUILD)/ptxas/%.ptx
 ptxas-check: $(PTXAS_OUT)
