@@ -221,6 +221,7 @@ int bench_synthetic(int argc, char **argv) {
     engine_options o = engine_defaults();
     o.cuda = 1;
     o.cuda_eager = a.models.cuda_eager;
+    o.kv = a.models.kv;
     o.cuda_debug = a.models.cuda_debug;
     fprintf(stderr, "specula bench: making random weights for %s on the device...\n", a.dir);
     const double t_open = bench_now_s();

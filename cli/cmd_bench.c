@@ -192,10 +192,9 @@ static int bench_all(const bench_args *a, const loaded_models *lm, bench_row *ro
     sp_error err;
     int status = 0;
     bench_cost_run *cr = NULL;
-    if (a->cost_reps > 0 &&
-        (!(cr = bench_costs_begin(lm, &a->base, medusa, a->ks, a->n_ks, a->prompt_tokens + a->tokens / 2, a->cost_reps,
-                                  c, &err)) ||
-         bench_costs_rep(cr, -1, &err))) { /* rep −1 warms the caches up */
+    if (a->cost_reps > 0 && (!(cr = bench_costs_begin(lm, &a->base, medusa, a->ks, a->n_ks,
+                                                      a->prompt_tokens + a->tokens / 2, a->cost_reps, c, &err)) ||
+                             bench_costs_rep(cr, -1, &err))) { /* rep −1 warms the caches up */
         fprintf(stderr, "specula bench: pass costs: %s\n", err.msg);
         if (cr) bench_costs_end(cr, 0);
         cr = NULL, status = 1;
@@ -404,10 +403,25 @@ static double drafted_share(const bench_row *row) {
                                                                        : NAN;
 }
 
-static void print_table(const bench_args *a, const char *dir, const bench_row *rows, const int *ok, int n) {
+/* The KV cache the target keeps: its format and bytes per position (every attention layer, keys and values). */
+static const char *kv_cache_of(const loaded_models *lm, double *bytes) {
+    if (!backend_is_engine(lm->backend)) {
+        const model_config *c = models_config(lm);
+        *bytes = 2.0 * config_num_full(c) * c->num_kv_heads * c->head_dim * sizeof(float);
+        return "f32";
+    }
+    const kv_cache *kv = &lm->etarget.kv;
+    *bytes = 2.0 * kv->n_layers * kv->n_heads * (double)kv->row_bytes;
+    return kv_format_name(kv->format);
+}
+
+static void print_table(const bench_args *a, const char *dir, const loaded_models *lm, const bench_row *rows,
+                        const int *ok, int n) {
     double plain_tps = ok[0] ? rows[0].median_tps : NAN; /* ratios only against a time measured in this run */
-    printf("%s decode, %s: %d runs x %d tokens, temperature %g\n", backend_name(a->models.backend), dir, a->runs,
-           a->tokens, a->base.sampling.temperature);
+    double kv_bytes;
+    const char *kv = kv_cache_of(lm, &kv_bytes);
+    printf("%s decode, %s: %d runs x %d tokens, temperature %g, KV cache %s (%.0f B/position)\n",
+           backend_name(a->models.backend), dir, a->runs, a->tokens, a->base.sampling.temperature, kv, kv_bytes);
     printf("%-8s %10s %15s %9s %8s %16s %16s %9s %10s %13s %10s  %s\n", "method", "tokens/s", "min-max", "tok/pass",
            "drafted", "engine B/token", "read B/token", "GB/s", "vs plain", "run by run", "predicted", "what it ran");
     for (int i = 0; i < n; i++) {
@@ -424,8 +438,8 @@ static void print_table(const bench_args *a, const char *dir, const bench_row *r
         if (isfinite(share)) snprintf(drafted, sizeof drafted, "%.0f%%", 100 * share);
         printf("%-8s %10.1f %15s %9.3f %8s %16.4g %16.4g %9.3f %9.2fx %13s %10s  %s\n", method_name(&rows[i].spec),
                rows[i].median_tps, spread, rows[i].tokens_per_pass, drafted, rows[i].engine_bytes_per_token,
-               rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured,
-               paired, predicted, what);
+               rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured, paired,
+               predicted, what);
     }
     printf("tokens/s: the median of the runs, min-max their spread; vs plain: the ratio of the medians; run by run:\n"
            "the least and greatest of each run's tokens/s over plain decoding's run beside it (same seed and load);\n"
@@ -502,6 +516,9 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
            "\"max_rss_kb\": %ld, ",
            a->runs, a->prompt_tokens, a->tokens, a->base.sampling.temperature, t->weight_bytes_per_pass,
            t->storage_bytes, held, ru.ru_maxrss);
+    double kv_bytes;
+    const char *kv = kv_cache_of(lm, &kv_bytes);
+    printf("\"kv_cache\": \"%s\", \"kv_bytes_per_position\": %.0f, ", kv, kv_bytes);
     if (c->n_sizes) bench_costs_json(c);
     printf("\"rows\": [");
     for (int i = 0, first = 1; i < n; i++) {
@@ -602,7 +619,7 @@ int cmd_bench(int argc, char **argv) {
     else if (a.csv)
         print_csv(&a, rows, ok, n);
     else {
-        print_table(&a, dir, rows, ok, n);
+        print_table(&a, dir, &lm, rows, ok, n);
         bench_costs_print(&costs, backend_name(a.models.backend));
         bench_model_print(&costs, rows, ok, n);
     }

@@ -10,16 +10,19 @@
 #include "commands.h"
 #include "config.h"
 #include "footprint.h"
+#include "kv_quant.h"
 #include "safetensors.h"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: specula info [MODEL] [--json]\n"
+            "usage: specula info [MODEL] [--kv-cache F] [--json]\n"
             "Summarises a qwen3_5 model from its config.json (and its safetensors when present):\n"
             "layers, heads, parameters, weight bytes read per decode step, KV cache bytes per\n"
             "position and DeltaNet state bytes per sequence. Without safetensors, bf16 weights\n"
             "are assumed. MODEL defaults to %s.\n"
-            "  --json   print the same figures as one JSON object\n",
+            "  --kv-cache F   the KV cache bytes for format F: f32 | bf16 (default) | q8 | q4\n"
+            "                 (generate's --kv-cache; q8 and q4 carry a float32 scale per 32 elements)\n"
+            "  --json         print the same figures as one JSON object\n",
             default_model_dir());
 }
 
@@ -63,12 +66,20 @@ static int weight_dtype(const char *dir, dtype_t *dt, int *assumed, int *has_mtp
 int cmd_info(int argc, char **argv) {
     const char *dir = NULL;
     int json = 0;
+    kv_format kv = KV_BF16;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             usage(stdout);
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--kv-cache")) {
+            const char *v = arg_value(argc, argv, &i);
+            if (!v) return EXIT_BAD_INPUT;
+            if (kv_format_parse(v, &kv)) {
+                fprintf(stderr, "specula info: --kv-cache expects f32, bf16, q8 or q4, got '%s'\n", v);
+                return EXIT_BAD_INPUT;
+            }
         } else if (argv[i][0] == '-' || dir) {
             fprintf(stderr, "specula info: unexpected argument '%s' (`specula info --help` for the options)\n",
                     argv[i]);
@@ -94,15 +105,17 @@ int cmd_info(int argc, char **argv) {
     model_footprint fp;
     footprint_compute(&c, with_mtp, dtype_size(dt), 2.0, &fp);
     int nf = config_num_full(&c), nl = config_num_linear(&c);
+    /* keys and values of every attention layer's KV heads, one row each (kv_quant.h) */
+    const double kv_position = 2.0 * nf * c.num_kv_heads * (double)kv_row_bytes(kv, c.head_dim);
     if (json) {
         printf("{\"model\": \"%s\", \"vocab_size\": %d, \"hidden_size\": %d, \"num_layers\": %d, "
                "\"deltanet_layers\": %d, \"attention_layers\": %d, \"params\": %lld, \"params_mtp\": %lld, "
                "\"weight_dtype\": \"%s\", \"weight_dtype_assumed\": %s, \"weight_bytes_per_step\": %.0f, "
                "\"mtp_bytes_per_step\": %.0f, \"kv_bytes_per_position_bf16\": %.0f, "
-               "\"deltanet_state_bytes\": %.0f}\n",
+               "\"kv_cache\": \"%s\", \"kv_bytes_per_position\": %.0f, \"deltanet_state_bytes\": %.0f}\n",
                dir, c.vocab_size, c.hidden_size, c.num_layers, nl, nf, fp.params_total, fp.params_mtp, dtype_name(dt),
                assumed ? "true" : "false", fp.weight_bytes_per_step, fp.mtp_bytes_per_step, fp.kv_bytes_per_position,
-               fp.deltanet_bytes);
+               kv_format_name(kv), kv_position, fp.deltanet_bytes);
         return 0;
     }
     char b1[32], b2[32], b3[32], b4[32];
@@ -129,8 +142,8 @@ int cmd_info(int argc, char **argv) {
     printf("weights            %s%s\n", dtype_name(dt), assumed ? " (assumed: no safetensors here)" : "");
     printf("read per token     %s of weights per decode step\n", human(fp.weight_bytes_per_step, b1, sizeof b1));
     if (with_mtp) printf("read per MTP step  %s\n", human(fp.mtp_bytes_per_step, b2, sizeof b2));
-    printf("KV cache           %s per position (bf16), %s per 4096 positions\n",
-           human(fp.kv_bytes_per_position, b3, sizeof b3), human(4096 * fp.kv_bytes_per_position, b2, sizeof b2));
+    printf("KV cache           %s per position (%s), %s per 4096 positions\n", human(kv_position, b3, sizeof b3),
+           kv_format_name(kv), human(4096 * kv_position, b2, sizeof b2));
     printf("DeltaNet state     %s per sequence (fp32; copied on every beam fork)\n",
            human(fp.deltanet_bytes, b4, sizeof b4));
     return 0;

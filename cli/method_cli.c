@@ -26,9 +26,17 @@ int backend_flags_read(model_flags *f, int argc, char **argv, int *i) {
         return 1;
     }
     if (strcmp(flag, "--backend") && strcmp(flag, "--threads") && strcmp(flag, "--dtype") &&
-        strcmp(flag, "--cuda-graphs"))
+        strcmp(flag, "--cuda-graphs") && strcmp(flag, "--kv-cache"))
         return 0;
     if (!(v = arg_value(argc, argv, i))) return -1;
+    if (!strcmp(flag, "--kv-cache")) {
+        if (kv_format_parse(v, &f->kv)) {
+            fprintf(stderr, "specula: --kv-cache expects f32, bf16, q8 or q4, got '%s'\n", v);
+            return -1;
+        }
+        f->kv_flag = flag;
+        return 1;
+    }
     if (!strcmp(flag, "--cuda-graphs")) {
         f->cuda_flag = flag;
         if (strcmp(v, "on") && strcmp(v, "off")) {
@@ -100,6 +108,8 @@ void model_flags_usage(FILE *f) {
         "                       a GPU; in build/specula-emu, on the kernels' CPU emulator)\n"
         "  --threads N          cpu: threads of the engine (default 1)\n"
         "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n"
+        "  --kv-cache F         cpu: the attention layers' KV cache: f32 (default) | bf16 | q8 (8-bit, a scale per\n"
+        "                       32) | q4 (4-bit, a scale per 32, Hadamard-rotated); cuda: bf16 only (its default)\n"
         "  --cuda-graphs on|off cuda: each pass captured into CUDA graphs (on, default) or launched op by op\n"
         "  --cuda-debug         cuda: graphs off, every launch waited for, the first kernel that fails named\n",
         default_model_dir());
@@ -134,6 +144,20 @@ int model_flags_backend_check(const model_flags *f, const char *cmd) {
     if (f->cuda_flag && f->backend != BACKEND_CUDA) {
         fprintf(stderr, "specula %s: %s only applies to --backend cuda (the %s launches no kernels)\n", cmd,
                 f->cuda_flag, f->backend == BACKEND_REFERENCE ? "reference" : "CPU engine");
+        return 2;
+    }
+    if (f->kv_flag && f->backend == BACKEND_REFERENCE) {
+        fprintf(stderr,
+                "specula %s: --kv-cache only applies to the engine (--backend cpu or cuda): the reference "
+                "keeps float32\n",
+                cmd);
+        return 2;
+    }
+    if (f->kv_flag && f->backend == BACKEND_CUDA && f->kv != KV_BF16) {
+        fprintf(stderr,
+                "specula %s: --kv-cache %s is the CPU engine's for now: the CUDA backend keeps its KV cache "
+                "in bf16\n",
+                cmd, kv_format_name(f->kv));
         return 2;
     }
     if (f->engine_flag && f->backend != BACKEND_CPU) {

@@ -19,7 +19,8 @@ typedef enum { BACKEND_REFERENCE = 0, BACKEND_CPU, BACKEND_CUDA } backend_kind;
 static inline int backend_is_engine(backend_kind b) { return b != BACKEND_REFERENCE; }
 
 /* The model flags: --model DIR, --draft DIR, --medusa FILE, --medusa-ignore-base,
- * and where the models run: --backend reference|cpu|cuda, --threads N, --dtype bf16|f32, --cuda-graphs on|off. */
+ * and where the models run: --backend reference|cpu|cuda, --threads N, --dtype bf16|f32, --cuda-graphs on|off,
+ * --kv-cache f32|bf16|q8|q4. */
 typedef struct {
     const char *model_dir;  /* NULL: the embedded default */
     const char *draft_dir;  /* NULL: MODEL-draft */
@@ -35,13 +36,15 @@ typedef struct {
     int cuda_eager;          /* cuda: launch op by op, no CUDA graphs (--cuda-graphs off) */
     int cuda_debug;          /* cuda: wait after every launch, name the first that fails (--cuda-debug) */
     const char *cuda_flag;   /* --cuda-graphs or --cuda-debug when given, for the other backends' refusal */
+    kv_format kv;            /* engine: the KV cache (--kv-cache; KV_DEFAULT: the backend's own) */
+    const char *kv_flag;     /* "--kv-cache" when given */
 } model_flags;
 
 /* The model flags with the command's default backend. */
 model_flags model_flags_defaults(backend_kind backend);
 const char *backend_name(backend_kind b); /* "reference", "cpu", "cuda" */
 
-/* Reads argv[*i] as --backend, --threads, --dtype, --cuda-graphs or --cuda-debug: 1 consumed, 0 not one,
+/* Reads argv[*i] as --backend, --threads, --dtype, --cuda-graphs, --cuda-debug or --kv-cache: 1 consumed, 0 not one,
  * −1 a bad value (printed). */
 int backend_flags_read(model_flags *f, int argc, char **argv, int *i);
 /* Reads argv[*i] as a model flag (the three above included): 1 consumed

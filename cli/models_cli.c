@@ -26,7 +26,8 @@ static int load_draft(loaded_models *lm, const model_flags *f, const char *dir, 
                               .f32_weights = f->f32,
                               .cuda = f->backend == BACKEND_CUDA,
                               .cuda_eager = f->cuda_eager,
-                              .cuda_debug = f->cuda_debug};
+                              .cuda_debug = f->cuda_debug,
+                              .kv = f->kv};
     sp_error err;
     const int rc =
         backend_is_engine(lm->backend) ? engine_open(&lm->edraft, path, &o, &err) : model_load(&lm->draft, path, &err);
@@ -85,7 +86,8 @@ int models_load_target(loaded_models *lm, const model_flags *f, sp_error *err) {
                               .f32_weights = f->f32,
                               .cuda = f->backend == BACKEND_CUDA,
                               .cuda_eager = f->cuda_eager,
-                              .cuda_debug = f->cuda_debug};
+                              .cuda_debug = f->cuda_debug,
+                              .kv = f->kv};
     if (backend_is_engine(f->backend) ? engine_open(&lm->etarget, dir, &o, err) : model_load(&lm->target, dir, err))
         return 1;
     lm->have_target = 1;

@@ -9,7 +9,7 @@
 #include "footprint.h"
 
 engine_options engine_defaults(void) {
-    engine_options o = {1, 0, 0, 0, 0};
+    engine_options o = {1, 0, 0, 0, 0, KV_DEFAULT};
     return o;
 }
 
@@ -115,6 +115,10 @@ const eweight *engine_bweight(const engine *e, int layer, tensor_role role) {
     return &e->bw[engine_weight_index(&e->w, layer, role)];
 }
 
+kv_format engine_kv_format(const engine *e) {
+    return e->opt.kv != KV_DEFAULT ? e->opt.kv : e->be.kv_bf16 ? KV_BF16 : KV_F32;
+}
+
 /* Opens e on weights that are loaded (seed 0: the checkpoint at dir) or synthesized (the layout of dir's
  * config.json, random values from seed, on the backend). */
 static int open_engine(engine *e, const char *dir, const engine_options *o, uint64_t seed, sp_error *err) {
@@ -125,11 +129,22 @@ static int open_engine(engine *e, const char *dir, const engine_options *o, uint
     if (e->opt.cuda && e->opt.f32_weights)
         return sp_fail(err, "cuda engine: --dtype f32 is the CPU engine's exact mode; the CUDA backend computes with "
                             "bf16 weights");
+    if (e->opt.cuda && e->opt.kv != KV_DEFAULT && e->opt.kv != KV_BF16)
+        return sp_fail(err,
+                       "cuda engine: --kv-cache %s is the CPU engine's for now; the CUDA backend keeps its KV cache "
+                       "in bf16",
+                       kv_format_name(e->opt.kv));
     if (seed ? engine_weights_synthetic(&e->w, dir, err) : engine_weights_load(&e->w, dir, e->opt.f32_weights, err))
         return -1;
     snprintf(e->path, sizeof e->path, "%s", dir);
     e->cfg = e->w.ck.cfg;
     const model_config *c = &e->cfg;
+    if (kv_format_check(e->opt.kv, c->head_dim, err)) {
+        sp_wrap(err, "%s: ", who);
+        engine_weights_free(&e->w);
+        memset(e, 0, sizeof *e);
+        return -1;
+    }
     if (e->opt.cuda) {
         if (backend_cuda_build(&e->be, &e->cfg, err)) {
             engine_weights_free(&e->w);
@@ -156,7 +171,7 @@ static int open_engine(engine *e, const char *dir, const engine_options *o, uint
     }
     e->La = config_num_full(c);
     e->Ll = config_num_linear(c);
-    kv_cache_build(&e->kv, &e->be, e->La, c->num_kv_heads, c->head_dim, e->be.kv_bf16 ? 2 : sizeof(float));
+    kv_cache_build(&e->kv, &e->be, e->La, c->num_kv_heads, c->head_dim, engine_kv_format(e));
     e->slot_floats = (size_t)e->Ll * ((size_t)config_conv_dim(c) * (c->conv_kernel - 1) +
                                       (size_t)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim);
     if (e->slot_floats == 0) e->slot_floats = 1; /* a model without DeltaNet layers still gets addressable slots */

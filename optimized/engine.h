@@ -19,6 +19,8 @@ typedef struct {
                       * into a CUDA graph (backend_cuda_graphs) */
     int cuda_debug;  /* CUDA backend: 1 waits after every launch, graphs off, and names the first kernel that
                       * fails (backend_cuda_debug) */
+    kv_format kv;    /* the attention layers' KV cache (kv_quant.h): KV_DEFAULT keeps the backend's own element
+                      * (float32 on the CPU, bf16 on CUDA); the CPU also keeps bf16, q8 and q4, CUDA bf16 only */
 } engine_options;
 
 engine_options engine_defaults(void); /* 1 thread, bf16, CUDA graphs */
@@ -90,6 +92,8 @@ int engine_open(engine *e, const char *dir, const engine_options *o, sp_error *e
  * benchmarks of a model whose weights are not here. */
 int engine_open_synthetic(engine *e, const char *dir, const engine_options *o, uint64_t seed, sp_error *err);
 void engine_close(engine *e);
+/* The format of e's KV caches (the trunk's and the MTP module's): opt.kv, or the backend's own element. */
+kv_format engine_kv_format(const engine *e);
 
 /* ---- sequences and slots (engine_seq.c) ------------------------------------------ */
 

@@ -136,7 +136,7 @@ int engine_mtp_stepper_build(stepper *st, engine *e, sp_error *err) {
     if (!e->w.ck.with_mtp) return sp_fail(err, "%s has no MTP module (no mtp.* tensors): MTP needs one", e->path);
     mtp_stepper *s = sp_xcalloc(1, sizeof *s, "MTP stepper");
     s->e = e;
-    kv_cache_build(&s->kv, &e->be, 1, e->cfg.num_kv_heads, e->cfg.head_dim, e->be.kv_bf16 ? 2 : sizeof(float));
+    kv_cache_build(&s->kv, &e->be, 1, e->cfg.num_kv_heads, e->cfg.head_dim, engine_kv_format(e));
     if (e->be.draft) { /* the outputs stay where they are computed, for the MTP round on the target's side */
         s->logits = e->be.alloc(&e->be, (size_t)e->cfg.vocab_size * sizeof(float), "MTP logits");
         s->hidden = e->be.alloc(&e->be, (size_t)e->cfg.hidden_size * sizeof(float), "MTP hidden state");

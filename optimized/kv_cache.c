@@ -6,13 +6,14 @@
 
 #include "error.h"
 
-void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem) {
+void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, kv_format format) {
     memset(c, 0, sizeof *c);
     c->be = be;
     c->n_layers = n_layers;
     c->n_heads = n_heads;
     c->head_dim = head_dim;
-    c->elem = elem;
+    c->format = format;
+    c->row_bytes = kv_row_bytes(format, head_dim);
 }
 
 void kv_cache_free(kv_cache *c) {
@@ -22,15 +23,15 @@ void kv_cache_free(kv_cache *c) {
     memset(c, 0, sizeof *c);
 }
 
-static size_t head_bytes(const kv_cache *c) { return (size_t)c->head_dim * c->elem; }
-static size_t block_elems(const kv_cache *c) { return (size_t)c->n_layers * c->n_heads * KV_BLOCK_SIZE * c->head_dim; }
+/* Keys (or values) of one block. */
+static size_t block_bytes(const kv_cache *c) { return (size_t)c->n_layers * c->n_heads * KV_BLOCK_SIZE * c->row_bytes; }
 
-size_t kv_block_bytes(const kv_cache *c) { return 2 * block_elems(c) * c->elem; }
+size_t kv_block_bytes(const kv_cache *c) { return 2 * block_bytes(c); }
 
 /* The pool at twice its capacity: new backend memory, the old blocks copied over. */
 static void grow(kv_cache *c) {
     const int old = c->capacity, cap = old ? 2 * old : 8;
-    const size_t old_bytes = (size_t)old * block_elems(c) * c->elem, bytes = (size_t)cap * block_elems(c) * c->elem;
+    const size_t old_bytes = (size_t)old * block_bytes(c), bytes = (size_t)cap * block_bytes(c);
     void **pools[] = {&c->keys, &c->values};
     for (int i = 0; i < 2; i++) {
         void *grown = c->be->alloc(c->be, bytes ? bytes : 1, "the KV cache");
@@ -70,7 +71,7 @@ static void push(kv_table *t, int block) {
 void kv_table_reserve(kv_cache *c, kv_table *t, int from, int end) {
     const int need = (end + KV_BLOCK_SIZE - 1) / KV_BLOCK_SIZE;
     while (t->n < need) push(t, take(c));
-    const size_t block = block_elems(c) * c->elem;
+    const size_t block = block_bytes(c);
     for (int i = from / KV_BLOCK_SIZE; i < need; i++) {
         const int b = t->blocks[i];
         if (c->refcount[b] == 1) continue;
@@ -104,15 +105,15 @@ void kv_table_free(kv_cache *c, kv_table *t) {
 
 size_t kv_offset(const kv_cache *c, const kv_table *t, int la, int pos, int h) {
     const size_t block = (size_t)t->blocks[pos / KV_BLOCK_SIZE] * c->n_layers + (size_t)la;
-    return ((block * c->n_heads + (size_t)h) * KV_BLOCK_SIZE + (size_t)(pos % KV_BLOCK_SIZE)) * c->head_dim;
+    return (block * c->n_heads + (size_t)h) * KV_BLOCK_SIZE + (size_t)(pos % KV_BLOCK_SIZE);
 }
 
 void kv_copy_position(kv_cache *c, const kv_table *t, int to, int from) {
     if (to == from) return;
     for (int la = 0; la < c->n_layers; la++)
         for (int h = 0; h < c->n_heads; h++) {
-            const size_t dst = kv_offset(c, t, la, to, h) * c->elem, src = kv_offset(c, t, la, from, h) * c->elem;
-            c->be->copy(c->be, (char *)c->keys + dst, (char *)c->keys + src, head_bytes(c));
-            c->be->copy(c->be, (char *)c->values + dst, (char *)c->values + src, head_bytes(c));
+            const size_t dst = kv_offset(c, t, la, to, h), src = kv_offset(c, t, la, from, h);
+            c->be->copy(c->be, kv_key_row(c, dst), kv_key_row(c, src), c->row_bytes);
+            c->be->copy(c->be, kv_value_row(c, dst), kv_value_row(c, src), c->row_bytes);
         }
 }

@@ -8,17 +8,19 @@
 
 #include "backend.h"
 #include "kv_block.h"
+#include "kv_quant.h"
 
 struct kv_cache {
     engine_backend *be;
     int n_layers, n_heads, head_dim;
-    size_t elem;   /* bytes per element */
-    int capacity;  /* blocks allocated */
-    int *refcount; /* [capacity] 0 = free */
-    /* keys and values: backend memory, [capacity, n_layers, n_heads, KV_BLOCK_SIZE, head_dim], the same layout on
-     * every backend. Within a block each layer's heads follow the kernels' paged layout (kernels/kn_paged.h) with
-     * block index block · n_layers + layer, so one head's positions are contiguous. Elements are float32 on the
-     * CPU and bf16 on a GPU. */
+    kv_format format; /* how one head's vector is kept (kv_quant.h); never KV_DEFAULT */
+    size_t row_bytes; /* bytes of one head's vector: kv_row_bytes(format, head_dim) */
+    int capacity;     /* blocks allocated */
+    int *refcount;    /* [capacity] 0 = free */
+    /* keys and values: backend memory, [capacity, n_layers, n_heads, KV_BLOCK_SIZE] rows of row_bytes, the same
+     * layout on every backend. Within a block each layer's heads follow the kernels' paged layout
+     * (kernels/kn_paged.h) with block index block · n_layers + layer, so one head's positions are contiguous.
+     * Rows are float32 on the CPU and bf16 on a GPU by default; the CPU also keeps bf16, q8 and q4 rows. */
     void *keys;
     void *values;
     int in_use;  /* blocks with refcount > 0 */
@@ -31,7 +33,7 @@ struct kv_table {
     int n, cap;
 };
 
-void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, size_t elem);
+void kv_cache_build(kv_cache *c, engine_backend *be, int n_layers, int n_heads, int head_dim, kv_format format);
 void kv_cache_free(kv_cache *c);
 size_t kv_block_bytes(const kv_cache *c); /* keys and values of one block */
 
@@ -44,8 +46,12 @@ void kv_table_fork(kv_cache *c, kv_table *t, const kv_table *src);
 void kv_table_truncate(kv_cache *c, kv_table *t, int pos);
 void kv_table_free(kv_cache *c, kv_table *t);
 
-/* Element offset, in keys or values, of head h's vector at position pos of layer la. */
+/* Row index, in keys or values, of head h's vector at position pos of layer la: for float32 and bf16 rows,
+ * kv_offset · head_dim is its element offset. */
 size_t kv_offset(const kv_cache *c, const kv_table *t, int la, int pos, int h);
+/* The row itself. */
+static inline void *kv_key_row(const kv_cache *c, size_t row) { return (char *)c->keys + row * c->row_bytes; }
+static inline void *kv_value_row(const kv_cache *c, size_t row) { return (char *)c->values + row * c->row_bytes; }
 /* Every layer's keys and values of position `from` copied to position `to` (both reserved). */
 void kv_copy_position(kv_cache *c, const kv_table *t, int to, int from);
 

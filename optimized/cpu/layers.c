@@ -12,10 +12,12 @@
 #include "ops.h"
 #include "team.h"
 
-/* Room for contexts of n positions on T threads (before a parallel region: the threads only read it). */
-static void reserve(cpu_attention_scratch *s, int n, int T) {
-    if (n <= s->cap && T <= s->threads) return;
+/* Room for contexts of n positions of heads of Dh on T threads (before a parallel region: the threads only read
+ * it). */
+static void reserve(cpu_attention_scratch *s, int n, int T, int Dh) {
+    if (n <= s->cap && T <= s->threads && Dh <= s->dh) return;
     const int cap = n > 2 * s->cap ? n : 2 * s->cap, threads = T > s->threads ? T : s->threads;
+    const int dh = Dh > s->dh ? Dh : s->dh;
     if (threads > s->threads) {
         s->thread = sp_xrealloc(s->thread, (size_t)threads, sizeof *s->thread, "attention scratch");
         memset(s->thread + s->threads, 0, (size_t)(threads - s->threads) * sizeof *s->thread);
@@ -26,9 +28,12 @@ static void reserve(cpu_attention_scratch *s, int n, int T) {
         u->keys = sp_xrealloc(u->keys, (size_t)cap, sizeof *u->keys, "attention keys");
         u->values = sp_xrealloc(u->values, (size_t)cap, sizeof *u->values, "attention values");
         u->path = sp_xrealloc(u->path, (size_t)cap, sizeof(int), "attention path");
+        u->rows = sp_xrealloc(u->rows, 2 * (size_t)cap * dh, sizeof(float), "attention rows read back");
+        u->q = sp_xrealloc(u->q, (size_t)dh, sizeof(float), "attention query rotated");
     }
     s->cap = cap;
     s->threads = threads;
+    s->dh = dh;
 }
 
 void cpu_attention_scratch_free(cpu_attention_scratch *s) {
@@ -38,6 +43,8 @@ void cpu_attention_scratch_free(cpu_attention_scratch *s) {
         free(u->keys);
         free(u->values);
         free(u->path);
+        free(u->rows);
+        free(u->q);
     }
     free(s->thread);
     memset(s, 0, sizeof *s);
@@ -74,9 +81,21 @@ static void place_node(const engine_backend *b, const epass *p, int la, const at
         rmsnorm(b, k, k, a->k_norm, Dh, c->rms_norm_eps);
         op_rope(k, c->rotary_dim, pos, c->rope_theta);
         const size_t at = kv_offset(kv, seq->table, la, epass_slot(p, i), h);
-        memcpy((float *)kv->keys + at, k, (size_t)Dh * sizeof(float));
-        memcpy((float *)kv->values + at, a->v + (size_t)i * kv_dim + (size_t)h * Dh, (size_t)Dh * sizeof(float));
+        float *v = a->v + (size_t)i * kv_dim + (size_t)h * Dh;
+        if (kv_format_rotates(kv->format)) { /* q4: keys and values kept rotated (attend rotates q, unrotates out) */
+            kvq_rotate(k, Dh);
+            kvq_rotate(v, Dh);
+        }
+        kv_row_store(kv->format, kv_key_row(kv, at), k, Dh);
+        kv_row_store(kv->format, kv_value_row(kv, at), v, Dh);
     }
+}
+
+/* Row `at` of the cache as float32: in place for a float32 cache, else read back into buf[Dh]. */
+static const float *row_floats(kv_format f, const void *row, float *buf, int Dh) {
+    if (f == KV_F32) return row;
+    kv_row_load(f, buf, row, Dh);
+    return buf;
 }
 
 /* Head h of node i: its sequence's committed positions, then its ancestors and itself, gated. */
@@ -90,19 +109,25 @@ static void attend(const engine_backend *b, cpu_attention_thread *u, const epass
     for (int t = 0; t < n; t++) {
         const int pos = t < base ? t : epass_slot(p, u->path[t - base]);
         const size_t at = kv_offset(kv, seq->table, la, pos, g);
-        u->keys[t] = (const float *)kv->keys + at;
-        u->values[t] = (const float *)kv->values + at;
+        float *kbuf = u->rows + 2 * (size_t)t * Dh, *vbuf = kbuf + Dh;
+        u->keys[t] = row_floats(kv->format, kv_key_row(kv, at), kbuf, Dh);
+        u->values[t] = row_floats(kv->format, kv_value_row(kv, at), vbuf, Dh);
     }
-    const float *qh = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh;
+    const float *qh = a->qg + (size_t)i * 2 * H * Dh + (size_t)h * 2 * Dh, *q = qh;
     float *oh = a->out + (size_t)i * H * Dh + (size_t)h * Dh;
-    const float scale = 1.0f / sqrtf((float)Dh);
-    if (b->in_order) { /* the exact cross-test mode: the reference's sums */
-        op_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
-        op_output_gate(oh, qh + Dh, Dh);
-    } else {
-        cpu_attention_head(oh, qh, u->keys, u->values, n, Dh, scale, u->scores);
-        cpu_act_gate(oh, qh + Dh, Dh);
+    const int rotated = kv_format_rotates(kv->format);
+    if (rotated) { /* the keys are rotated: so is the query, and q·k is unchanged (kv_quant.h) */
+        memcpy(u->q, qh, (size_t)Dh * sizeof(float));
+        kvq_rotate(u->q, Dh);
+        q = u->q;
     }
+    const float scale = 1.0f / sqrtf((float)Dh);
+    if (b->in_order) /* the exact cross-test mode: the reference's sums */
+        op_attention_head(oh, q, u->keys, u->values, n, Dh, scale, u->scores);
+    else
+        cpu_attention_head(oh, q, u->keys, u->values, n, Dh, scale, u->scores);
+    if (rotated) kvq_unrotate(oh, Dh); /* a weighted sum of rotated values: rotated back */
+    (b->in_order ? op_output_gate : cpu_act_gate)(oh, qh + Dh, Dh);
 }
 
 typedef struct {
@@ -135,7 +160,7 @@ void cpu_attention_layer(const engine_backend *b, cpu_attention_scratch *s, cons
     for (int j = 0; j < p->n_seqs; j++)
         if (p->seqs[j].base + p->seqs[j].n > reach) reach = p->seqs[j].base + p->seqs[j].n;
     const int T = b->threads < pairs ? b->threads : pairs;
-    reserve(s, reach, T);
+    reserve(s, reach, T, b->cfg->head_dim);
     attention_work w = {b, s, p, la, a};
     cpu_team_run(b->threads < p->m ? b->threads : p->m, place_share, &w);
     cpu_team_run(T, attend_share, &w);

@@ -12,10 +12,12 @@ typedef struct {
     float *scores;
     const float **keys, **values; /* [cap] one head's vectors of the attended positions */
     int *path;                    /* [cap] the attended nodes of the pass */
+    float *rows;                  /* [cap, 2, dh] those vectors read back from a bf16/q8/q4 cache: key, value */
+    float *q;                     /* [dh] the query rotated as the q4 cache's keys are */
 } cpu_attention_thread;
 typedef struct {
     cpu_attention_thread *thread; /* [threads] */
-    int threads, cap;
+    int threads, cap, dh;
 } cpu_attention_scratch;
 
 /* Scratch of the DeltaNet core: the states of a pass's logged nodes (backend.h), which live only while their

@@ -127,6 +127,7 @@ printf '[[0],[1],[0,0],[0,0,0]]' >"$tmp/tree3.json"
 printf '[[0],[0,' >"$tmp/tree-bad.json"
 
 g() { row generate "$@"; }
+"$build/genmodel" --preset micro --head-dim 15 --quiet "$tmp/odd-heads" # q4 packs two elements a byte
 gm() { # generate on the micro model: row INPUT STATUS FRAGMENT -- ARGS...
     local input=$1 want=$2 fragment=$3
     shift 4
@@ -218,6 +219,12 @@ gm "--backend unknown" 2 "--backend" -- --backend gpu9
 gm "--threads 0" 2 "--threads" -- --threads 0
 gm "--threads with --backend reference" 2 "--threads" -- --backend reference --threads 2
 gm "--dtype f8" 2 "--dtype" -- --dtype f8
+gm "--kv-cache q3" 2 "--kv-cache expects f32, bf16, q8 or q4, got 'q3'" -- --kv-cache q3
+gm "--kv-cache with --backend reference" 2 "--kv-cache only applies to the engine" -- --backend reference --kv-cache q8
+gm "--kv-cache q4, an odd head_dim" 2 "head_dim 15 is odd" -- --model "$tmp/odd-heads" --kv-cache q4
+gm "--kv-cache q8 with --backend cuda" 2 "the CUDA backend keeps its KV cache in bf16" -- --backend cuda --kv-cache q8
+row info "--kv-cache q3" 2 "--kv-cache expects f32, bf16, q8 or q4, got 'q3'" -- info "$m" --kv-cache q3
+row bench "--kv-cache q3" 2 "--kv-cache expects" -- bench "$m" --kv-cache q3
 gm "--seed -1" 2 "--seed" -- --seed -1
 gm "--rule unknown" 2 "--rule" -- --rule maybe
 gm "--method spec without a draft" 2 "draft" -- --method spec
