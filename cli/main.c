@@ -14,6 +14,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_medusa_train(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_gate(int argc, char **argv);
 
 const cli_command cli_commands[] = {
     {"generate", "generate text with greedy, sampled, beam, speculative, Medusa or MTP decoding", cmd_generate},
@@ -24,6 +25,7 @@ const cli_command cli_commands[] = {
     {"medusa-train", "train Medusa heads by self-distillation against a frozen target", cmd_medusa_train},
     {"verify", "test statistically that every method emits the target's distribution", cmd_verify},
     {"audit", "test statistically that an engine with speculation on samples the target's law", cmd_audit},
+    {"gate", "correctness before speed: a configuration's frozen canaries, law and acceptance, PASS/FAIL", cmd_gate},
     {NULL, NULL, NULL},
 };
 

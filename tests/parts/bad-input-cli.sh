@@ -383,6 +383,28 @@ audit_files "a sample past the vocabulary" "line 1: token 99999 is outside the v
 row audit "--save-samples into a missing folder" 2 "$tmp/nope/dir/on.txt: cannot create a temporary file" -- \
     audit --tokens 1,2,3 --length 4 --samples 100 --save-samples "$tmp/nope/dir"
 
+# specula gate: its flags, and a canary file that cannot be used (missing, malformed, past the vocabulary, without
+# its expected tokens)
+row gate "--temperature 0" 2 "--temperature must be above 0" -- gate --temperature 0
+row gate "a method that does not speculate" 2 "--method sample does not speculate" -- gate --method sample
+row gate "beam search" 2 "--method beam decodes at temperature 0 only" -- gate --method beam
+row gate "--plant an unknown bug" 2 "--plant: 'bogus' is not a planted bug" -- gate --plant bogus
+row gate "--max-tokens" 2 "--max-tokens does not apply here" -- gate --max-tokens 4
+row gate "--samples 0" 2 "--samples" -- gate --samples 0
+row gate "--kv-cache on the reference" 2 "--kv-cache only applies to the engine" -- gate --backend reference --kv-cache q4
+row gate "--canaries a missing file" 2 "$tmp/nope.txt: cannot open" -- gate --canaries "$tmp/nope.txt"
+printf 'case a\nprompt 1 2\ntokens 2\nexpect 3 4\nmargin 0.1 0.2\nbogus 1\n' >"$tmp/gate-bad.txt"
+row gate "a canary file with an unknown line" 2 "$tmp/gate-bad.txt:6: unknown line 'bogus'" -- gate --canaries "$tmp/gate-bad.txt"
+printf 'case a\nprompt 1 99999\ntokens 2\nexpect 3 4\nmargin 0.1 0.2\n' >"$tmp/gate-past.txt"
+row gate "a canary token past the vocabulary" 2 "case a: token 99999 is outside the model's vocabulary (512)" -- \
+    gate --canaries "$tmp/gate-past.txt"
+printf 'case a\nprompt 1 2\ntokens 2\n' >"$tmp/gate-noexp.txt"
+row gate "canaries without their expected tokens" 2 "no expect and margin lines (write them with --write-canaries)" -- \
+    gate --canaries "$tmp/gate-noexp.txt"
+printf 'case a\nprompt 1 2\ntokens 2\nexpect 3 4 5\n' >"$tmp/gate-count.txt"
+row gate "more expected tokens than the tokens line" 2 "3 expected tokens, the tokens line says 2" -- \
+    gate --canaries "$tmp/gate-count.txt"
+
 # an unknown flag or a stray argument: one line, for every command
 row info "a second folder" 2 "unexpected argument" -- info "$m" "$m"
 row logits "a second folder" 2 "unexpected argument" -- logits "$m" --tokens 1 "$m"
@@ -390,6 +412,7 @@ row bench "an unknown flag" 2 "--frobnicate" -- bench "$m" --frobnicate
 row plot "an unknown flag" 2 "--frobnicate" -- plot --frobnicate
 row verify "an unknown flag" 2 "--frobnicate" -- verify --frobnicate
 row medusa-train "an unknown flag" 2 "--frobnicate" -- medusa-train --frobnicate
+row gate "an unknown flag" 2 "--frobnicate" -- gate --frobnicate
 row specula "an unknown command" 2 "frobnicate" -- frobnicate
 
 echo "bad-input-cli: $pass passed, $fail failed, $skip skipped"
