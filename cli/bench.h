@@ -3,6 +3,8 @@
 #ifndef SPECULA_CLI_BENCH_H
 #define SPECULA_CLI_BENCH_H
 
+#include <string.h>
+
 #include "method_cli.h"
 
 /* The monotonic clock in seconds, and the median of x[n] (x is sorted in place): what every part of bench times
@@ -48,7 +50,15 @@ typedef struct {
     run_accounting pooled;       /* the runs' counters summed: α̂ and tokens per pass over every round */
     bench_per_token ms;          /* where the runs' time went */
     double predicted; /* the cost model's speed-up over plain decoding (bench_model.c); NAN when not modelled */
+    double median_ttft_ms, median_e2e_ms; /* prompt in to first token out; prompt in to last token out */
+    char gate[8];                         /* the configuration's gate verdict: "passed", "FAILED", "none" */
 } bench_row;
+
+/* The gate's verdict of every row's configuration (bench_gate.c): from the gate's cache, or (run) by running the
+ * gate on each first, printing each verdict and recording it. 0, or an exit status (printed). */
+int bench_gate_rows(int run, const model_flags *models, loaded_models *lm, bench_row *rows, int n);
+/* 1 when a row's speed figures may be quoted: its configuration passed the gate. */
+static inline int bench_row_gated(const bench_row *r) { return !strcmp(r->gate, "passed"); }
 
 /* `specula bench --synthetic DIR ...` (bench_synthetic.c): its own flags, exit status as a command. */
 int bench_synthetic(int argc, char **argv);
@@ -85,10 +95,10 @@ typedef struct {
 /* The measurement, rep by rep. bench_costs_begin prepares a sequence of `position` tokens (the runs' middle: a
  * pass's cost grows with the context it attends to), or returns NULL with a message. Each bench_costs_rep times,
  * once and in one order, on a fork of that sequence: a pass of a chain of each size in {1, 2, 4, 8, 16, 32, 64,
- * k + 1 for base's k and each of the n_ks values ks (a sweep; NULL, 0: none)} (capped at the target's largest tree), the draft and MTP steps of one position, and a proposal by the
- * heads of `medusa` (NULL: none) with the pass over its tree. rep < 0 is a warm-up, not kept. bench_costs_end
- * writes the medians into *c when ok (else empties it), resets the steppers and frees the run. The caller may
- * decode with the same models between reps. */
+ * k + 1 for base's k and each of the n_ks values ks (a sweep; NULL, 0: none)} (capped at the target's largest tree),
+ * the draft and MTP steps of one position, and a proposal by the heads of `medusa` (NULL: none) with the pass over its
+ * tree. rep < 0 is a warm-up, not kept. bench_costs_end writes the medians into *c when ok (else empties it), resets
+ * the steppers and frees the run. The caller may decode with the same models between reps. */
 typedef struct bench_cost_run bench_cost_run;
 bench_cost_run *bench_costs_begin(const loaded_models *lm, const method_spec *base, const method_spec *medusa,
                                   const int *ks, int n_ks, int position, int reps, bench_costs *c, sp_error *err);

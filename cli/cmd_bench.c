@@ -57,6 +57,9 @@ static void usage(FILE *f) {
             "                       decode rate (tokens after the first / the time they took); max RSS; the\n"
             "                       pass costs, and per row the predicted and measured speed-up and its split\n"
             "  --csv                the table as comma-separated values (a header row, then one row per method)\n"
+            "  --gate               run `specula gate` on every row's configuration first (about 5 s a row); without\n"
+            "                       it each row shows the verdict recorded for its configuration, and the speed of a\n"
+            "                       row whose configuration has not passed is marked withheld (docs/gate.md)\n"
             "  --method NAME        only this method's row, beside plain decoding (spec | mtp | medusa | lookup)\n"
             "  --draft DIR, --medusa FILE, --medusa-ignore-base   the companions (default: beside MODEL)\n"
             "  --batch B,...        B sequences decoded together on the CPU engine, one pass a round against one\n"
@@ -82,6 +85,7 @@ typedef struct {
     int only_given, plain_only, json, csv;
     int ks[BENCH_MAX_KS]; /* --k-sweep: every chain method at each of these k (n_ks 0: the one --k) */
     int n_ks;
+    int gate; /* --gate: run `specula gate` on every row's configuration first */
 } bench_args;
 
 /* Adds a run's counters to the row's: α̂ and the tokens per pass of every round of every run. */
@@ -100,7 +104,7 @@ static void pool_add(run_accounting *sum, const run_accounting *a) {
 
 /* What a row's runs measured, run by run. */
 typedef struct {
-    double tps[64], prefill[64], decode[64];
+    double tps[64], prefill[64], decode[64], ttft_ms[64], e2e_ms[64];
     double part[6][64]; /* ms per token: passes, proposer, prefill, passes at their median, other, total */
 } row_samples;
 
@@ -125,6 +129,8 @@ static int bench_run_once(const loaded_models *lm, const bench_args *a, const in
     x->part[4][r] = (wall - split.pass_s - split.proposer_s - split.prefill_s) * ms, x->part[5][r] = wall * ms;
     pool_add(&row->pooled, &out.acc);
     x->tps[r] = out.n / wall;
+    x->ttft_ms[r] = 1e3 * out.acc.ttft_s;
+    x->e2e_ms[r] = 1e3 * wall;
     x->prefill[r] = out.acc.ttft_s > 0 ? a->prompt_tokens / out.acc.ttft_s : NAN;
     x->decode[r] = out.n > 1 && out.acc.decode_s > 0 ? (out.n - 1) / out.acc.decode_s : NAN;
     /* the row's figures over every run so far (the last run alone would be one seed's) */
@@ -152,6 +158,8 @@ static void row_finish(bench_row *row, row_samples *x, int runs) {
     row->median_tps = bench_median(x->tps, runs);
     row->median_prefill_tps = bench_median(x->prefill, runs);
     row->median_decode_tps = bench_median(x->decode, runs);
+    row->median_ttft_ms = bench_median(x->ttft_ms, runs);
+    row->median_e2e_ms = bench_median(x->e2e_ms, runs);
     const bench_per_token ms = {bench_median(x->part[0], runs), bench_median(x->part[1], runs),
                                 bench_median(x->part[2], runs), bench_median(x->part[3], runs),
                                 bench_median(x->part[4], runs), bench_median(x->part[5], runs)};
@@ -269,6 +277,7 @@ static int own_flag(bench_args *a, int argc, char **argv, int *i) {
     }
     if (!strcmp(f, "--k-sweep")) return (v = arg_value(argc, argv, i)) && !parse_k_list(f, v, a) ? 1 : -1;
     if (!strcmp(f, "--plain")) return a->plain_only = 1;
+    if (!strcmp(f, "--gate")) return a->gate = 1;
     if (!strcmp(f, "--json")) return a->json = 1;
     if (!strcmp(f, "--csv")) return a->csv = 1;
     if (f[0] != '-' && !a->models.model_dir) {
@@ -422,6 +431,8 @@ static void print_table(const bench_args *a, const char *dir, const loaded_model
     const char *kv = kv_cache_of(lm, &kv_bytes);
     printf("%s decode, %s: %d runs x %d tokens, temperature %g, KV cache %s (%.0f B/position)\n",
            backend_name(a->models.backend), dir, a->runs, a->tokens, a->base.sampling.temperature, kv, kv_bytes);
+    printf("workload: prompt %d tokens, output %d tokens, batch 1, temperature %g\n", a->prompt_tokens, a->tokens,
+           a->base.sampling.temperature);
     printf("%-8s %10s %15s %9s %8s %16s %16s %9s %10s %13s %10s  %s\n", "method", "tokens/s", "min-max", "tok/pass",
            "drafted", "engine B/token", "read B/token", "GB/s", "vs plain", "run by run", "predicted", "what it ran");
     for (int i = 0; i < n; i++) {
@@ -441,22 +452,53 @@ static void print_table(const bench_args *a, const char *dir, const loaded_model
                rows[i].read_bytes_per_token, rows[i].median_tps * rows[i].read_bytes_per_token / 1e9, measured, paired,
                predicted, what);
     }
-    printf("tokens/s: the median of the runs, min-max their spread; vs plain: the ratio of the medians; run by run:\n"
-           "the least and greatest of each run's tokens/s over plain decoding's run beside it (same seed and load);\n"
-           "drafted: the share of rounds that proposed a token (alpha describes those only);\n"
-           "engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
-           "read B/token: what this backend reads (the reference: every position on its own, float32);\n"
-           "predicted: the cost model's speed-up from the pass costs measured apart (below); *: measured more than\n"
-           "%.0f %% off it.\n",
-           100 * BENCH_GAP_FLAG);
+    printf("%-8s %14s %9s %11s %10s %10s %9s  %s\n", "method", "decode tok/s", "TTFT ms", "end-to-end", "proposed",
+           "accepted", "alpha", "gate");
+    for (int i = 0; i < n; i++) {
+        if (!ok[i]) continue;
+        const run_accounting *acc = &rows[i].pooled;
+        long proposed = 0;
+        for (int d = 1; d <= ACC_MAX_DEPTH; d++) proposed += acc->proposed[d];
+        char alpha[16] = "-";
+        if (isfinite(accounting_alpha(acc))) snprintf(alpha, sizeof alpha, "%.3f", accounting_alpha(acc));
+        printf("%-8s %14.1f %9.3f %8.3f ms %10ld %10ld %9s  %s\n", method_name(&rows[i].spec),
+               rows[i].median_decode_tps, rows[i].median_ttft_ms, rows[i].median_e2e_ms, proposed, acc->accepted_total,
+               alpha,
+               bench_row_gated(&rows[i])         ? "passed"
+               : !strcmp(rows[i].gate, "FAILED") ? "withheld: FAILED"
+                                                 : "withheld: no gate");
+    }
+    int withheld = 0;
+    for (int i = 0; i < n; i++) withheld += ok[i] && !bench_row_gated(&rows[i]);
+    if (withheld) {
+        printf("withheld: the speed figures of");
+        for (int i = 0, j = 0; i < n; i++)
+            if (ok[i] && !bench_row_gated(&rows[i])) printf("%s %s", j++ ? "," : "", method_name(&rows[i].spec));
+        printf(": their configurations have not passed `specula gate` (bench --gate runs it first)\n");
+    }
+    printf(
+        "gate: the row's configuration's `specula gate` verdict (--gate runs it; else the one recorded): the\n"
+        "speed figures of a configuration that has not passed are withheld: printed for the engineer, not to be\n"
+        "quoted; decode tok/s: tokens after the first over their time (prefill excluded); TTFT: prompt in to first\n"
+        "token; end-to-end: prompt in to last token (medians of the runs); proposed, accepted: drafts over every run;\n"
+        "tokens/s: the median of the runs, min-max their spread; vs plain: the ratio of the medians; run by run:\n"
+        "the least and greatest of each run's tokens/s over plain decoding's run beside it (same seed and load);\n"
+        "drafted: the share of rounds that proposed a token (alpha describes those only);\n"
+        "engine B/token: weights an engine reads per committed token (one read per pass, stored dtype);\n"
+        "read B/token: what this backend reads (the reference: every position on its own, float32);\n"
+        "predicted: the cost model's speed-up from the pass costs measured apart (below); *: measured more than\n"
+        "%.0f %% off it.\n",
+        100 * BENCH_GAP_FLAG);
 }
 
 /* The table as comma-separated values, for a spreadsheet or a plotting script. */
 static void print_csv(const bench_args *a, const bench_row *rows, const int *ok, int n) {
     const double plain_tps = ok[0] ? rows[0].median_tps : NAN;
-    csv_header(stdout, "method,what,backend,runs,tokens,temperature,tokens_per_s,tokens_per_pass,drafted_share,"
-                       "engine_bytes_per_token,read_bytes_per_token,gb_per_s,vs_plain,predicted,tokens_per_s_min,"
-                       "tokens_per_s_max,speedup_run_min,speedup_run_max");
+    csv_header(stdout,
+               "method,what,backend,runs,tokens,temperature,tokens_per_s,tokens_per_pass,drafted_share,"
+               "engine_bytes_per_token,read_bytes_per_token,gb_per_s,vs_plain,predicted,tokens_per_s_min,"
+               "tokens_per_s_max,speedup_run_min,speedup_run_max,prompt_tokens,batch,decode_tokens_per_s,ttft_ms,"
+               "e2e_ms,proposed,accepted,gate");
     for (int i = 0; i < n; i++) {
         if (!ok[i]) continue;
         char what[160];
@@ -480,6 +522,17 @@ static void print_csv(const bench_args *a, const bench_row *rows, const int *ok,
                             rows[i].paired_min,
                             rows[i].paired_max};
         for (size_t j = 0; j < sizeof x / sizeof x[0]; j++) csv_number(stdout, x[j], 0);
+        long proposed = 0;
+        for (int d = 1; d <= ACC_MAX_DEPTH; d++) proposed += rows[i].pooled.proposed[d];
+        const double y[] = {a->prompt_tokens,
+                            1,
+                            rows[i].median_decode_tps,
+                            rows[i].median_ttft_ms,
+                            rows[i].median_e2e_ms,
+                            (double)proposed,
+                            (double)rows[i].pooled.accepted_total};
+        for (size_t j = 0; j < sizeof y / sizeof y[0]; j++) csv_number(stdout, y[j], 0);
+        csv_text(stdout, rows[i].gate, 0);
         fputc('\n', stdout);
     }
 }
@@ -511,7 +564,7 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
     printf("{\"implementation\": \"%s%s\", \"threads\": %d, \"model\": ", backend_name(lm->backend),
            on_engine ? " engine" : "", lm->backend == BACKEND_CPU ? a->models.threads : 1);
     print_json_text(dir);
-    printf(", \"runs\": %d, \"prompt_tokens\": %d, \"tokens\": %d, \"temperature\": %g, "
+    printf(", \"runs\": %d, \"prompt_tokens\": %d, \"tokens\": %d, \"batch\": 1, \"temperature\": %g, "
            "\"weight_bytes_per_step_stored\": %.0f, \"stored_bytes_per_param\": %d, \"held_bytes_per_param\": %d, "
            "\"max_rss_kb\": %ld, ",
            a->runs, a->prompt_tokens, a->tokens, a->base.sampling.temperature, t->weight_bytes_per_pass,
@@ -539,6 +592,10 @@ static void print_json(const bench_args *a, const char *dir, const loaded_models
         const char *spread_names[4] = {"tokens_per_s_min", "tokens_per_s_max", "speedup_run_min", "speedup_run_max"};
         for (int k = 0; k < 4; k++)
             printf(isfinite(spread[k]) ? ", \"%s\": %.6g" : ", \"%s\": null", spread_names[k], spread[k]);
+        long proposed = 0;
+        for (int d = 1; d <= ACC_MAX_DEPTH; d++) proposed += rows[i].pooled.proposed[d];
+        printf(", \"ttft_ms\": %.6g, \"e2e_ms\": %.6g, \"proposed\": %ld, \"accepted\": %ld, \"gate\": \"%s\"",
+               rows[i].median_ttft_ms, rows[i].median_e2e_ms, proposed, rows[i].pooled.accepted_total, rows[i].gate);
         bench_row_json(c, &rows[i], ok[0] ? &rows[0] : NULL);
         putchar('}');
         first = 0;
@@ -610,6 +667,11 @@ int cmd_bench(int argc, char **argv) {
         free(a.prompt);
         models_release(&lm);
         return EXIT_BAD_INPUT;
+    }
+    if ((status = bench_gate_rows(a.gate, &a.models, &lm, rows, n))) { /* correctness before speed */
+        free(a.prompt);
+        models_release(&lm);
+        return status;
     }
     bench_costs costs;
     memset(&costs, 0, sizeof costs);

@@ -11,11 +11,6 @@
 #include "generate_args.h"
 #include "registry.h"
 
-#ifndef SPECULA_GATE_DIR
-#define SPECULA_GATE_DIR "tests/gate"
-#endif
-#define GATE_CANARIES SPECULA_GATE_DIR "/canaries.txt"
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: specula gate [options]\n"
@@ -36,6 +31,9 @@ static void usage(FILE *f) {
             "                  beside a control at another temperature that must be rejected\n"
             "  acceptance      the on arm's proposed and accepted drafts, alpha-hat, per position; near 1 at\n"
             "                  T > 0 (a verifier that accepts everything) or 0 fails\n"
+            "(a method that does not speculate, --method sample, runs the canaries and TV rows only). The verdict is\n"
+            "recorded under the configuration's key in $XDG_CACHE_HOME/specula/gate (else ~/.cache/specula/gate),\n"
+            "where `specula bench` reads it.\n"
             "Exit status: 0 every row passed, 1 a row failed (or the run did), 2 bad input. docs/gate.md.\n"
             "  --canaries FILE      the canary set (default %s)\n"
             "  --write-canaries     write the reference's greedy tokens and margins into the canary file for its\n"
@@ -53,7 +51,7 @@ static void usage(FILE *f) {
             "                       must fail\n"
             "  --quiet              no progress on stderr\n"
             "The model:\n",
-            GATE_CANARIES);
+            gate_default_canaries());
     model_flags_usage(f);
     fprintf(f, "The method (--temperature, default 1, is the sampled rows'; the exact rows run it at 0):\n");
     static const char *const except[] = {"--max-tokens", "--no-eos", NULL};
@@ -136,13 +134,6 @@ static int parse(int argc, char **argv, gate_args *a) {
                 method_name(&raw));
         return 2;
     }
-    if (!method_has(&raw, METHOD_PROPOSES)) {
-        fprintf(stderr,
-                "specula gate: --method %s does not speculate: the gate judges a speculative method (its "
-                "canaries and TV rows judge the cache and dtype whatever the method)\n",
-                method_name(&raw));
-        return 2;
-    }
     sp_error err;
     a->spec = raw;
     if (method_spec_finish(&a->spec, 1, &err)) {
@@ -156,6 +147,7 @@ static int parse(int argc, char **argv, gate_args *a) {
     }
     a->greedy = raw;
     a->greedy.sampling.temperature = 0;
+    if (a->greedy.method == &sample_method) a->greedy.method = &greedy_method; /* plain decoding, at 0 */
     if (method_spec_finish(&a->greedy, 0, &err)) {
         fprintf(stderr, "specula gate: at temperature 0: %s\n", err.msg);
         return 2;
@@ -165,13 +157,18 @@ static int parse(int argc, char **argv, gate_args *a) {
         fprintf(stderr, "specula gate: --control-temperature must differ from --temperature\n");
         return 2;
     }
+    if (a->plant != PLANT_NONE && !method_has(&a->spec, METHOD_PROPOSES)) {
+        fprintf(stderr, "specula gate: --plant plants its bug in a speculative method's rule; --method %s has none\n",
+                method_name(&a->spec));
+        return 2;
+    }
     if (a->plant != PLANT_NONE && !accept_rule_exact(a->spec.rule)) {
         fprintf(stderr, "specula gate: --plant plants its bug in the exact rule; this method runs another rule\n");
         return 2;
     }
     a->exact = a->models.backend == BACKEND_REFERENCE || (a->models.backend == BACKEND_CPU && a->models.f32 &&
                                                           (a->models.kv == KV_DEFAULT || a->models.kv == KV_F32));
-    if (!a->canaries_path) a->canaries_path = GATE_CANARIES;
+    if (!a->canaries_path) a->canaries_path = gate_default_canaries();
     return model_flags_check(&a->models, &a->spec, "gate");
 }
 
@@ -272,47 +269,24 @@ int cmd_gate(int argc, char **argv) {
         gate_canaries_free(&c);
         return EXIT_BAD_INPUT;
     }
-    const model_config *cfg = models_config(&lm);
-    for (int k = 0; k < c.n_cases && !rc; k++) {
-        int *ctx, n_ctx, n_new = 0;
-        gate_context(&c.cases[k], c.cases[k].n_turns - 1, &ctx, &n_ctx);
-        n_new = c.cases[k].turns[c.cases[k].n_turns - 1].n_expect;
-        for (int i = 0; i < n_ctx && !rc; i++)
-            if (ctx[i] >= cfg->vocab_size) {
-                fprintf(stderr, "specula gate: %s: case %s: token %d is outside the model's vocabulary (%d)\n",
-                        a.canaries_path, c.cases[k].name, ctx[i], cfg->vocab_size);
-                rc = EXIT_BAD_INPUT;
-            }
-        if (!rc) rc = context_check(cfg, NULL, n_ctx, "tokens", n_new, "gate");
-        free(ctx);
-    }
+    rc = gate_canaries_fit(&a, &c, models_config(&lm), "gate");
     gate_table t = {.n = 0};
-    const int intact = !strcmp(c.sha256, c.recorded);
-    if (!rc) {
-        gate_row *r = gate_table_add(&t, "canaries");
-        r->verdict = intact ? GATE_PASS : GATE_FAIL;
-        snprintf(r->measured, GATE_ROW_TEXT, "sha256 %.12s…", c.sha256);
-        if (!c.recorded[0])
-            snprintf(r->against, GATE_ROW_TEXT, "no %s.sha256 beside it: not used", "the file's");
-        else if (intact)
-            snprintf(r->against, GATE_ROW_TEXT, "the sha256 recorded beside it");
-        else
-            snprintf(r->against, GATE_ROW_TEXT, "recorded %.12s…: the file changed, not used", c.recorded);
-        if (!a.quiet) fprintf(stderr, "specula gate: the canaries\n");
-        if (intact && (gate_check_exact(&a, &c, &lm.parts, &t, &err) ||
-                       gate_check_tv(&a, &c, lm.parts.target, ref.parts.target, &t, &err)))
-            rc = EXIT_RUN_FAILED;
-        /* the distribution rows draw after the first prompt of the first case: the canaries' own opening */
-        const gate_turn *first = &c.cases[0].turns[0];
-        decode_target *law = a.exact ? ref.parts.target : lm.parts.target;
-        if (!rc && gate_check_distribution(&a, &lm.parts, law, first->prompt, first->n_prompt, &t, &err))
-            rc = EXIT_RUN_FAILED;
-        if (rc) fprintf(stderr, "specula gate: %s\n", err.msg);
+    if (!rc && gate_evaluate(&a, &c, &lm, &ref, &t, &err)) {
+        fprintf(stderr, "specula gate: %s\n", err.msg);
+        rc = EXIT_RUN_FAILED;
     }
     if (!rc) {
         print_table(&a, &c, &t);
-        for (int i = 0; i < t.n; i++)
-            if (t.rows[i].verdict == GATE_FAIL) rc = EXIT_RUN_FAILED;
+        rc = gate_table_failed(&t) ? EXIT_RUN_FAILED : 0;
+        /* the verdict, for bench to show beside this configuration's speed (no plant: a self-test is no verdict) */
+        char key[65], text[8192];
+        gate_config_key(&a, &c, key, text, sizeof text);
+        if (a.plant == PLANT_NONE) {
+            if (gate_cache_store(key, gate_table_failed(&t), t.n, text, &err))
+                fprintf(stderr, "specula gate: note: the verdict was not recorded: %s\n", err.msg);
+            else
+                printf("verdict recorded for bench: configuration %.16s\n", key);
+        }
     }
     models_release(&ref);
     models_release(&lm);

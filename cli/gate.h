@@ -50,6 +50,9 @@ int gate_context(const gate_case *k, int u, int **ids, int *n);
 int gate_walk(decode_target *t, const int *context, int n_context, int n, const int *forced, const sampler_params *sp,
               int *tokens, float *margins, float *rows, sp_error *err);
 
+/* The sha256 of data[n], as 64 lower-case hex digits. */
+int gate_sha256_hex(const unsigned char *data, size_t n, char hex[65], sp_error *err);
+
 /* ---- the checks --------------------------------------------------------------------------------------------- */
 
 typedef enum { GATE_PASS = 0, GATE_FAIL, GATE_NOT_RUN } gate_verdict;
@@ -102,5 +105,30 @@ int gate_check_tv(const gate_args *a, const gate_canaries *c, decode_target *con
  * acceptance statistics of the on arm. law: the target whose law the arms are tested against. */
 int gate_check_distribution(const gate_args *a, const method_parts *parts, decode_target *law, const int *prompt,
                             int n_prompt, gate_table *t, sp_error *err);
+
+/* ---- a whole gate (gate_run.c) ------------------------------------------------------------------------------ */
+
+/* The configuration a method spec describes (finished, as bench's rows are), for a gate run: the sampled rows at
+ * the spec's temperature (1 at temperature 0), the exact rows at 0, the default sizes and budget. */
+int gate_args_for(gate_args *a, const method_spec *s, const model_flags *models, sp_error *err);
+/* The canaries fit the model: every id in the vocabulary, every case within the context. 0, or 2 (printed). */
+int gate_canaries_fit(const gate_args *a, const gate_canaries *c, const model_config *cfg, const char *cmd);
+/* Every row into t: the canaries' checksum, the exact and TV rows (when the file is intact), the distribution and
+ * acceptance rows (when the method speculates). lm: the configuration; ref: the reference backend on its model. */
+int gate_evaluate(const gate_args *a, const gate_canaries *c, loaded_models *lm, loaded_models *ref, gate_table *t,
+                  sp_error *err);
+int gate_table_failed(const gate_table *t); /* rows that failed */
+
+/* The configuration's key: the sha256 of what decides the verdict (the specula binary, the model, backend, dtype,
+ * KV cache, method label, temperature and cuts, the canaries' sha256, the sizes and budget). text (may be NULL)
+ * receives the configuration in words. */
+void gate_config_key(const gate_args *a, const gate_canaries *c, char key[65], char *text, size_t size);
+/* The verdict cache: $XDG_CACHE_HOME/specula/gate/KEY (else ~/.cache/specula/gate/KEY), one line:
+ * "passed|FAILED DATE ROWS-FAILED/ROWS CONFIGURATION". store: best effort, 0 or −1 (err); lookup: 1 found (the
+ * line in line[size]), 0 none. */
+int gate_cache_store(const char *key, int failed, int rows, const char *text, sp_error *err);
+int gate_cache_lookup(const char *key, char *line, size_t size);
+/* The repository's canary set, tests/gate/canaries.txt. */
+const char *gate_default_canaries(void);
 
 #endif

@@ -13,7 +13,7 @@
 
 #define GATE_MAX_IDS 4096 /* per line: a canary longer than that is no canary */
 
-static int sha256_hex(const unsigned char *data, size_t n, char hex[65], sp_error *err) {
+int gate_sha256_hex(const unsigned char *data, size_t n, char hex[65], sp_error *err) {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned len = 0;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
@@ -181,7 +181,7 @@ int gate_canaries_read(gate_canaries *c, const char *path, int need_expect, sp_e
     size_t n;
     char *text = slurp(path, &n, err);
     if (!text) return -1;
-    int rc = sha256_hex((const unsigned char *)text, n, c->sha256, err);
+    int rc = gate_sha256_hex((const unsigned char *)text, n, c->sha256, err);
     if (!rc && strlen(text) != n) rc = sp_fail(err, "%s: a NUL byte in a text file", path);
     int line = 0;
     for (char *s = text; !rc && *s;) {
@@ -292,7 +292,7 @@ int gate_canaries_write(gate_canaries *c, const char *path, const char *model_di
     size_t n;
     char *text = slurp(path, &n, err);
     if (!text) return -1;
-    int rc = sha256_hex((const unsigned char *)text, n, c->sha256, err);
+    int rc = gate_sha256_hex((const unsigned char *)text, n, c->sha256, err);
     free(text);
     if (rc) return -1;
     char side[4200];

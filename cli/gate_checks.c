@@ -188,16 +188,17 @@ static void acceptance_row(const gate_args *a, const run_accounting *acc, gate_t
         len += snprintf(r->measured + len, GATE_ROW_TEXT - (size_t)len, " %d:%.3f", d,
                         (double)acc->accepted[d] / (double)acc->proposed[d]);
     say(r->against,
-        "plausible at T %.3g: alpha-hat < 0.99 (a verifier that accepts everything) and > 0, over >= 100 "
-        "drafts",
+        "plausible at T %.3g: alpha-hat < 0.99 over >= 100 drafts (near 1: a verifier that accepts "
+        "everything)",
         (double)a->spec.sampling.temperature);
     /* at T > 0 a draft that is not the target itself is rejected now and then: acceptance near 1 means the
-     * verifier is not testing (lesson 8); none at all over many drafts means the drafts never reach it */
+     * verifier is not testing (lesson 8). Low acceptance is a slow method, not a wrong one (prompt lookup's point
+     * masses are accepted a few times in a hundred here): it is reported, not judged. */
     if (proposed < 100) {
         r->verdict = GATE_FAIL;
         say(r->against, "at least 100 drafts to judge (draw more: -n)");
     } else
-        r->verdict = alpha >= 0.99 || !(alpha > 0) ? GATE_FAIL : GATE_PASS;
+        r->verdict = alpha >= 0.99 ? GATE_FAIL : GATE_PASS;
 }
 
 int gate_check_distribution(const gate_args *a, const method_parts *parts, decode_target *law, const int *prompt,
@@ -248,8 +249,9 @@ int gate_check_distribution(const gate_args *a, const method_parts *parts, decod
     if (!r) return sp_fail(err, "gate: more than %d rows", GATE_MAX_ROWS);
     say(r->measured, "smallest Holm p %.3g (on and off arms' PIT, pooled and per position); control at T %.3g: %.3g",
         law_p, (double)a->control_temperature, rep.control_law_p_holm);
-    say(r->against, "p > %.3g, the control < %.0e, the on arm drafting (%ld of %ld rounds)", opt.alpha, AUDIT_CONTROL_P,
-        drafting.drafted_rounds, drafting.rounds);
+    say(r->against, "p > %.3g, the control < %.0e, the on arm drafting (%ld of %ld rounds%s)", opt.alpha,
+        AUDIT_CONTROL_P, drafting.drafted_rounds, drafting.rounds,
+        drafted ? "" : ": too few to test the method, >= 100 and 10 % needed");
     r->verdict = law_p > opt.alpha && rep.control_law_p_holm < AUDIT_CONTROL_P && drafted ? GATE_PASS : GATE_FAIL;
     r = gate_table_add(t, "distribution: on vs off");
     if (!r) return sp_fail(err, "gate: more than %d rows", GATE_MAX_ROWS);
@@ -257,7 +259,7 @@ int gate_check_distribution(const gate_args *a, const method_parts *parts, decod
         "smallest Holm p %.3g (G-test per position, n %d, L %d); TV(on, off) <= %.3f certified, "
         "detectable %.3f; control %.3g",
         two_p, a->n, a->L, rep.max_tv, rep.detectable_tv, rep.control_min_p_holm);
-    say(r->against, "p > %.3g and the control < %.0e", opt.alpha, AUDIT_CONTROL_P);
+    say(r->against, "p > %.3g, the control < %.0e, the on arm drafting (as above)", opt.alpha, AUDIT_CONTROL_P);
     r->verdict = two_p > opt.alpha && rep.control_min_p_holm < AUDIT_CONTROL_P && drafted ? GATE_PASS : GATE_FAIL;
     audit_report_free(&rep);
     acceptance_row(a, &acc, t);

@@ -386,7 +386,7 @@ row audit "--save-samples into a missing folder" 2 "$tmp/nope/dir/on.txt: cannot
 # specula gate: its flags, and a canary file that cannot be used (missing, malformed, past the vocabulary, without
 # its expected tokens)
 row gate "--temperature 0" 2 "--temperature must be above 0" -- gate --temperature 0
-row gate "a method that does not speculate" 2 "--method sample does not speculate" -- gate --method sample
+row gate "--plant with a method that does not speculate" 2 "--method sample has none" -- gate --method sample --plant residual-unnormalised
 row gate "beam search" 2 "--method beam decodes at temperature 0 only" -- gate --method beam
 row gate "--plant an unknown bug" 2 "--plant: 'bogus' is not a planted bug" -- gate --plant bogus
 row gate "--max-tokens" 2 "--max-tokens does not apply here" -- gate --max-tokens 4

@@ -13,6 +13,7 @@ spec=$build/specula
 pass=0 fail=0
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/specula-gate-cli-XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME=$tmp/cache # the verdicts the gate records for bench: here, not in the user's cache
 
 check() { # check NAME CONDITION...
     local name=$1
@@ -101,6 +102,32 @@ check "--write-canaries: exit 0" test $? -eq 0
 check "--write-canaries: the same bytes" cmp -s tests/gate/canaries.txt "$tmp/w/canaries.txt"
 check "--write-canaries: the same checksum file" cmp -s tests/gate/canaries.txt.sha256 "$tmp/w/canaries.txt.sha256"
 check "the recorded checksum is the file's" sh -c "cd tests/gate && sha256sum -c --quiet canaries.txt.sha256"
+
+# the acceptance row's red flag can fire: a draft that is the target itself is accepted every time at T 1
+gate self-draft --method spec --draft models/tiny-shakespeare -n 100
+check "a draft that is the target: acceptance FAIL at alpha-hat 1" \
+    grep -Eq '^acceptance +FAIL +[0-9]+ of [0-9]+ drafts accepted, alpha-hat 1\.000' "$tmp/self-draft"
+
+# bench: the workload shape, the run's time split and the gate beside every speed figure
+bench() { "$spec" bench --runs 1 --tokens 8 --cost-reps 0 --temperature 0.9 --method mtp "$@" 2>/dev/null; }
+bench >"$tmp/bench-none"
+check "bench: the workload shape" grep -q '^workload: prompt 4 tokens, output 8 tokens, batch 1, temperature 0.9$' "$tmp/bench-none"
+check "bench: decode rate, TTFT, end to end, proposed, accepted" \
+    grep -Eq '^method +decode tok/s +TTFT ms +end-to-end +proposed +accepted +alpha +gate$' "$tmp/bench-none"
+check "bench: the mtp row's drafts counted" grep -Eq '^mtp +[0-9.]+ +[0-9.]+ +[0-9.]+ ms +[1-9][0-9]* +[0-9]+ +0\.[0-9]+ +withheld: no gate$' "$tmp/bench-none"
+check "bench, no verdict: both rows' speed withheld" sh -c "test \$(grep -c 'withheld: no gate$' '$tmp/bench-none') -eq 2 && grep -q '^withheld: the speed figures of sample, mtp: ' '$tmp/bench-none'"
+gate mtp4 --method mtp --k 4 --temperature 0.9 # the configuration of bench's mtp row
+check "gate of bench's mtp row: passed" test "$(rc mtp4)" -eq 0
+bench >"$tmp/bench-cached"
+check "bench: the mtp row's recorded verdict, the plain row still withheld" sh -c \
+    "grep -Eq '^mtp .* ms .* passed$' '$tmp/bench-cached' && grep -Eq '^sample .* ms .* withheld: no gate$' '$tmp/bench-cached' && grep -q '^withheld: the speed figures of sample: ' '$tmp/bench-cached'"
+gate q4-mtp4 --method mtp --k 4 --temperature 0.9 --kv-cache q4 # the sizes are part of the key: the defaults
+bench --kv-cache q4 >"$tmp/bench-q4"
+check "bench --kv-cache q4: another configuration, its failed verdict" grep -Eq '^mtp .* ms .* withheld: FAILED$' "$tmp/bench-q4"
+bench --gate --csv >"$tmp/bench.csv"
+check "bench --gate: exit 0" test $? -eq 0
+check "bench --csv: the new columns" head -1 "$tmp/bench.csv" | grep -q ',prompt_tokens,batch,decode_tokens_per_s,ttft_ms,e2e_ms,proposed,accepted,gate$'
+check "bench --gate: every row's gate run first, passed" test "$(grep -c ',passed$' "$tmp/bench.csv")" -eq 2
 
 echo "gate-cli: $pass passed, $fail failed"
 echo "$pass $fail 0" >"$counts"

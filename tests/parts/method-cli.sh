@@ -124,7 +124,9 @@ fi
 "$specula" bench "$m" --runs 1 --tokens 8 --temperature 0.9 --mtp-argmax --k 2 --method mtp >"$tmp/bench2" 2>&1
 check "bench --method mtp --mtp-argmax --k 2" grep -qE "^mtp .*mtp k=2, argmax drafts, exact rule$" "$tmp/bench2"
 check "bench --method mtp: plain decoding and MTP only" \
-    test "$(sed '/^engine B\/token/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
+    test "$(sed -E '/^method +decode tok/q' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
+check "bench --method mtp: the same two rows in the table of the runs' time and drafts" \
+    test "$(sed -En '/^method +decode tok/,/^engine B\/token/p' "$tmp/bench2" | grep -cE '^(greedy|sample|mtp|spec|medusa) ')" -eq 2
 expect_error "bench has no beam row" 2 "--beams does not apply here" bench "$m" --beams 2
 expect_error "bench sets its own budget" 2 "--max-tokens does not apply here" bench "$m" --max-tokens 5
 expect_error "bench --method sample" 2 "bench compares a method that drafts" bench "$m" --method sample

@@ -75,7 +75,7 @@ $(BUILD)/libspecula-%.a:
 	rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/obj/cli/args.o: ALL_CFLAGS += -DSPECULA_MODELS_DIR=\"$(CURDIR)/models\"
-$(BUILD)/obj/cli/cmd_gate.o: ALL_CFLAGS += -DSPECULA_GATE_DIR=\"$(CURDIR)/tests/gate\"
+$(BUILD)/obj/cli/gate_run.o: ALL_CFLAGS += -DSPECULA_GATE_DIR=\"$(CURDIR)/tests/gate\"
 $(BUILD)/specula: $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
