@@ -30,7 +30,7 @@ static void usage(FILE *f) {
             "                  position, the TV bound it certifies) and against the law (randomised PIT), each\n"
             "                  beside a control at another temperature that must be rejected\n"
             "  acceptance      the on arm's proposed and accepted drafts, alpha-hat, per position; near 1 at\n"
-            "                  T > 0 (a verifier that accepts everything) or 0 fails\n"
+            "                  T > 0 (alpha-hat >= 0.99: a verifier that accepts everything) fails\n"
             "(a method that does not speculate, --method sample, runs the canaries and TV rows only). The verdict is\n"
             "recorded under the configuration's key in $XDG_CACHE_HOME/specula/gate (else ~/.cache/specula/gate),\n"
             "where `specula bench` reads it.\n"
