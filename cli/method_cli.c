@@ -109,7 +109,7 @@ void model_flags_usage(FILE *f) {
         "  --threads N          cpu: threads of the engine (default 1)\n"
         "  --dtype D            cpu: bf16 (default) | f32 weights (f32: the reference's floats bit for bit, slower)\n"
         "  --kv-cache F         cpu: the attention layers' KV cache: f32 (default) | bf16 | q8 (8-bit, a scale per\n"
-        "                       32) | q4 (4-bit, a scale per 32, Hadamard-rotated); cuda: bf16 only (its default)\n"
+        "                       32) | q4 (4-bit, a scale per 32, Hadamard-rotated); cuda: bf16 (default) | q8 | q4\n"
         "  --cuda-graphs on|off cuda: each pass captured into CUDA graphs (on, default) or launched op by op\n"
         "  --cuda-debug         cuda: graphs off, every launch waited for, the first kernel that fails named\n",
         default_model_dir());
@@ -153,11 +153,11 @@ int model_flags_backend_check(const model_flags *f, const char *cmd) {
                 cmd);
         return 2;
     }
-    if (f->kv_flag && f->backend == BACKEND_CUDA && f->kv != KV_BF16) {
+    if (f->kv_flag && f->backend == BACKEND_CUDA && f->kv == KV_F32) {
         fprintf(stderr,
-                "specula %s: --kv-cache %s is the CPU engine's for now: the CUDA backend keeps its KV cache "
-                "in bf16\n",
-                cmd, kv_format_name(f->kv));
+                "specula %s: --kv-cache f32 is the CPU engine's: the CUDA backend keeps its KV cache in bf16 "
+                "(default), q8 or q4\n",
+                cmd);
         return 2;
     }
     if (f->engine_flag && f->backend != BACKEND_CPU) {

@@ -3,6 +3,8 @@
  * (flash-decoding) so a single decode query fills the GPU at long contexts. */
 #include "kn_attention.h"
 #include "kn_common.cuh"
+#include "kn_kv_quant.cuh"
+#include "kn_kv_quant.h"
 
 /* op_sigmoid of reference/ops/ops.c, on the device; out · sigmoidf_(gate)
  * below is the output gate, op_output_gate (reference/ops/ops.h). */
@@ -62,6 +64,69 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
             }
         /* op_output_gate (reference/ops/ops.h) */
         out[((size_t)t * H + h) * Dh + d] = mx != -INFINITY ? acc / sum * sigmoidf_(gate[d]) : 0.0f;
+    }
+}
+
+/* ---- over the quantised cache (kn_kv_quant.h) -------------------------------------------- */
+
+/* v1's design over q8 / q4 rows: a warp per position for the scores (lane i takes element i of each block of 32,
+ * so one scale per step), block max and Σ exp, a thread per output dim for Σ p·v; each element read back as
+ * s · q, as kv_row_load does. BITS 4: the output (a weighted sum of rotated values) goes through shared memory to
+ * be rotated back (kvq_unrotate) before the gate. */
+template <int BITS>
+__global__ void attention_quant(float *out, const float *q, const float *qg, const unsigned char *Kc,
+                                const unsigned char *Vc, const int *bt, int ctx, int m, const uint64_t *mask, int H,
+                                int Hkv, int Dh, float scale, float *scores_all) {
+    __shared__ float scratch[32];
+    KN_DYN_SMEM(float, y); /* [Dh] BITS 4: the output before it is rotated back */
+    int h = blockIdx.x, t = blockIdx.y, n = ctx + m;
+    int kvh = h / (H / Hkv);
+    int lane = threadIdx.x % KN_WARP, warp = threadIdx.x / KN_WARP, n_warps = blockDim.x / KN_WARP;
+    const size_t rb = kn_kvq_row_bytes(BITS, Dh);
+    const float *qh = q + ((size_t)t * H + h) * Dh;
+    float *scores = scores_all + ((size_t)t * H + h) * n;
+    for (int c = warp; c < n; c += n_warps) {
+        int s = candidate_slot(c, ctx, t, mask);
+        float dot = 0.0f;
+        if (s >= 0) {
+            const unsigned char *row = Kc + kn_paged_offset(bt, s, kvh, 0, Hkv, 1) * rb;
+            for (int d = lane; d < Dh; d += KN_WARP) dot += qh[d] * kn_kvq_load<BITS>(row, d, Dh);
+            dot = kn_warp_sum(dot);
+        }
+        if (lane == 0) scores[c] = s >= 0 ? dot * scale : -INFINITY;
+    }
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, scores[c]);
+    mx = kn_block_max(mx, scratch);
+    float sum = 0.0f;
+    if (mx != -INFINITY)
+        for (int c = threadIdx.x; c < n; c += blockDim.x) {
+            float p = expf(scores[c] - mx);
+            scores[c] = p;
+            sum += p;
+        }
+    sum = kn_block_sum(sum, scratch); /* its barriers also publish the p values */
+    const float *gate = qg + ((size_t)t * H + h) * 2 * Dh + Dh;
+    float *oh = out + ((size_t)t * H + h) * Dh;
+    for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
+        float acc = 0.0f;
+        if (mx != -INFINITY)
+            for (int c = 0; c < n; c++) {
+                float p = scores[c];
+                if (p == 0.0f) continue;
+                acc += p * kn_kvq_load<BITS>(Vc + kn_paged_offset(bt, c, kvh, 0, Hkv, 1) * rb, d, Dh);
+            }
+        const float o = mx != -INFINITY ? acc / sum : 0.0f;
+        if (BITS == 4)
+            y[d] = o;
+        else /* op_output_gate (reference/ops/ops.h) */
+            oh[d] = o * sigmoidf_(gate[d]);
+    }
+    if (BITS == 4) {
+        __syncthreads();
+        kn_kvq_unrotate_block(y, Dh);
+        for (int d = threadIdx.x; d < Dh; d += blockDim.x) oh[d] = y[d] * sigmoidf_(gate[d]);
     }
 }
 
@@ -329,6 +394,21 @@ cudaError_t kn_attention(float *out, const float *q, const float *qg, const uint
                          const int *bt, int ctx, int m, const uint64_t *mask, int H, int Hkv, int Dh, float scale,
                          float *work, size_t work_floats, cudaStream_t s) {
     return launch_v4(out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale, work, work_floats, s);
+}
+
+cudaError_t kn_attention_quant(float *out, const float *q, const float *qg, const unsigned char *Kc,
+                               const unsigned char *Vc, const int *bt, int ctx, int m, const uint64_t *mask, int H,
+                               int Hkv, int Dh, float scale, float *work, size_t work_floats, int bits,
+                               cudaStream_t s) {
+    if (!attn_args_ok(ctx, m, H, Hkv, Dh) || (bits != 8 && bits != 4) ||
+        work_floats < (size_t)m * H * (size_t)(ctx + m))
+        return cudaErrorInvalidValue;
+    dim3 grid(H, m);
+    if (bits == 8)
+        return KN_LAUNCH(attention_quant<8>, grid, 256, 0, s, out, q, qg, Kc, Vc, bt, ctx, m, mask, H, Hkv, Dh, scale,
+                         work);
+    return KN_LAUNCH(attention_quant<4>, grid, 256, (size_t)Dh * sizeof(float), s, out, q, qg, Kc, Vc, bt, ctx, m, mask,
+                     H, Hkv, Dh, scale, work);
 }
 
 const kn_attention_version *kn_attention_versions(int *count) {

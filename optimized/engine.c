@@ -129,11 +129,9 @@ static int open_engine(engine *e, const char *dir, const engine_options *o, uint
     if (e->opt.cuda && e->opt.f32_weights)
         return sp_fail(err, "cuda engine: --dtype f32 is the CPU engine's exact mode; the CUDA backend computes with "
                             "bf16 weights");
-    if (e->opt.cuda && e->opt.kv != KV_DEFAULT && e->opt.kv != KV_BF16)
-        return sp_fail(err,
-                       "cuda engine: --kv-cache %s is the CPU engine's for now; the CUDA backend keeps its KV cache "
-                       "in bf16",
-                       kv_format_name(e->opt.kv));
+    if (e->opt.cuda && e->opt.kv == KV_F32)
+        return sp_fail(err, "cuda engine: --kv-cache f32 is the CPU engine's; the CUDA backend keeps its KV cache in "
+                            "bf16, q8 or q4");
     if (seed ? engine_weights_synthetic(&e->w, dir, err) : engine_weights_load(&e->w, dir, e->opt.f32_weights, err))
         return -1;
     snprintf(e->path, sizeof e->path, "%s", dir);

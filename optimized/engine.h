@@ -20,7 +20,7 @@ typedef struct {
     int cuda_debug;  /* CUDA backend: 1 waits after every launch, graphs off, and names the first kernel that
                       * fails (backend_cuda_debug) */
     kv_format kv;    /* the attention layers' KV cache (kv_quant.h): KV_DEFAULT keeps the backend's own element
-                      * (float32 on the CPU, bf16 on CUDA); the CPU also keeps bf16, q8 and q4, CUDA bf16 only */
+                      * (float32 on the CPU, bf16 on CUDA); the CPU also keeps bf16, q8 and q4, CUDA q8 and q4 */
 } engine_options;
 
 engine_options engine_defaults(void); /* 1 thread, bf16, CUDA graphs */

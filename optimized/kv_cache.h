@@ -20,7 +20,7 @@ struct kv_cache {
     /* keys and values: backend memory, [capacity, n_layers, n_heads, KV_BLOCK_SIZE] rows of row_bytes, the same
      * layout on every backend. Within a block each layer's heads follow the kernels' paged layout
      * (kernels/kn_paged.h) with block index block · n_layers + layer, so one head's positions are contiguous.
-     * Rows are float32 on the CPU and bf16 on a GPU by default; the CPU also keeps bf16, q8 and q4 rows. */
+     * Rows are float32 on the CPU and bf16 on a GPU by default; both also keep q8 and q4 rows, the CPU bf16 too. */
     void *keys;
     void *values;
     int in_use;  /* blocks with refcount > 0 */

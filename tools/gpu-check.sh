@@ -54,9 +54,9 @@ case $rc in
 esac
 
 status=0
-# family:seconds — guards that add up to 6 minutes (with the build, under 7);
+# family:seconds — guards that add up to under 7 minutes (with the build, under 7½);
 # a normal run takes a fraction of each.
-for spec in copy:30 matvec:150 norm:30 rope_kv:30 attention:45 deltanet:40 sample:40 graph:15; do
+for spec in copy:30 matvec:150 norm:30 rope_kv:30 attention:45 kv_quant:20 deltanet:40 sample:40 graph:15; do
     fam=${spec%%:*} limit=${spec##*:}
     t0=$SECONDS
     timeout --signal=KILL "$limit" "$bin" --only "$fam" --seed "$seed" --results "$results"

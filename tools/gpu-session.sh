@@ -41,6 +41,7 @@ kernels:matvec 60 15
 kernels:norm 15 3
 kernels:rope_kv 15 3
 kernels:attention 40 10
+kernels:kv_quant 20 4
 kernels:deltanet 20 4
 kernels:sample 25 6
 kernels:graph 15 2
@@ -191,12 +192,12 @@ fi
 seed=${GPU_SESSION_SEED:-$(date +%s)}
 if [ -n "$gpucheck" ]; then
     echo "gpucheck seed $seed (replay a family with: gpucheck --only FAMILY --seed $seed)"
-    for fam in copy matvec norm rope_kv attention deltanet sample graph; do
+    for fam in copy matvec norm rope_kv attention kv_quant deltanet sample graph; do
         step "kernels:$fam" - "$gpucheck" --only "$fam" --seed "$seed" --results "$out/kernels.tsv"
     done
     step kernels:table kernels.txt "$gpucheck" --report "$out/kernels.tsv"
 else
-    for fam in copy matvec norm rope_kv attention deltanet sample graph table; do
+    for fam in copy matvec norm rope_kv attention kv_quant deltanet sample graph table; do
         skip "kernels:$fam" "no gpucheck"
     done
 fi

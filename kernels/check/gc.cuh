@@ -126,6 +126,7 @@ void gc_family_matvec(gc_ctx *c);
 void gc_family_norm(gc_ctx *c);
 void gc_family_rope_kv(gc_ctx *c);
 void gc_family_attention(gc_ctx *c);
+void gc_family_kv_quant(gc_ctx *c); /* the q8 / q4 KV cache's write and attention (kn_kv_quant.h) */
 void gc_family_deltanet(gc_ctx *c);
 void gc_family_sample(gc_ctx *c);
 void gc_family_graph(gc_ctx *c); /* stream capture and graphs: the rules the emulator shares with the device */

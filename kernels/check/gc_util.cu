@@ -199,6 +199,7 @@ static const gc_family families[] = {
     {"norm", gc_family_norm, "RMSNorm, gated RMSNorm, SwiGLU"},
     {"rope_kv", gc_family_rope_kv, "q/k norm + partial RoPE + paged KV write"},
     {"attention", gc_family_attention, "paged decode / tree attention, split-K"},
+    {"kv_quant", gc_family_kv_quant, "q8 / q4 KV cache: rows byte for byte kv_row_store's, attention over them"},
     {"deltanet", gc_family_deltanet, "causal conv step and gated delta rule over chains and trees"},
     {"sample", gc_family_sample, "processed distribution, exponential race, chain and tree acceptance"},
     {"graph", gc_family_graph, "stream capture and CUDA graphs as the engine uses them, with their controls"},

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kn_engine_ops.h"
+#include "kn_kv_quant.h"
 #include "kn_matvec.h"
 #include "kn_paged.h"
 
@@ -184,24 +185,40 @@ static void c_begin_pass(engine_backend *b, const epass *p) {
 /* Sequence s's nodes through one attention layer: q and k normed and rotated, its keys and values into its
  * cache, then its nodes attending to its committed positions and their ancestors — the launches a pass of this
  * sequence alone makes, on its rows of the pass's arrays. q: [m, H·Dh] rotated-query scratch; work: the
- * attention's scratch, room for every sequence of the pass. */
+ * attention's scratch, room for every sequence of the pass. A q8 or q4 cache (kv_quant.h) takes the quantised
+ * write and attention of kn_kv_quant.h, rows byte for byte the CPU's; bf16 the engine's kernel versions. */
 static void attention_seq(engine_backend *b, const cuda_seq *s, int la, const epass *p, const attention_args *a,
                           float *q, float *work) {
     cuda_impl *c = impl(b);
     const model_config *cfg = b->cfg;
     const int H = cfg->num_heads, Hkv = cfg->num_kv_heads, Dh = cfg->head_dim, f = s->first;
     const int *table = c->table + s->tables + (size_t)la * s->n_blocks;
+    const kv_format format = p->kv->format;
+    const int bits = format == KV_Q8 ? 8 : format == KV_Q4 ? 4 : 0; /* kv_cache_build: only these and bf16 here */
+    float *qs = q + (size_t)f * H * Dh, *out = a->out + (size_t)f * H * Dh;
+    const float *qg = a->qg + (size_t)f * 2 * H * Dh, *k = a->k + (size_t)f * Hkv * Dh,
+                *v = a->v + (size_t)f * Hkv * Dh;
+    const float scale = 1.0f / sqrtf((float)Dh);
+    if (bits) {
+        unsigned char *Kc = (unsigned char *)p->kv->keys, *Vc = (unsigned char *)p->kv->values;
+        cuda_check(b,
+                   kn_rope_kv_quant(qs, Kc, Vc, table, qg, k, v, a->q_norm, a->k_norm, c->pos + f, c->slot + f, s->n, H,
+                                    Hkv, Dh, cfg->rotary_dim, cfg->rope_theta, cfg->rms_norm_eps, bits, c->stream),
+                   "rope_kv_quant");
+        cuda_check(b,
+                   kn_attention_quant(out, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh, scale, work,
+                                      c->att_work_cap, bits, c->stream),
+                   "attention_quant");
+        return;
+    }
     uint16_t *Kc = (uint16_t *)p->kv->keys, *Vc = (uint16_t *)p->kv->values;
-    float *qs = q + (size_t)f * H * Dh;
-    const float *qg = a->qg + (size_t)f * 2 * H * Dh;
     cuda_check(b,
-               c->rope_kv(qs, Kc, Vc, table, qg, a->k + (size_t)f * Hkv * Dh, a->v + (size_t)f * Hkv * Dh, a->q_norm,
-                          a->k_norm, c->pos + f, c->slot + f, s->n, H, Hkv, Dh, cfg->rotary_dim, cfg->rope_theta,
-                          cfg->rms_norm_eps, c->stream),
+               c->rope_kv(qs, Kc, Vc, table, qg, k, v, a->q_norm, a->k_norm, c->pos + f, c->slot + f, s->n, H, Hkv, Dh,
+                          cfg->rotary_dim, cfg->rope_theta, cfg->rms_norm_eps, c->stream),
                "rope_kv");
     cuda_check(b,
-               c->attention(a->out + (size_t)f * H * Dh, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh,
-                            1.0f / sqrtf((float)Dh), work, c->att_work_cap, c->stream),
+               c->attention(out, qs, qg, Kc, Vc, table, s->base, s->n, c->mask + f, H, Hkv, Dh, scale, work,
+                            c->att_work_cap, c->stream),
                "attention");
 }
 

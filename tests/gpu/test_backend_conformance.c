@@ -39,9 +39,16 @@
  * 1e-5 of a threshold: the results must be identical (bound 0 rounds differing); a draw at the wrong site (the
  * control) changes most rounds. */
 #define BOUND_ATTENTION 1e-2
+/* Attention over a q8 or q4 cache on both backends: the same encoder writes both caches (rows byte for byte
+ * kv_row_store's, kernels/check/check_kv_quant.cu), from keys and values that differ by float rounding alone, so
+ * the caches hold the same codes but where a rounding straddles a code's boundary; the outputs then differ by the
+ * order of the sums, as the products do (measured on the emulator: ≤ 4.1e-7 for q8, ≤ 2.7e-7 for q4). 1e-4, the
+ * products' bound, holds that with margin and sits far below both the bf16 cache's gap above and the controls'
+ * (a node that lost two ancestors: 0.22 and 0.25). */
+#define BOUND_ATTENTION_QUANT 1e-4
 #define BOUND_DELTANET 1e-4
 #define BOUND_ACCEPT 0.0
-#define MAX_ROWS 48
+#define MAX_ROWS 64
 
 typedef struct {
     char op[16], shape[48];
@@ -56,12 +63,18 @@ typedef struct {
     uint64_t draws;
 } bench;
 
-static void bench_open(bench *t, const char *dir) {
+/* Both engines on dir; kv: the KV cache of both (KV_DEFAULT: each backend's own, float32 and bf16). */
+static void engines_open(bench *t, const char *dir, kv_format kv) {
     sp_error err;
     engine_options o = engine_defaults();
+    o.kv = kv;
     ck_assert_msg(engine_open(&t->cpu, dir, &o, &err) == 0, "%s", err.msg);
     o.cuda = 1;
     ck_assert_msg(engine_open(&t->cuda, dir, &o, &err) == 0, "%s", err.msg);
+}
+
+static void bench_open(bench *t, const char *dir) {
+    engines_open(t, dir, KV_DEFAULT);
     t->n_rows = 0;
     t->draws = 0;
 }
@@ -468,7 +481,7 @@ static const int tree_parent[8] = {-1, 0, 0, 1, 1, 2, 3, 5}, tree_depth[8] = {0,
 
 /* Context lengths 0 → 12 → 13 (decode) → 69 (past 64: attention's split kernels and their combine) → 70, with
  * verify chains and trees between that the sequence forgets. */
-static void attention_rows(bench *t) {
+static void attention_rows(bench *t, const char *op, double bound) {
     const model_config *c = &t->cpu.cfg;
     const int H = c->num_heads, Hkv = c->num_kv_heads, Dh = c->head_dim, seq = open_both(t);
     const struct {
@@ -490,7 +503,7 @@ static void attention_rows(bench *t) {
                             steps[i].tree ? tree_depth : chain_depth,
                             0};
         const size_t in_n[3] = {(size_t)m * H * 2 * Dh, (size_t)m * Hkv * Dh, (size_t)m * Hkv * Dh};
-        pass_row(t, "attention", steps[i].what, run_attention, &a, in_n, 3, (size_t)m * H * Dh, BOUND_ATTENTION);
+        pass_row(t, op, steps[i].what, run_attention, &a, in_n, 3, (size_t)m * H * Dh, bound);
     }
 }
 
@@ -652,9 +665,19 @@ START_TEST(test_ops_match_the_cpu_backend) {
     elementwise_rows(&t);
     probs_rows(&t);
     for (int i = 0; i < MAX_NODES; i++) chain_parent[i] = i - 1, chain_depth[i] = i;
-    attention_rows(&t);
+    attention_rows(&t, "attention", BOUND_ATTENTION);
     deltanet_rows(&t);
     accept_rows(&t);
+    /* the same attention rows with a q8, then a q4 cache on both backends */
+    const struct {
+        kv_format kv;
+        const char *op;
+    } quant[] = {{KV_Q8, "attention q8"}, {KV_Q4, "attention q4"}};
+    for (int i = 0; i < 2; i++) {
+        bench_close(&t);
+        engines_open(&t, dir, quant[i].kv);
+        attention_rows(&t, quant[i].op, BOUND_ATTENTION_QUANT);
+    }
     printf("backend conformance: the CUDA backend on %s against the CPU backend (%s)\n", t.cuda.be.device,
            t.cpu.be.device);
     printf("%-13s %-44s %10s %10s  %s\n", "op", "shape", "error", "bound", "");

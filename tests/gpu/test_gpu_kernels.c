@@ -14,7 +14,8 @@
 #endif
 #define GPUCHECK_NO_DEVICE 4 /* gpucheck's exit status for "no CUDA device" (GC_EXIT_NO_DEVICE) */
 
-static const char *const families[] = {"matvec", "norm", "rope_kv", "attention", "deltanet", "sample", "graph"};
+static const char *const families[] = {"matvec",   "norm",     "rope_kv", "attention",
+                                       "kv_quant", "deltanet", "sample",  "graph"};
 #define N_FAMILIES (int)(sizeof families / sizeof families[0])
 
 /* Runs cmd, keeps the last part of its output in tail; returns its exit

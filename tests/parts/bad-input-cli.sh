@@ -222,7 +222,7 @@ gm "--dtype f8" 2 "--dtype" -- --dtype f8
 gm "--kv-cache q3" 2 "--kv-cache expects f32, bf16, q8 or q4, got 'q3'" -- --kv-cache q3
 gm "--kv-cache with --backend reference" 2 "--kv-cache only applies to the engine" -- --backend reference --kv-cache q8
 gm "--kv-cache q4, an odd head_dim" 2 "head_dim 15 is odd" -- --model "$tmp/odd-heads" --kv-cache q4
-gm "--kv-cache q8 with --backend cuda" 2 "the CUDA backend keeps its KV cache in bf16" -- --backend cuda --kv-cache q8
+gm "--kv-cache f32 with --backend cuda" 2 "--kv-cache f32 is the CPU engine's: the CUDA backend keeps its KV cache in bf16 (default), q8 or q4" -- --backend cuda --kv-cache f32
 row info "--kv-cache q3" 2 "--kv-cache expects f32, bf16, q8 or q4, got 'q3'" -- info "$m" --kv-cache q3
 row bench "--kv-cache q3" 2 "--kv-cache expects" -- bench "$m" --kv-cache q3
 gm "--seed -1" 2 "--seed" -- --seed -1
@@ -304,6 +304,9 @@ for method in greedy sample; do
         "position 2: the target drew token -1, outside the vocabulary [0, 32): its distribution there was empty" -- \
         generate --model "$tmp/tied-overflows" --tokens 1,2,3 --max-tokens 4 --method $method --backend cuda
 done
+# q8 and q4 caches run on the CUDA backend; q4 of an odd head width is refused there as on the CPU, by name
+row generate "--kv-cache q4 --backend cuda (emulated), an odd head_dim" 2 "head_dim 15 is odd" -- \
+    generate --model "$tmp/odd-heads" --tokens 1,2,3 --max-tokens 4 --backend cuda --kv-cache q4
 specula=$specula_main
 
 # ---- standard output on a full disk (/dev/full): exit 1, not 0 with the output lost ------------

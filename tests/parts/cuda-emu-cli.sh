@@ -82,9 +82,24 @@ if [ -f models/tiny-shakespeare/model.safetensors ]; then
             echo "FAIL cuda-emu-cli: greedy text with graphs and with $mode: $(head -1 "$tmp/mode-on") / $(head -1 "$tmp/mode-$mode")"
         fi
     done
+    # q8 and q4 KV caches (--kv-cache) on the CUDA backend: the same greedy text as the CPU engine's with the same
+    # cache (the caches hold the same rows: tests/gpu/test_engine_cuda_kv.c), MTP drafting through the module's
+    # cache of that format too
+    for kv in q8 q4; do
+        for backend in cuda cpu; do
+            "$emu" generate --backend $backend --kv-cache $kv --method mtp --k 3 --prompt "ROMEO:" --max-tokens 6 \
+                --temperature 0 >"$tmp/kv-$kv-$backend" 2>&1
+        done
+        if grep -q "6 tokens in" "$tmp/kv-$kv-cuda" && [ "$(head -1 "$tmp/kv-$kv-cuda")" = "$(head -1 "$tmp/kv-$kv-cpu")" ]; then
+            pass=$((pass + 1))
+        else
+            fail=$((fail + 1))
+            echo "FAIL cuda-emu-cli: --kv-cache $kv, greedy text on cuda and cpu: $(head -1 "$tmp/kv-$kv-cuda") / $(head -1 "$tmp/kv-$kv-cpu")"
+        fi
+    done
 else
-    skip=$((skip + 4))
-    echo "cuda-emu-cli: skipped 4 runs: models/tiny-shakespeare has no weights here"
+    skip=$((skip + 6))
+    echo "cuda-emu-cli: skipped 6 runs: models/tiny-shakespeare has no weights here"
 fi
 
 echo "cuda-emu-cli: $pass passed, $fail failed, $skip skipped"

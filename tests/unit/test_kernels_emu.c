@@ -41,6 +41,9 @@ END_TEST
 START_TEST(test_attention) { run_family("attention", 14, _i); }
 END_TEST
 
+START_TEST(test_kv_quant) { run_family("kv_quant", 18, _i); }
+END_TEST
+
 START_TEST(test_deltanet) { run_family("deltanet", 15, _i); }
 END_TEST
 
@@ -58,6 +61,7 @@ Suite *kernels_emu_suite(void) {
     tcase_add_loop_test(tc, test_matvec, 0, N_RUNS);
     tcase_add_loop_test(tc, test_norm, 0, N_RUNS);
     tcase_add_loop_test(tc, test_rope_kv, 0, N_RUNS);
+    tcase_add_loop_test(tc, test_kv_quant, 0, N_RUNS);
     tcase_add_loop_test(tc, test_attention, 0, N_RUNS);
     tcase_add_loop_test(tc, test_deltanet, 0, N_RUNS);
     tcase_add_loop_test(tc, test_sample, 0, N_RUNS);

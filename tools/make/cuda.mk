@@ -27,7 +27,8 @@ NVCC_FLAGS := -O3 -std=c++17 $(CUDA_ARCH) $(CUDA_INC) -Xcompiler -Wall,-Wextra $
 # device's CUDA install has the runtime and nothing more.
 $(BUILD)/cuda/kernels/check/matvec_cublas.o: NVCC_FLAGS += $(CUBLAS_DEF)
 GPUCHECK_C_SRC := $(addprefix reference/,ops/ops.c base/dtype.c base/philox.c decoding/sampler.c decoding/accept.c \
-                    decoding/tree.c base/error.c base/atomic_file.c base/regular_file.c) $(KERNEL_C_SRC)
+                    decoding/tree.c base/error.c base/atomic_file.c base/regular_file.c) optimized/kv_quant.c \
+                  $(KERNEL_C_SRC)
 GPUCHECK_OBJ = $(patsubst %.cu,$(BUILD)/cuda/%.o,$(CU_SRC) $(CU_CHECK_SRC)) $(call obj,$(GPUCHECK_C_SRC))
 
 # Prerequisites, not a second make: under make -j a sub-make would rebuild the libraries while this one links
