@@ -22,6 +22,8 @@
 #   make ptxas-check registers × threads of every CUDA kernel against the SM, by ptxas -v (nvcc; also in make test)
 #   make gpu-carry  the engine for sm_90 and its C libraries, for a GPU machine that cannot build it
 #   make gemm-bench time the CPU engine's matrix products against the read bandwidth (build/gemm-bench)
+#   make bench-course every method on the course model (models/course), k = 1 … 4, medians with their range
+#                   (tools/bench-course.sh: RUNS, TOKENS, THREADS; a few minutes)
 #   make install PREFIX=DIR   the plug-in header, the library's headers and archives, specula.pc (examples/bigram)
 #   make format     clang-format every C/CUDA file
 .DEFAULT_GOAL := all
@@ -42,13 +44,17 @@ include tools/make/peers.mk  # peer comparisons and the verification tables, out
 include tools/make/install.mk # make install PREFIX=DIR: the headers, archives and specula.pc
 
 .PHONY: all demo test test-build test-run memcheck deps peer bench-peers audit-peers gpu-check ptxas-check format clean cuda install \
-        plots notebooks notebooks-update exercise exercise-deps gemm-bench gpu-carry verify-docs verify-plants fuzz
+        plots notebooks notebooks-update exercise exercise-deps gemm-bench bench-course gpu-carry verify-docs verify-plants fuzz
 all: $(BUILD)/specula $(BUILD)/genmodel cuda
 	@echo "built: $(BUILD)/specula $(BUILD)/genmodel$(if $(NVCC), (CUDA objects with $(NVCC)), (no nvcc: CUDA skipped))$(if $(OPENMP),, (no OpenMP: the CPU engine runs on one thread))"
 
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tools/demo.sh $(BUILD)
+
+bench-course: deps
+	@$(MAKE) --no-print-directory $(BUILD)/specula
+	@tools/bench-course.sh $(BUILD)
 
 # The build runs on every core (on a clean clone it is a good part of the time make test takes); then
 # tests/run.sh runs the suites side by side.

@@ -36,6 +36,11 @@ const char *fixture_embedded_model(void) {
     return access(path, R_OK) == 0 ? "models/tiny-shakespeare" : NULL;
 }
 
+const char *fixture_course_model(void) {
+    static const char *path = "models/course/model.safetensors";
+    return access(path, R_OK) == 0 ? "models/course" : NULL;
+}
+
 void fixture_parts_open(fixture_parts *f, model *target, model *draft, const medusa_heads *heads) {
     memset(f, 0, sizeof *f);
     reference_target_build(&f->target, target);

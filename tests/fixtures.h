@@ -23,6 +23,8 @@ void fixture_model_close(fixture_model *f);
 /* The embedded trained target (models/tiny-shakespeare), or NULL when the
  * repository does not have it. */
 const char *fixture_embedded_model(void);
+/* The course model (models/course: 16 layers in the 27B's proportions), or NULL when it has no weights here. */
+const char *fixture_course_model(void);
 
 /* The models behind the decoding layer's interfaces (reference_target.h):
  * parts.target always, parts.draft when draft is not NULL, parts.mtp when

@@ -41,3 +41,24 @@ run "prompt lookup, greedy (temperature 0): the output must equal plain greedy" 
 if "$specula" generate --help | grep -q -- "--beams"; then
     run "beam search (4 beams)" --method beam --beams 4
 fi
+
+# The course model (docs/models.md): the 27B's proportions in miniature — 16 layers, 31 MiB read per decode step,
+# an MTP step at 7 % of it — where a pass over k + 1 positions costs little more than a decode step, so
+# speculation wins on a CPU. Plain decoding and MTP side by side on the CPU engine, alternated run by run.
+course=models/course
+if [ -f "$course/model.safetensors" ]; then
+    threads=$(nproc 2>/dev/null || echo 1)
+    echo
+    echo "=== the course model: plain decoding against MTP speculation on the CPU engine ($threads threads)"
+    for t in 0 1; do
+        echo "\$ specula bench $course --backend cpu --threads $threads --temperature $t --method mtp" \
+            "--k-sweep ${DEMO_COURSE_KS:-2,3} --runs 3 --tokens 96 --cost-reps 0 --prompt <a held-out prompt>"
+        "$specula" bench "$course" --backend cpu --threads "$threads" --temperature "$t" --method mtp \
+            --k-sweep "${DEMO_COURSE_KS:-2,3}" --runs 3 --tokens 96 --cost-reps 0 \
+            --prompt "BAPTISTA:
+I have a daughter, sir, called Katharina.
+
+GREMIO:
+" | sed -n '1,/^tokens\/s:/p' | sed '$d' || exit 1
+    done
+fi

@@ -118,6 +118,17 @@ START_TEST(test_embedded_model_matches_reference) {
 }
 END_TEST
 
+/* So is the course model: 16 layers (12 DeltaNet, 4 attention) and its MTP module over two prefill chunks and
+ * five KV blocks, held to the same bounds — depth does not loosen them. */
+START_TEST(test_course_model_matches_reference) {
+    ref_outputs r;
+    ref_outputs_build(&r, fixture_course_model(), N_PREFILL);
+    compare_prefill(&r, fixture_course_model(), 0);
+    compare_prefill(&r, fixture_course_model(), 1);
+    ref_outputs_free(&r);
+}
+END_TEST
+
 /* ---- every method through the engine ------------------------------------------------ */
 
 #define N_TOKENS 40
@@ -363,6 +374,10 @@ Suite *engine_suite(void) {
         tcase_add_test(tc, test_embedded_model_matches_reference);
     else
         harness_skip("engine", "embedded_model_matches_reference", "models/tiny-shakespeare has no weights here");
+    if (fixture_course_model())
+        tcase_add_test(tc, test_course_model_matches_reference);
+    else
+        harness_skip("engine", "course_model_matches_reference", "models/course has no weights here");
     tcase_add_loop_test(tc, test_methods_match_the_greedy_oracle, 0, 2);
     tcase_add_loop_test(tc, test_beam_matches_reference, 0, 2);
     tcase_add_loop_test(tc, test_broken_checkpoints_are_refused_alike, 0, n_broken_checkpoints);

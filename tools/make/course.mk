@@ -14,7 +14,7 @@ notebooks-update: $(LIB)
 # cases of that name. exercise-deps builds what every checker links, so that checkers can run side by side
 # (tests/parts/exercises.sh) without two makes building the same file.
 EXERCISE_OBJ = $(call obj,$(HARNESS_SRC) $(UNIT_SRC) $(STAT_SRC))
-exercise-deps: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB)
+exercise-deps: $(LIB) $(EXERCISE_OBJ) $(MUTANT_LIB) $(BUILD)/tests/within
 exercise: exercise-deps
 	@lessons/exercises/check.sh --build $(BUILD) --objdir $(BUILD)/obj --harness "$(call obj,$(HARNESS_SRC))" \
 	    --cc "$(CC)" --cflags "$(NB_CFLAGS)" \

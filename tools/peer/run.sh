@@ -25,7 +25,7 @@ echo "peer: environment ready in $(($(date +%s) - start)) s"
 # The trained embedded models are checked too, where they have been trained
 # (tools/train/train_models.py writes them; absent, the check says so).
 trained=()
-for m in tiny-shakespeare tiny-shakespeare-draft; do
+for m in tiny-shakespeare tiny-shakespeare-draft course; do
     dir="$here/../../models/$m"
     if [ -f "$dir/model.safetensors" ]; then
         trained+=(--trained "models/$m")
