@@ -9,8 +9,19 @@
 
 /* CPU seconds (user + system) of process group pgid: every live member's
  * own time and the time of the children it has reaped (so nothing is counted
- * twice), leaving out the process `skip` (the watcher itself). */
+ * twice), leaving out the process `skip` (the watcher itself). A descendant
+ * that moved to a group of its own is not counted (a test's spinning
+ * neighbour, tests/unit/test_time_limits.c). */
 double cpu_watch_group_seconds(pid_t pgid, pid_t skip);
+
+/* The same with every descendant of a member counted too, whatever its group:
+ * a whole program under `within`, e.g. a Check runner whose forked tests each
+ * take a group of their own while the runner waits for them. */
+double cpu_watch_tree_seconds(pid_t pgid, pid_t skip);
+
+/* SIGKILL to the group pgid and to every descendant of its members (not to
+ * `skip`). */
+void cpu_watch_kill_tree(pid_t pgid, pid_t skip);
 
 typedef enum {
     WATCH_ENDED,     /* done() said the watched work has ended */
@@ -24,6 +35,7 @@ typedef struct {
     double stall_s;         /* wall seconds without any CPU that count as a hang */
     int (*done)(void *ctx); /* polled between looks: nonzero when the work has ended */
     void *ctx;
+    int tree; /* 1: count descendants outside the group too (cpu_watch_tree_seconds) */
 } watch_spec;
 
 /* Polls the group (every 5 ms at first, then every 0.2 s) until done() or a limit is passed; *used

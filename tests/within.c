@@ -65,11 +65,11 @@ int main(int argc, char **argv) {
     }
     setpgid(c.child, c.child); /* also here, so the group exists before the first look */
     watch_spec w = {
-        .pgid = c.child, .skip = getpid(), .cpu_limit_s = limit, .stall_s = stall, .done = child_done, .ctx = &c};
+        .pgid = c.child, .skip = getpid(), .cpu_limit_s = limit, .stall_s = stall, .done = child_done, .ctx = &c, .tree = 1};
     double used;
     watch_end end = cpu_watch(&w, &used);
     if (end == WATCH_ENDED) return WIFEXITED(c.status) ? WEXITSTATUS(c.status) : 128 + WTERMSIG(c.status);
-    kill(-c.child, SIGKILL);
+    cpu_watch_kill_tree(c.child, getpid());
     waitpid(c.child, NULL, 0);
     if (end == WATCH_CPU_SPENT)
         fprintf(stderr, "within: %s used %.1f s of CPU, past its limit of %.0f s: stopped\n", argv[i], used, limit);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <stdio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -158,6 +159,60 @@ START_TEST(test_reaped_children_count) {
 }
 END_TEST
 
+/* 1 while process pid is alive (not gone, not a zombie waiting to be reaped). */
+static int alive(pid_t pid) {
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    const char *p = strrchr(line, ')');
+    return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+/* Under `within`, a descendant that moved to a process group of its own (Check's forked tests do) is still the
+ * watched work: its CPU counts while it runs — else a runner waiting on a long test looks hung — and the kill
+ * reaches it. */
+START_TEST(test_a_descendant_in_its_own_group_counts) {
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        setpgid(0, 0);
+        pid_t worker = fork();
+        if (worker == 0) {
+            setpgid(0, 0); /* out of the watched group */
+            burn_cpu(0.3);
+            pause();
+            _exit(0);
+        }
+        if (write(fd[1], &worker, sizeof worker) != (ssize_t)sizeof worker) _exit(1);
+        pause();
+        _exit(0);
+    }
+    setpgid(child, child);
+    pid_t worker = -1;
+    ck_assert_int_eq(read(fd[0], &worker, sizeof worker), (ssize_t)sizeof worker);
+    close(fd[0]), close(fd[1]);
+    double used = 0, counted = 0.29; /* 0.3 s, less a clock tick */
+    for (int i = 0; i < 100 && used < counted; i++) {
+        usleep(50000);
+        used = cpu_watch_tree_seconds(child, getpid());
+    }
+    ck_assert_msg(used >= counted, "a descendant's %.2f s of CPU not counted (%.2f)", counted, used);
+    /* the group alone leaves it out: what a spinning neighbour of a test needs */
+    ck_assert_double_lt(cpu_watch_group_seconds(child, getpid()), 0.1);
+    ck_assert(alive(worker));
+    cpu_watch_kill_tree(child, getpid());
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 100 && alive(worker); i++) usleep(10000);
+    ck_assert_msg(!alive(worker), "the descendant in its own group outlived the kill");
+}
+END_TEST
+
 Suite *time_limits_suite(void) {
     Suite *s = suite_create("time_limits");
     TCase *waits = harness_tcase("waits", LIMIT_S);
@@ -167,6 +222,7 @@ Suite *time_limits_suite(void) {
     tcase_add_test(tc, test_spinning_past_the_limit_is_killed);
     tcase_add_test(tc, test_a_hang_is_found);
     tcase_add_test(tc, test_reaped_children_count);
+    tcase_add_test(tc, test_a_descendant_in_its_own_group_counts);
     suite_add_tcase(s, tc);
     return s;
 }
