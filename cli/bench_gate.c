@@ -22,7 +22,7 @@ int bench_gate_rows(int run, const model_flags *models, loaded_models *lm, bench
     for (int i = 0; i < n; i++) snprintf(rows[i].gate, sizeof rows[i].gate, "none");
     gate_canaries c;
     sp_error err;
-    const char *path = gate_default_canaries();
+    const char *path = gate_canaries_for(models->model_dir);
     if (gate_canaries_read(&c, path, 1, &err)) { /* no canaries, no verdict: every speed withheld */
         if (run) {
             fprintf(stderr, "specula bench: --gate: %s\n", err.msg);

@@ -35,7 +35,8 @@ static void usage(FILE *f) {
             "recorded under the configuration's key in $XDG_CACHE_HOME/specula/gate (else ~/.cache/specula/gate),\n"
             "where `specula bench` reads it.\n"
             "Exit status: 0 every row passed, 1 a row failed (or the run did), 2 bad input. docs/gate.md.\n"
-            "  --canaries FILE      the canary set (default %s)\n"
+            "  --canaries FILE      the canary set (default MODEL/gate-canaries.txt where the model has one, else\n"
+            "                       %s)\n"
             "  --write-canaries     write the reference's greedy tokens and margins into the canary file for its\n"
             "                       prompts and token counts, and its sha256 beside it; runs the reference\n"
             "                       backend on --model only, then exits\n"
@@ -168,7 +169,7 @@ static int parse(int argc, char **argv, gate_args *a) {
     }
     a->exact = a->models.backend == BACKEND_REFERENCE || (a->models.backend == BACKEND_CPU && a->models.f32 &&
                                                           (a->models.kv == KV_DEFAULT || a->models.kv == KV_F32));
-    if (!a->canaries_path) a->canaries_path = gate_default_canaries();
+    if (!a->canaries_path) a->canaries_path = gate_canaries_for(a->models.model_dir);
     return model_flags_check(&a->models, &a->spec, "gate");
 }
 

@@ -130,5 +130,9 @@ int gate_cache_store(const char *key, int failed, int rows, const char *text, sp
 int gate_cache_lookup(const char *key, char *line, size_t size);
 /* The repository's canary set, tests/gate/canaries.txt. */
 const char *gate_default_canaries(void);
+/* The canary set of the model in model_dir (NULL: the default model): its own MODEL/gate-canaries.txt when it
+ * has one (expected tokens are a model's own: the course model's are not the embedded one's), else the
+ * repository's. A static buffer, valid until the next call. */
+const char *gate_canaries_for(const char *model_dir);
 
 #endif

@@ -20,6 +20,13 @@
 
 const char *gate_default_canaries(void) { return SPECULA_GATE_DIR "/canaries.txt"; }
 
+const char *gate_canaries_for(const char *model_dir) {
+    static char path[4200];
+    if (!model_dir) return gate_default_canaries();
+    snprintf(path, sizeof path, "%s/gate-canaries.txt", model_dir);
+    return access(path, F_OK) == 0 ? path : gate_default_canaries();
+}
+
 int gate_args_for(gate_args *a, const method_spec *s, const model_flags *models, sp_error *err) {
     memset(a, 0, sizeof *a);
     a->models = *models;

@@ -7,7 +7,7 @@ torch, transformers (with qwen3_5), safetensors and tokenizers; the corpus at
 
     python3 tools/train/train_models.py all        (target, target-mtp, draft)
     python3 tools/train/train_models.py target     (or: target-mtp, draft)
-    python3 tools/train/train_models.py course-all (the course model: course, course-mtp)
+    python3 tools/train/train_models.py course     (the course model, docs/models.md: phase 1 only)
     python3 tools/train/train_models.py target --steps 50 --out /tmp/t   (a quick trial)
 
 Seeded: the same command, torch version and thread count give the same
@@ -205,21 +205,20 @@ def evaluate_train(trunk, mtp, p, corpus, windows=56):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("which", choices=["all", "target", "target-mtp", "draft", "course-all", "course", "course-mtp"])
+    ap.add_argument("which", choices=["all", "target", "target-mtp", "draft", "course"])
     ap.add_argument("--corpus", default="../shared/data/tinyshakespeare.txt")
     ap.add_argument("--tokenizer", default="models/tiny-shakespeare/tokenizer.json")
     ap.add_argument("--steps", type=int, help="override the preset's step count (trials)")
     ap.add_argument("--out", help="override the output folder (only with one model)")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    if args.out and args.which in ("all", "course-all"):
+    if args.out and args.which == "all":
         ap.error("--out needs one model (target or draft)")
     torch.set_num_threads(args.threads)
     corpus = Corpus(args.corpus, args.tokenizer)
     print(f"corpus: {len(corpus.train)} training tokens, {len(corpus.val)} validation tokens "
           f"(last {len(corpus.val_text)} characters held out)", flush=True)
-    names = {"all": ["target", "target-mtp", "draft"], "course-all": ["course", "course-mtp"]}.get(
-        args.which, [args.which])
+    names = ["target", "target-mtp", "draft"] if args.which == "all" else [args.which]
     command = "python3 " + " ".join([os.path.relpath(__file__)] + sys.argv[1:])
     for name in names:
         phase2 = name.endswith("-mtp")
