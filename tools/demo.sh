@@ -59,6 +59,6 @@ if [ -f "$course/model.safetensors" ]; then
 I have a daughter, sir, called Katharina.
 
 GREMIO:
-" | sed -n '1,/^tokens\/s:/p' | sed '$d' || exit 1
+" | awk '/^(withheld|gate):/ { exit } { print }' || exit 1
     done
 fi
