@@ -13,7 +13,7 @@ endif
 FUZZ_SECONDS ?= 60
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # what the targets reach: the library's parsers (base, decoding, methods) and generate's command line
-FUZZ_LIB_SRC := $(call layer_src,base ops decoding methods) cli/args.c cli/generate_args.c cli/method_cli.c \
+FUZZ_LIB_SRC := $(call layer_src,base ops decoding methods) cli/args.c cli/generate_args.c cli/method_cli.c optimized/kv_quant.c \
                 optimized/cuda/absent.c
 FUZZ_REPLAY := $(patsubst %,$(BUILD)/fuzz/replay-%,$(FUZZ_TARGETS))
 FUZZ_BINS := $(patsubst %,$(BUILD)/fuzz/fuzz-%,$(FUZZ_TARGETS))
