@@ -46,6 +46,9 @@ struct bench_cost_run {
     double *samples; /* [F_COUNT, reps] seconds */
 };
 
+/* Untimed one-node passes before each rep's timed ones. */
+#define BENCH_COST_WARM_PASSES 3
+
 /* Figure slots of the samples: the sizes, then these. */
 enum { F_DRAFT = BENCH_COST_MAX_SIZES, F_MTP, F_ROUND, F_TREE, F_COUNT };
 
@@ -148,10 +151,14 @@ int bench_costs_rep(bench_cost_run *r, int rep, sp_error *err) {
     const int V = t->cfg->vocab_size, D = t->cfg->hidden_size, token = 1 % V, k = c->k;
     double sec[F_COUNT] = {0}, warm;
     if (steppers_ready(r, err)) return -1;
-    /* An untimed pass first: after the last rep's largest trees (and the runs between reps) the weights are out
-     * of the caches, and the first pass would pay for that; in a run a pass follows passes of its own size. */
+    /* Untimed passes first: after the last rep's largest trees (and the runs between reps) the weights are out
+     * of the caches, and the first passes would pay for that; in a run a pass follows passes of its own size.
+     * One was not enough: on the course model the first timed one-node pass after it still took about twice
+     * the runs' decode step (2026-12-02: 1.9-2.2 ms against 1.0-1.3 ms for the next ones), which made every
+     * t(m)/t(1) of the cost model too small. */
     chain(&r->chain, token, 1, V);
-    if (timed_pass(r, &r->chain, &r->base->sampling, &warm, err)) return -1;
+    for (int w = 0; w < BENCH_COST_WARM_PASSES; w++)
+        if (timed_pass(r, &r->chain, &r->base->sampling, &warm, err)) return -1;
     for (int i = 0; i < c->n_sizes; i++) {
         chain(&r->chain, token, c->m[i], V);
         if (timed_pass(r, &r->chain, &r->base->sampling, &sec[i], err)) return -1;
