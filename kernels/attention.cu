@@ -17,6 +17,24 @@ __device__ __forceinline__ int candidate_slot(int c, int ctx, int t, const uint6
     return kn_tree_visible(mask, t, c - ctx) ? c : -1;
 }
 
+/* Phase 2 of v1 and attention_quant, by the whole block: scores[0 .. n) become exp(score − max) in place; returns
+ * the max (−∞ when no position is visible: then nothing is written) and *sum the Σ exp. The block sum's barriers
+ * also publish the p values. */
+__device__ __forceinline__ float block_softmax(float *scores, int n, float *scratch, float *sum) {
+    float mx = -INFINITY;
+    for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, scores[c]);
+    mx = kn_block_max(mx, scratch);
+    float part = 0.0f;
+    if (mx != -INFINITY)
+        for (int c = threadIdx.x; c < n; c += blockDim.x) {
+            float p = expf(scores[c] - mx);
+            scores[c] = p;
+            part += p;
+        }
+    *sum = kn_block_sum(part, scratch);
+    return mx;
+}
+
 /* ---- v1 ------------------------------------------------------------------------ */
 
 /* v1: one block of 256 per (query, head). Phase 1: a warp per position
@@ -42,17 +60,8 @@ __global__ void attention_v1(float *out, const float *q, const float *qg, const 
         if (lane == 0) scores[c] = s >= 0 ? dot * scale : -INFINITY;
     }
     __syncthreads();
-    float mx = -INFINITY;
-    for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, scores[c]);
-    mx = kn_block_max(mx, scratch);
-    float sum = 0.0f;
-    if (mx != -INFINITY)
-        for (int c = threadIdx.x; c < n; c += blockDim.x) {
-            float p = expf(scores[c] - mx);
-            scores[c] = p;
-            sum += p;
-        }
-    sum = kn_block_sum(sum, scratch); /* its barriers also publish the p values */
+    float sum;
+    const float mx = block_softmax(scores, n, scratch, &sum);
     const float *gate = qg + ((size_t)t * H + h) * 2 * Dh + Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
         float acc = 0.0f;
@@ -96,17 +105,8 @@ __global__ void attention_quant(float *out, const float *q, const float *qg, con
         if (lane == 0) scores[c] = s >= 0 ? dot * scale : -INFINITY;
     }
     __syncthreads();
-    float mx = -INFINITY;
-    for (int c = threadIdx.x; c < n; c += blockDim.x) mx = fmaxf(mx, scores[c]);
-    mx = kn_block_max(mx, scratch);
-    float sum = 0.0f;
-    if (mx != -INFINITY)
-        for (int c = threadIdx.x; c < n; c += blockDim.x) {
-            float p = expf(scores[c] - mx);
-            scores[c] = p;
-            sum += p;
-        }
-    sum = kn_block_sum(sum, scratch); /* its barriers also publish the p values */
+    float sum;
+    const float mx = block_softmax(scores, n, scratch, &sum);
     const float *gate = qg + ((size_t)t * H + h) * 2 * Dh + Dh;
     float *oh = out + ((size_t)t * H + h) * Dh;
     for (int d = threadIdx.x; d < Dh; d += blockDim.x) {
