@@ -19,30 +19,10 @@
 /* logits[(N_PROMPT + n_decode), V] of the engine on dir (CUDA or CPU, KV cache f): the prompt's prefill, then
  * path[n_decode] one decode step at a time. path NULL: the greedy tokens are chosen here and written to chosen. */
 static float *run(const char *dir, int cuda, kv_format f, int n_decode, const int *path, int *chosen) {
-    engine e;
-    sp_error err;
     engine_options o = engine_defaults();
     o.cuda = cuda;
     o.kv = f;
-    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(e.kv.format, f);
-    decode_target t;
-    engine_target_build(&t, &e);
-    const int V = e.cfg.vocab_size;
-    int prompt[N_PROMPT];
-    for (int i = 0; i < N_PROMPT; i++) prompt[i] = prefill_token(i, V);
-    float *logits = calloc((size_t)(N_PROMPT + n_decode) * V, sizeof(float));
-    const int seq = t.seq_open(&t, &err);
-    ck_assert_msg(t.prefill(&t, seq, prompt, N_PROMPT, logits, NULL, &err) == 0, "%s", err.msg);
-    for (int i = 0; i < n_decode; i++) {
-        int tok = path ? path[i] : sampler_argmax(logits + (size_t)(N_PROMPT + i - 1) * V, V);
-        if (chosen) chosen[i] = tok;
-        ck_assert_msg(t.prefill(&t, seq, &tok, 1, logits + (size_t)(N_PROMPT + i) * V, NULL, &err) == 0, "%s", err.msg);
-    }
-    t.seq_close(&t, seq);
-    t.release(&t);
-    engine_close(&e);
-    return logits;
+    return engine_decode_logits(dir, &o, N_PROMPT, n_decode, path, chosen);
 }
 
 /* Why the bound. Both backends widen the same bf16 weights exactly and keep float32 activations, so the keys and

@@ -10,6 +10,7 @@
 #include "genmodel/randmodel.h"
 #include "harness.h"
 #include "reference_target.h"
+#include "sampler.h"
 #include "target_stepper.h"
 
 /* Largest |a − b| / (max |b| + tiny) over n values. */
@@ -29,6 +30,33 @@ void prefill_rows(decode_target *t, const int *tokens, int n, float *logits, flo
 }
 
 int prefill_token(int i, int V) { return (i * 37 + 11) % V; }
+
+float *engine_decode_logits(const char *dir, const engine_options *o, int n_prompt, int n_decode, const int *path,
+                            int *chosen) {
+    engine e;
+    sp_error err;
+    ck_assert_msg(engine_open(&e, dir, o, &err) == 0, "%s", err.msg);
+    if (o->kv) ck_assert_int_eq(e.kv.format, o->kv);
+    decode_target t;
+    engine_target_build(&t, &e);
+    const int V = e.cfg.vocab_size;
+    int *prompt = calloc((size_t)n_prompt, sizeof *prompt);
+    for (int i = 0; i < n_prompt; i++) prompt[i] = prefill_token(i, V);
+    float *logits = calloc((size_t)(n_prompt + n_decode) * V, sizeof(float));
+    const int seq = t.seq_open(&t, &err);
+    ck_assert_msg(t.prefill(&t, seq, prompt, n_prompt, logits, NULL, &err) == 0, "%s", err.msg);
+    for (int i = 0; i < n_decode; i++) {
+        int tok = path ? path[i] : sampler_argmax(logits + (size_t)(n_prompt + i - 1) * V, V);
+        if (chosen) chosen[i] = tok;
+        ck_assert_msg(t.prefill(&t, seq, &tok, 1, logits + (size_t)(n_prompt + i) * V, NULL, &err) == 0, "%s",
+                      err.msg);
+    }
+    t.seq_close(&t, seq);
+    t.release(&t);
+    engine_close(&e);
+    free(prompt);
+    return logits;
+}
 
 void ref_outputs_build(ref_outputs *r, const char *dir, int n) {
     ck_assert(n > N_MTP && n <= N_PREFILL);

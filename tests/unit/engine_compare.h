@@ -37,6 +37,11 @@ double rel_error(const float *a, const float *b, size_t n);
 void prefill_rows(decode_target *t, const int *tokens, int n, float *logits, float *hidden);
 /* The token of prefill position i. */
 int prefill_token(int i, int V);
+/* Logits [(n_prompt + n_decode), V] (malloc'd) of the engine on dir with options o (its backend and KV cache):
+ * the prefill of n_prompt tokens prefill_token(0 .. n_prompt), then path[n_decode] one decode step at a time, so
+ * every configuration reads the same sequence. path NULL: each step takes the greedy token, written to chosen. */
+float *engine_decode_logits(const char *dir, const engine_options *o, int n_prompt, int n_decode, const int *path,
+                            int *chosen);
 void ref_outputs_build(ref_outputs *r, const char *dir, int n);
 void ref_outputs_free(ref_outputs *r);
 /* The engine opened on dir with o against the reference's outputs. */

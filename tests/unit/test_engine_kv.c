@@ -17,30 +17,9 @@
  * of `path` (the float32 cache's greedy tokens: every cache reads the same sequence) one decode step at a time.
  * path NULL: the greedy tokens are chosen here and written to chosen[N_DECODE]. */
 static float *run(const char *dir, kv_format f, const int *path, int *chosen) {
-    engine e;
-    sp_error err;
     engine_options o = engine_defaults();
     o.kv = f;
-    ck_assert_msg(engine_open(&e, dir, &o, &err) == 0, "%s", err.msg);
-    ck_assert_int_eq(e.kv.format, f);
-    decode_target t;
-    engine_target_build(&t, &e);
-    const int V = e.cfg.vocab_size;
-    int prompt[N_PROMPT];
-    for (int i = 0; i < N_PROMPT; i++) prompt[i] = prefill_token(i, V);
-    float *logits = calloc((size_t)(N_PROMPT + N_DECODE) * V, sizeof(float));
-    const int seq = t.seq_open(&t, &err);
-    ck_assert_msg(t.prefill(&t, seq, prompt, N_PROMPT, logits, NULL, &err) == 0, "%s", err.msg);
-    for (int i = 0; i < N_DECODE; i++) {
-        const float *last = logits + (size_t)(N_PROMPT + i - 1) * V;
-        int tok = path ? path[i] : sampler_argmax(last, V);
-        if (chosen) chosen[i] = tok;
-        ck_assert(t.prefill(&t, seq, &tok, 1, logits + (size_t)(N_PROMPT + i) * V, NULL, &err) == 0);
-    }
-    t.seq_close(&t, seq);
-    t.release(&t);
-    engine_close(&e);
-    return logits;
+    return engine_decode_logits(dir, &o, N_PROMPT, N_DECODE, path, chosen);
 }
 
 /* Largest |Δlogit| over every position, relative to the float32 cache's largest |logit| (rel_error). */
