@@ -39,7 +39,9 @@ static void usage(FILE *f) {
             "                       %s)\n"
             "  --write-canaries     write the reference's greedy tokens and margins into the canary file for its\n"
             "                       prompts and token counts, and its sha256 beside it; runs the reference\n"
-            "                       backend on --model only, then exits\n"
+            "                       backend on --model only, then exits. With --model and no --canaries: the\n"
+            "                       prompts of the set it would use, written to MODEL/gate-canaries.txt (never\n"
+            "                       another model's tokens into the repository's set)\n"
             "  -n, --samples N      samples per distribution arm (default 300)\n"
             "  --length L           tokens per sample (default 8)\n"
             "  --control-temperature T\n"
@@ -207,13 +209,21 @@ static int write_canaries(const gate_args *a) {
             free(ctx);
         }
     const char *dir = a->models.model_dir ? a->models.model_dir : default_model_dir();
-    if (!rc && gate_canaries_write(&c, a->canaries_path, dir, &err)) {
+    /* Another model's expected tokens never go into the repository's set: with --model and no --canaries, its
+     * prompts are read from there and the model's own set is written beside it (gate_canaries_for finds it). */
+    char own[4200];
+    const char *out = a->canaries_path;
+    if (a->models.model_dir && a->canaries_path == gate_default_canaries()) {
+        snprintf(own, sizeof own, "%s/gate-canaries.txt", a->models.model_dir);
+        out = own;
+    }
+    if (!rc && gate_canaries_write(&c, out, dir, &err)) {
         fprintf(stderr, "specula gate: %s\n", err.msg);
         rc = EXIT_RUN_FAILED;
     }
     if (!rc)
-        printf("wrote %s: %d cases, sha256 %s (and %s.sha256)\n", a->canaries_path, c.n_cases, c.sha256,
-               a->canaries_path);
+        printf("wrote %s: %d cases, sha256 %s (and %s.sha256)\n", out, c.n_cases, c.sha256,
+               out);
     gate_canaries_free(&c);
     models_release(&lm);
     return rc;

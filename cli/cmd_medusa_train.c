@@ -174,6 +174,10 @@ static int parse(int argc, char **argv, train_args *a) {
 #undef INT
 #undef VALUE
     }
+    if (a->threads != 1 && !a->on_engine) {
+        fprintf(stderr, "specula medusa-train: --threads applies to --backend cpu (the reference runs one thread)\n");
+        return 2;
+    }
     if (!a->out) {
         fprintf(stderr, "specula medusa-train: give the heads file to write with --out\n");
         return 2;

@@ -43,8 +43,9 @@ if "$specula" generate --help | grep -q -- "--beams"; then
 fi
 
 # The course model (docs/models.md): the 27B's proportions in miniature — 16 layers, 31 MiB read per decode step,
-# an MTP step at 7 % of it — where a pass over k + 1 positions costs little more than a decode step, so
-# speculation wins on a CPU. Plain decoding and MTP side by side on the CPU engine, alternated run by run.
+# an MTP step at 7 % of it — on which MTP speculation beats plain decoding on a CPU, by a margin that the cost of a
+# pass over k + 1 positions bounds (docs/performance.md). Plain decoding and MTP side by side on the CPU engine,
+# alternated run by run.
 course=models/course
 if [ -f "$course/model.safetensors" ]; then
     threads=$(nproc 2>/dev/null || echo 1)

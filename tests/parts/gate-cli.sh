@@ -102,6 +102,18 @@ check "--write-canaries: exit 0" test $? -eq 0
 check "--write-canaries: the same bytes" cmp -s tests/gate/canaries.txt "$tmp/w/canaries.txt"
 check "--write-canaries: the same checksum file" cmp -s tests/gate/canaries.txt.sha256 "$tmp/w/canaries.txt.sha256"
 check "the recorded checksum is the file's" sh -c "cd tests/gate && sha256sum -c --quiet canaries.txt.sha256"
+# a model's own set: --model without --canaries writes MODEL/gate-canaries.txt (here the embedded model again, so
+# the same tokens), leaves the repository's set alone, and the gate then reads the model's own
+mkdir "$tmp/own" && cp models/tiny-shakespeare/config.json models/tiny-shakespeare/model.safetensors \
+    models/tiny-shakespeare/tokenizer.json "$tmp/own/"
+"$spec" gate --model "$tmp/own" --write-canaries >"$tmp/own.out" 2>&1
+check "--write-canaries with --model: exit 0" test $? -eq 0
+check "--write-canaries with --model: MODEL/gate-canaries.txt, the same tokens (its header names the model)" \
+    cmp -s <(grep -v '^#' tests/gate/canaries.txt) <(grep -v '^#' "$tmp/own/gate-canaries.txt")
+check "--write-canaries with --model: the repository's set untouched" \
+    sh -c "cd tests/gate && sha256sum -c --quiet canaries.txt.sha256"
+"$spec" gate --model "$tmp/own" --method sample -n 50 --length 4 --quiet >"$tmp/own-gate" 2>&1
+check "the gate reads the model's own set" grep -q "^canary set $tmp/own/gate-canaries.txt:" "$tmp/own-gate"
 
 # the acceptance row's red flag can fire: a draft that is the target itself is accepted every time at T 1
 gate self-draft --method spec --draft models/tiny-shakespeare -n 100

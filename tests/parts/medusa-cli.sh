@@ -97,6 +97,9 @@ check "heads trained on the engine's continuations decode greedily" \
 expect_error "medusa-train --backend cuda is refused" 2 "expected reference or cpu" \
     medusa-train --model "$m" --random-prompts --backend cuda --out "$tmp/never/heads.safetensors"
 check "a refused backend writes nothing" test ! -e "$tmp/never"
+expect_error "medusa-train --threads without --backend cpu is refused" 2 "applies to --backend cpu" \
+    medusa-train --model "$m" --random-prompts --threads 2 --out "$tmp/never/heads.safetensors"
+check "a refused --threads writes nothing" test ! -e "$tmp/never"
 # heads that project through the target's lm_head: on the engine's bf16 weights they get a float32 copy of it
 "$specula" medusa-train --model "$m" --random-prompts --heads 2 --sequences 4 --eval-sequences 2 --prompt-len 4 \
     --gen-len 16 --steps 5 --batch 8 --shared-lm-head --out "$tmp/shared/heads.safetensors" >"$tmp/train-shared" 2>&1
