@@ -176,8 +176,9 @@ static int alive(pid_t pid) {
  * watched work: its CPU counts while it runs — else a runner waiting on a long test looks hung — and the kill
  * reaches it. */
 START_TEST(test_a_descendant_in_its_own_group_counts) {
-    int fd[2];
+    int fd[2], burnt[2]; /* the worker's pid up; a byte once it has burnt its CPU (no wall-clock wait: load-proof) */
     ck_assert_int_eq(pipe(fd), 0);
+    ck_assert_int_eq(pipe(burnt), 0);
     pid_t child = fork();
     ck_assert_int_ge(child, 0);
     if (child == 0) {
@@ -186,6 +187,7 @@ START_TEST(test_a_descendant_in_its_own_group_counts) {
         if (worker == 0) {
             setpgid(0, 0); /* out of the watched group */
             burn_cpu(0.3);
+            if (write(burnt[1], "x", 1) != 1) _exit(1);
             pause();
             _exit(0);
         }
@@ -197,18 +199,17 @@ START_TEST(test_a_descendant_in_its_own_group_counts) {
     pid_t worker = -1;
     ck_assert_int_eq(read(fd[0], &worker, sizeof worker), (ssize_t)sizeof worker);
     close(fd[0]), close(fd[1]);
-    double used = 0, counted = 0.29; /* 0.3 s, less a clock tick */
-    for (int i = 0; i < 100 && used < counted; i++) {
-        usleep(50000);
-        used = cpu_watch_tree_seconds(child, getpid());
-    }
+    char byte;
+    ck_assert_int_eq(read(burnt[0], &byte, 1), 1);
+    close(burnt[0]), close(burnt[1]);
+    const double counted = 0.29, used = cpu_watch_tree_seconds(child, getpid()); /* 0.3 s, less a clock tick */
     ck_assert_msg(used >= counted, "a descendant's %.2f s of CPU not counted (%.2f)", counted, used);
     /* the group alone leaves it out: what a spinning neighbour of a test needs */
     ck_assert_double_lt(cpu_watch_group_seconds(child, getpid()), 0.1);
     ck_assert(alive(worker));
     cpu_watch_kill_tree(child, getpid());
     waitpid(child, NULL, 0);
-    for (int i = 0; i < 100 && alive(worker); i++) usleep(10000);
+    for (int i = 0; i < 6000 && alive(worker); i++) usleep(10000); /* a minute at most, gone at once when idle */
     ck_assert_msg(!alive(worker), "the descendant in its own group outlived the kill");
 }
 END_TEST
