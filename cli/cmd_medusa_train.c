@@ -74,6 +74,32 @@ static void usage(FILE *f) {
             default_model_dir());
 }
 
+/* The checks that need every option seen: combinations, and what is missing. */
+static int check_args(train_args *a) {
+    if (a->threads != 1 && !a->on_engine) {
+        fprintf(stderr, "specula medusa-train: --threads applies to --backend cpu (the reference runs one thread)\n");
+        return 2;
+    }
+    if (!a->out) {
+        fprintf(stderr, "specula medusa-train: give the heads file to write with --out\n");
+        return 2;
+    }
+    if (!!a->corpus_text + !!a->corpus_ids + a->random_prompts != 1) {
+        fprintf(stderr, "specula medusa-train: give exactly one prompt source: --corpus FILE, --corpus-ids FILE or "
+                        "--random-prompts\n");
+        return 2;
+    }
+    if (a->data.gen_len <= a->n_heads) {
+        fprintf(stderr,
+                "specula medusa-train: --gen-len %d must exceed --heads %d (each example needs a label per head)\n",
+                a->data.gen_len, a->n_heads);
+        return 2;
+    }
+    if (a->train.warmup >= a->train.steps) a->train.warmup = a->train.steps / 10;
+    a->train.log_every = a->log_every;
+    return 0;
+}
+
 static int parse(int argc, char **argv, train_args *a) {
     memset(a, 0, sizeof *a);
     a->n_heads = 4, a->n_layers = 1, a->eval_sequences = 50, a->log_every = 100, a->threads = 1;
@@ -174,29 +200,9 @@ static int parse(int argc, char **argv, train_args *a) {
 #undef INT
 #undef VALUE
     }
-    if (a->threads != 1 && !a->on_engine) {
-        fprintf(stderr, "specula medusa-train: --threads applies to --backend cpu (the reference runs one thread)\n");
-        return 2;
-    }
-    if (!a->out) {
-        fprintf(stderr, "specula medusa-train: give the heads file to write with --out\n");
-        return 2;
-    }
-    if (!!a->corpus_text + !!a->corpus_ids + a->random_prompts != 1) {
-        fprintf(stderr, "specula medusa-train: give exactly one prompt source: --corpus FILE, --corpus-ids FILE or "
-                        "--random-prompts\n");
-        return 2;
-    }
-    if (a->data.gen_len <= a->n_heads) {
-        fprintf(stderr,
-                "specula medusa-train: --gen-len %d must exceed --heads %d (each example needs a label per head)\n",
-                a->data.gen_len, a->n_heads);
-        return 2;
-    }
-    if (a->train.warmup >= a->train.steps) a->train.warmup = a->train.steps / 10;
-    a->train.log_every = a->log_every;
-    return 0;
+    return check_args(a);
 }
+
 
 /* Token ids separated by whitespace or commas, into a malloc'd array. */
 static int read_ids(const char *path, int V, int **ids, int *n) {
