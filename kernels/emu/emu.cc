@@ -43,8 +43,9 @@ __asm__(".text\n"
 
 enum { F_READY, F_WAIT_BLOCK, F_WAIT_WARP, F_DONE };
 
+/* Small, so that the scheduler's walk over a block's threads stays in cache (the ucontext of the portable switch,
+ * near a kilobyte, lives apart in contexts[]). */
 typedef struct {
-    ucontext_t ctx;
     void *sp; /* saved stack pointer (fast switch) */
     uint3 tid;
     int lane, warp, state;
@@ -56,6 +57,9 @@ uint3 emu_block_idx;
 dim3 emu_block_dim, emu_grid_dim;
 
 static emu_fiber fibers[EMU_MAX_THREADS];
+#if !EMU_FAST_SWITCH
+static ucontext_t contexts[EMU_MAX_THREADS];
+#endif
 static char *stacks[EMU_MAX_THREADS];
 static emu_fiber *cur;
 #if EMU_FAST_SWITCH
@@ -244,21 +248,90 @@ const uint3 &emu_thread_idx(void) { return cur->tid; }
 int emu_lane(void) { return cur->lane; }
 void *emu_dyn_smem(void) { return dyn_smem; }
 
-/* Fiber → scheduler. */
-static void yield_to_scheduler(void) {
-    emu_fiber *self = cur;
+/* splitmix64: the next word of the running block's order stream */
+static uint64_t order_next(void) {
+    uint64_t z = (order_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The order the block's threads run in until each reaches its next barrier or collective: by index, or, under
+ * EMU_RULE_ORDER, a fresh shuffle every round. */
+static void order_round(void) {
+    for (int i = 0; i < n_threads; i++) order[i] = (unsigned short)i;
+    if (!(rules & EMU_RULE_ORDER)) return;
+    for (int i = n_threads - 1; i > 0; i--) {
+        const int j = (int)(order_next() % (uint64_t)(i + 1));
+        const unsigned short t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+}
+
+static int runnable(const emu_fiber *f) {
+    switch (f->state) {
+    case F_READY: return 1;
+    case F_WAIT_BLOCK: return bar_gen != f->wait_gen;
+    case F_WAIT_WARP: return warp_gen[f->warp] != f->wait_gen;
+    default: return 0;
+    }
+}
+
+/* Where the running round stands: the place in order[] of the thread now running. */
+static int round_pos;
+/* Set by the scheduler as it switches into a round's first thread: under ASan, that thread learns the scheduler's
+ * stack from the switch. */
+static int from_scheduler;
+
+/* The next thread after place k of this round's order that may run, or -1 when the round is over. */
+static int next_runnable(int k) {
+    for (k++; k < n_threads; k++)
+        if (runnable(&fibers[order[k]])) return k;
+    return -1;
+}
+
+/* Leaves the running thread (self, or NULL when it has ended and will never resume) for the next thread of the
+ * round that may run, or for the scheduler when the round is over. One switch, thread to thread: going through the
+ * scheduler at every barrier and collective took two, and switching is most of what the emulator costs. The
+ * threads run in the order the scheduler's own walk would give them. */
+static void leave_thread(emu_fiber *self) {
+    const int k = next_runnable(round_pos);
+    emu_fiber *next = k >= 0 ? &fibers[order[k]] : NULL;
+    if (next) {
+        round_pos = k;
+        next->state = F_READY;
+        cur = next;
+    }
+    from_scheduler = 0;
 #if EMU_ASAN
-    __sanitizer_start_switch_fiber(&self->fake_stack, sched_stack_bottom, sched_stack_size);
+    __sanitizer_start_switch_fiber(self ? &self->fake_stack : NULL, next ? stacks[next - fibers] : sched_stack_bottom,
+                                   next ? EMU_STACK : sched_stack_size);
 #endif
 #if EMU_FAST_SWITCH
-    emu_switch(&self->sp, sched_sp);
+    void *dead;
+    emu_switch(self ? &self->sp : &dead, next ? next->sp : sched_sp);
 #else
-    swapcontext(&self->ctx, &sched_ctx);
+    static ucontext_t dead;
+    swapcontext(self ? &contexts[self - fibers] : &dead, next ? &contexts[next - fibers] : &sched_ctx);
 #endif
+}
+
+/* On a thread's own stack again, switched to by the scheduler or another thread. */
+static void thread_resumed(emu_fiber *self) {
 #if EMU_ASAN
-    __sanitizer_finish_switch_fiber(self->fake_stack, &sched_stack_bottom, &sched_stack_size);
+    const void *from_bottom;
+    size_t from_size;
+    __sanitizer_finish_switch_fiber(self->fake_stack, &from_bottom, &from_size);
+    if (from_scheduler) sched_stack_bottom = from_bottom, sched_stack_size = from_size;
 #endif
     cur = self;
+}
+
+/* The running thread waits at a barrier or collective: the others run until it may go on. */
+static void wait_for_others(void) {
+    emu_fiber *self = cur;
+    leave_thread(self);
+    thread_resumed(self);
 }
 
 static void block_arrive(const void *site) {
@@ -274,7 +347,7 @@ static void block_arrive(const void *site) {
     }
     cur->state = F_WAIT_BLOCK;
     cur->wait_gen = bar_gen;
-    yield_to_scheduler();
+    wait_for_others();
 }
 
 static void warp_arrive(void) {
@@ -286,7 +359,7 @@ static void warp_arrive(void) {
     }
     cur->state = F_WAIT_WARP;
     cur->wait_gen = warp_gen[w];
-    yield_to_scheduler();
+    wait_for_others();
 }
 
 /* Never inlined: its return address is the caller's place in the code (EMU_RULE_BARRIER). */
@@ -381,50 +454,17 @@ static void fiber_exit_bookkeeping(emu_fiber *f) {
 }
 
 static void fiber_main(void) {
-#if EMU_ASAN
-    __sanitizer_finish_switch_fiber(NULL, &sched_stack_bottom, &sched_stack_size);
-#endif
+    thread_resumed(cur);
     body_fn(body_arg);
     fiber_exit_bookkeeping(cur);
-#if EMU_ASAN
-    __sanitizer_start_switch_fiber(NULL, sched_stack_bottom, sched_stack_size);
-#endif
-#if EMU_FAST_SWITCH
-    void *dead;
-    emu_switch(&dead, sched_sp); /* never resumed */
-    abort();
-#endif
-    /* returning resumes uc_link, the scheduler */
+    leave_thread(NULL);
+    abort(); /* never resumed */
 }
 
-/* splitmix64: the next word of the running block's order stream */
-static uint64_t order_next(void) {
-    uint64_t z = (order_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* The order the block's threads run in until each reaches its next barrier or collective: by index, or, under
- * EMU_RULE_ORDER, a fresh shuffle every round. */
-static void order_round(void) {
-    for (int i = 0; i < n_threads; i++) order[i] = (unsigned short)i;
-    if (!(rules & EMU_RULE_ORDER)) return;
-    for (int i = n_threads - 1; i > 0; i--) {
-        const int j = (int)(order_next() % (uint64_t)(i + 1));
-        const unsigned short t = order[i];
-        order[i] = order[j], order[j] = t;
-    }
-}
-
-static int runnable(const emu_fiber *f) {
-    switch (f->state) {
-    case F_READY: return 1;
-    case F_WAIT_BLOCK: return bar_gen != f->wait_gen;
-    case F_WAIT_WARP: return warp_gen[f->warp] != f->wait_gen;
-    default: return 0;
-    }
-}
+/* How far below the top of its mapping a thread's stack starts. The mappings lie EMU_STACK apart, so their tops
+ * would all fall in the same cache sets, and every switch would miss: staggered by a kilobyte a thread (and a line
+ * every 64 threads) the hot ends of a block's stacks spread over the sets of a 64 KB span. */
+static size_t stack_stagger(int i) { return (size_t)(i % 64) * 1024 + (size_t)(i / 64 % 16) * 64; }
 
 static int run_block(void) {
     for (int i = 0; i < n_threads; i++) {
@@ -444,17 +484,18 @@ static int run_block(void) {
 #if EMU_FAST_SWITCH
         /* a stack that emu_switch "returns" into fiber_main from: six
          * callee-saved registers, the entry address, an unused return slot */
-        void **top = (void **)(stacks[i] + EMU_STACK);
+        void **top = (void **)(stacks[i] + EMU_STACK - stack_stagger(i));
         top[-1] = NULL;
         top[-2] = (void *)fiber_main;
         for (int r = 3; r <= 8; r++) top[-r] = NULL;
         f->sp = (void *)&top[-8];
 #else
-        getcontext(&f->ctx);
-        f->ctx.uc_stack.ss_sp = stacks[i];
-        f->ctx.uc_stack.ss_size = EMU_STACK;
-        f->ctx.uc_link = &sched_ctx;
-        makecontext(&f->ctx, fiber_main, 0);
+        ucontext_t *ctx = &contexts[i];
+        getcontext(ctx);
+        ctx->uc_stack.ss_sp = stacks[i];
+        ctx->uc_stack.ss_size = EMU_STACK;
+        ctx->uc_link = &sched_ctx;
+        makecontext(ctx, fiber_main, 0);
 #endif
         unsigned bx = emu_block_dim.x, by = emu_block_dim.y;
         f->tid = uint3{(unsigned)i % bx, (unsigned)i / bx % by, (unsigned)i / (bx * by)};
@@ -470,38 +511,30 @@ static int run_block(void) {
         warp_live[w] = 0;
     }
     for (int i = 0; i < n_threads; i++) warp_live[i / 32]++;
-    int done = 0;
-    while (done < n_threads) {
-        int progress = 0;
-        done = 0;
+    /* Rounds: the threads in a fresh order, each running to its next barrier or collective where it may; the
+     * threads pass the turn among themselves (leave_thread), and the last of the round hands it back here. */
+    while (n_live > 0) {
         order_round();
-        for (int k = 0; k < n_threads; k++) {
-            const int i = order[k];
-            emu_fiber *f = &fibers[i];
-            if (f->state == F_DONE) {
-                done++;
-                continue;
-            }
-            if (!runnable(f)) continue;
-            f->state = F_READY;
-            cur = f;
-            void *fake = NULL;
+        const int k = next_runnable(-1);
+        if (k < 0) return -1; /* live threads, none of which may go on: a barrier some thread never reaches */
+        const int i = order[k];
+        round_pos = k;
+        fibers[i].state = F_READY;
+        cur = &fibers[i];
+        from_scheduler = 1;
+        void *fake = NULL;
 #if EMU_ASAN
-            __sanitizer_start_switch_fiber(&fake, stacks[i], EMU_STACK);
+        __sanitizer_start_switch_fiber(&fake, stacks[i], EMU_STACK);
 #endif
 #if EMU_FAST_SWITCH
-            emu_switch(&sched_sp, f->sp);
+        emu_switch(&sched_sp, fibers[i].sp);
 #else
-            swapcontext(&sched_ctx, &f->ctx);
+        swapcontext(&sched_ctx, &contexts[i]);
 #endif
 #if EMU_ASAN
-            __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+        __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
-            (void)fake;
-            progress = 1;
-            if (f->state == F_DONE) done++;
-        }
-        if (!progress && done < n_threads) return -1;
+        (void)fake;
     }
     return 0;
 }
